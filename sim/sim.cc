@@ -1,0 +1,1 @@
+extern "C" int nvmlInit_v2(void) { return 0; }

@@ -1,0 +1,2 @@
+/** gpugate: the public API. */
+export * from './types';

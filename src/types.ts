@@ -1,0 +1,134 @@
+/**
+ * The public data shapes of a gpugate snapshot. Byte counts are plain numbers of bytes
+ * (exact up to 8 PiB); a field that NVML could not read is `null`, never a guess.
+ */
+
+/** Which kind of process list NVML listed a process in. */
+export type ProcessKind = 'compute' | 'graphics' | 'mps';
+
+/** One process that holds a GPU (or a MIG instance), merged across NVML's three lists. */
+export interface GpuProcess {
+  /** Host pid as NVML reports it (it may not resolve inside a nested PID namespace). */
+  pid: number;
+  /** GPU memory it holds; null when NVML says "not available" (all ones). */
+  usedBytes: number | null;
+  /** Every list the pid appeared in. */
+  kinds: ProcessKind[];
+  /** MIG GPU instance id, or null when not a MIG instance. */
+  gpuInstanceId: number | null;
+  /** MIG compute instance id, or null when not a MIG instance. */
+  computeInstanceId: number | null;
+}
+
+/** Which NVML memory query produced the numbers. */
+export type MemorySource = 'v2' | 'v1';
+
+/** Device memory. With `source: 'v1'`, used includes reserved and `reservedBytes` is null. */
+export interface GpuMemory {
+  totalBytes: number;
+  freeBytes: number;
+  usedBytes: number;
+  reservedBytes: number | null;
+  source: MemorySource;
+}
+
+/** A failure attached to one device or one field: the rest of the snapshot is still valid. */
+export interface FieldError {
+  /** Stable NVML code name, e.g. 'NVML_ERROR_NOT_SUPPORTED'; 'NVML_ERROR_<number>' for unlisted codes. */
+  code: string;
+  /** The raw nvmlReturn_t value. */
+  nvmlReturn: number;
+  /** The NVML function that returned it. */
+  fn: string;
+  /** Human-readable explanation. */
+  message: string;
+}
+
+/** A MIG device (instance) listed under its parent GPU. */
+export interface MigDevice {
+  /** Index among the parent's MIG device slots (holes skipped). */
+  index: number;
+  uuid: string;
+  gpuInstanceId: number | null;
+  computeInstanceId: number | null;
+  memory: GpuMemory | null;
+  processes?: GpuProcess[];
+  error: FieldError | null;
+}
+
+/** One GPU as seen in one snapshot. */
+export interface GpuDevice {
+  index: number;
+  uuid: string;
+  name: string;
+  /** Canonical NVML form, e.g. '00000000:1B:00.0'. */
+  pciBusId: string;
+  /** The N of /dev/nvidiaN, or null when unreadable. */
+  minorNumber: number | null;
+  /** e.g. '12.0', or null when unreadable. */
+  computeCapability: string | null;
+  memory: GpuMemory | null;
+  /** Present when the snapshot asked for processes (null when the list could not be read). */
+  processes?: GpuProcess[] | null;
+  persistenceMode: boolean | null;
+  computeMode: 'default' | 'exclusive_thread' | 'prohibited' | 'exclusive_process' | null;
+  /** Current MIG mode; null when not supported. */
+  migMode: boolean | null;
+  utilization: { gpuPercent: number; memoryPercent: number } | null;
+  temperatureC: number | null;
+  powerWatts: number | null;
+  /** MIG devices when MIG is enabled and the snapshot asked for them. */
+  migDevices?: MigDevice[];
+  /** Device-level failure (e.g. GPU lost): the fields above may all be null. */
+  error: FieldError | null;
+  /** Per-field failures, keyed by field name. */
+  fieldErrors: Record<string, FieldError>;
+}
+
+/** One sample of the selected GPUs. */
+export interface Snapshot {
+  /** Milliseconds since the epoch when the sample was taken. */
+  takenAt: number;
+  devices: GpuDevice[];
+}
+
+/** What `session.library` reports about the NVML library in use. */
+export interface LibraryInfo {
+  /** The path that finally loaded. */
+  path: string;
+  driverVersion: string | null;
+  nvmlVersion: string | null;
+  /** e.g. '13.0', from nvmlSystemGetCudaDriverVersion. */
+  cudaDriverVersion: string | null;
+  /** For each logical function, the exported symbol that bound, or null if none did. */
+  variants: Record<string, string | null>;
+}
+
+/** Options for `session.snapshot()`. */
+export interface SnapshotOptions {
+  /** Read process lists too (slower: NVML's process queries are the expensive ones). Default false. */
+  processes?: boolean;
+  /** Restrict to these NVML indices. Default: every device. */
+  devices?: number[];
+}
+
+/** Options for `openNvml()`. */
+export interface OpenNvmlOptions {
+  /** Explicit path of the NVML library; else GPUGATE_NVML_LIBRARY, else the driver's usual places. */
+  libraryPath?: string;
+  /** Deadline for each NVML call in milliseconds (default 10 000). A missed deadline poisons the session. */
+  callTimeoutMs?: number;
+}
+
+/** An open NVML session: one init, one worker thread, handles kept until close(). */
+export interface NvmlSession {
+  readonly library: LibraryInfo;
+  /** True once closed or poisoned (a hung call); every later call rejects. */
+  readonly closed: boolean;
+  /** Take a sample on the NVML worker thread; rejects with NvmlError on a fatal failure or a missed deadline. */
+  snapshot(options?: SnapshotOptions): Promise<Snapshot>;
+  /** The same sample, read on the calling thread. Blocking: the deadline cannot be enforced here. */
+  snapshotSync(options?: SnapshotOptions): Snapshot;
+  /** Shut NVML down once; waits for pending work (or abandons a hung call). */
+  close(): Promise<void>;
+}
