@@ -1,0 +1,19 @@
+/**
+ * DeviceSelectionError: a GPU selector (from an option or the environment) matched no device, or
+ * a UUID prefix matched several. The CLI maps it to exit code 78.
+ */
+
+/** Thrown when a selector matches nothing or is ambiguous; the message lists what exists. */
+export class DeviceSelectionError extends Error {
+  override readonly name = 'DeviceSelectionError';
+  /** The selector at fault, as given. */
+  readonly selector: string;
+  /** What could have matched: the candidates of an ambiguous prefix, or every device that exists. */
+  readonly available: string[];
+
+  constructor(selector: string, available: string[], message: string) {
+    super(message);
+    this.selector = selector;
+    this.available = available;
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * Parsing and formatting of sizes, fractions and durations as users write them on the command
+ * line and in options: `1.5GiB`, `500MB`, `0.9`, `90%`, `250ms`, `1m30s`. Every parse error is a
+ * UsageError naming the input and what was expected.
+ */
+import { UsageError } from './usage-error';
+
+const SIZE_UNITS: Record<string, number> = {
+  b: 1,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+  tib: 1024 ** 4,
+  kb: 1000,
+  mb: 1000 ** 2,
+  gb: 1000 ** 3,
+  tb: 1000 ** 4,
+};
+
+const DURATION_UNITS: Record<string, number> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+const SIZE_EXPECTED = 'a size such as 512MiB, 1.5GiB, 2GB or a whole number of bytes (units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)';
+const DURATION_EXPECTED = 'a duration such as 500ms, 30s, 2m, 1h or 1m30s (a bare number is only accepted for 0)';
+const SIZE_OR_FRACTION_EXPECTED = 'a fraction of total memory (0 < x <= 1, or a percentage like 90%) or a size such as 2GiB';
+
+const NUMBER = '(?:\\d+(?:\\.\\d*)?|\\.\\d+)';
+const SIZE_RE = new RegExp(`^(${NUMBER})\\s*([a-z]*)$`, 'i');
+const DURATION_TOKEN_RE = new RegExp(`(${NUMBER})\\s*([a-z]*)\\s*`, 'iy');
+
+/**
+ * Parses a size into bytes. Binary (KiB…TiB) and decimal (KB…TB) units, any letter case,
+ * decimals allowed (`1.5GiB`); a bare number is bytes. Throws UsageError on anything else.
+ */
+export function parseSize(text: string): number {
+  if (typeof text !== 'string') throw new UsageError(String(text), SIZE_EXPECTED);
+  const trimmed = text.trim();
+  const match = SIZE_RE.exec(trimmed);
+  if (!match) throw new UsageError(text, SIZE_EXPECTED, `invalid size ${JSON.stringify(text)}: expected ${SIZE_EXPECTED}`);
+  const value = Number(match[1]);
+  const unitText = (match[2] ?? '').toLowerCase();
+  const multiplier = unitText === '' ? 1 : SIZE_UNITS[unitText];
+  if (multiplier === undefined) {
+    throw new UsageError(text, SIZE_EXPECTED, `invalid size ${JSON.stringify(text)}: unknown unit ${JSON.stringify(match[2])}; expected ${SIZE_EXPECTED}`);
+  }
+  if (unitText === '' || unitText === 'b') {
+    if (!Number.isInteger(value)) {
+      throw new UsageError(text, SIZE_EXPECTED, `invalid size ${JSON.stringify(text)}: a byte count must be a whole number; expected ${SIZE_EXPECTED}`);
+    }
+  }
+  const bytes = Math.round(value * multiplier);
+  if (!Number.isSafeInteger(bytes)) {
+    throw new UsageError(text, SIZE_EXPECTED, `invalid size ${JSON.stringify(text)}: too large; expected ${SIZE_EXPECTED}`);
+  }
+  return bytes;
+}
+
+/**
+ * Parses a duration into milliseconds: one or more `<number><unit>` parts (`ms`, `s`, `m`, `h`),
+ * e.g. `250ms`, `1.5s`, `1m30s`. A bare number is rejected (seconds or milliseconds would be a
+ * guess) except `0`. Throws UsageError.
+ */
+export function parseDuration(text: string): number {
+  if (typeof text !== 'string') throw new UsageError(String(text), DURATION_EXPECTED);
+  const trimmed = text.trim();
+  if (trimmed === '') throw new UsageError(text, DURATION_EXPECTED, `invalid duration "": expected ${DURATION_EXPECTED}`);
+  if (/^0+(?:\.0*)?$/.test(trimmed)) return 0;
+  let total = 0;
+  let position = 0;
+  DURATION_TOKEN_RE.lastIndex = 0;
+  while (position < trimmed.length) {
+    DURATION_TOKEN_RE.lastIndex = position;
+    const match = DURATION_TOKEN_RE.exec(trimmed);
+    if (!match) throw new UsageError(text, DURATION_EXPECTED, `invalid duration ${JSON.stringify(text)}: expected ${DURATION_EXPECTED}`);
+    const unitText = (match[2] ?? '').toLowerCase();
+    if (unitText === '') {
+      throw new UsageError(text, DURATION_EXPECTED, `invalid duration ${JSON.stringify(text)}: a number needs a unit (ms, s, m or h); expected ${DURATION_EXPECTED}`);
+    }
+    const multiplier = DURATION_UNITS[unitText];
+    if (multiplier === undefined) {
+      throw new UsageError(text, DURATION_EXPECTED, `invalid duration ${JSON.stringify(text)}: unknown unit ${JSON.stringify(match[2])}; expected ${DURATION_EXPECTED}`);
+    }
+    total += Number(match[1]) * multiplier;
+    position = DURATION_TOKEN_RE.lastIndex;
+  }
+  const ms = Math.round(total);
+  if (!Number.isSafeInteger(ms)) throw new UsageError(text, DURATION_EXPECTED, `invalid duration ${JSON.stringify(text)}: too large`);
+  return ms;
+}
+
+/** A memory criterion: either a fraction of the GPU's total memory or an absolute byte count. */
+export type SizeOrFraction = { fraction: number } | { bytes: number };
+
+/**
+ * Parses a fraction of total memory or a size. A bare number with 0 < x <= 1 or a percentage
+ * (`90%`, 0 < p <= 100) is a fraction; anything else must be a size (see parseSize).
+ */
+export function parseSizeOrFraction(text: string): SizeOrFraction {
+  if (typeof text !== 'string') throw new UsageError(String(text), SIZE_OR_FRACTION_EXPECTED);
+  const trimmed = text.trim();
+  const percent = new RegExp(`^(${NUMBER})\\s*%$`).exec(trimmed);
+  if (percent) {
+    const value = Number(percent[1]);
+    if (!(value > 0 && value <= 100)) {
+      throw new UsageError(text, SIZE_OR_FRACTION_EXPECTED, `invalid value ${JSON.stringify(text)}: a percentage must be above 0% and at most 100%`);
+    }
+    return { fraction: value / 100 };
+  }
+  if (new RegExp(`^${NUMBER}$`).test(trimmed)) {
+    const value = Number(trimmed);
+    if (value > 0 && value <= 1) return { fraction: value };
+  }
+  try {
+    return { bytes: parseSize(trimmed) };
+  } catch (error) {
+    if (error instanceof UsageError) {
+      throw new UsageError(text, SIZE_OR_FRACTION_EXPECTED, `invalid value ${JSON.stringify(text)}: expected ${SIZE_OR_FRACTION_EXPECTED}`);
+    }
+    throw error;
+  }
+}
+
+const FORMAT_UNITS: Array<[string, number]> = [
+  ['TiB', 1024 ** 4],
+  ['GiB', 1024 ** 3],
+  ['MiB', 1024 ** 2],
+  ['KiB', 1024],
+];
+
+function trimDecimal(value: number): string {
+  const text = value.toFixed(1);
+  return text.endsWith('.0') ? text.slice(0, -2) : text;
+}
+
+/** Formats bytes for humans with binary units and one decimal, e.g. `91.8GiB`, `512MiB`, `12B`. */
+export function formatBytes(bytes: number): string {
+  if (!Number.isFinite(bytes)) return String(bytes);
+  const sign = bytes < 0 ? '-' : '';
+  const magnitude = Math.abs(bytes);
+  for (const [unit, size] of FORMAT_UNITS) {
+    // Use the unit once the value rounds to at least 1 of it (never print "1024MiB").
+    if (Number((magnitude / size).toFixed(1)) >= 1) return `${sign}${trimDecimal(magnitude / size)}${unit}`;
+  }
+  return `${sign}${Math.round(magnitude)}B`;
+}
+
+/** Formats milliseconds for humans: `250ms`, `1.5s`, `12s`, `2m30s`, `1h5m`. */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms)) return String(ms);
+  const sign = ms < 0 ? '-' : '';
+  const value = Math.abs(ms);
+  if (value < 1000) return `${sign}${Math.round(value)}ms`;
+  if (value < 60_000) return `${sign}${trimDecimal(value / 1000)}s`;
+  const totalSeconds = Math.round(value / 1000);
+  if (totalSeconds < 3600) {
+    const minutes = Math.floor(totalSeconds / 60);
+    const seconds = totalSeconds % 60;
+    return `${sign}${minutes}m${seconds === 0 ? '' : `${seconds}s`}`;
+  }
+  const hours = Math.floor(totalSeconds / 3600);
+  const minutes = Math.floor((totalSeconds % 3600) / 60);
+  return `${sign}${hours}h${minutes === 0 ? '' : `${minutes}m`}`;
+}
