@@ -1,0 +1,70 @@
+/**
+ * The shape of one benchmark run's results: what bench/run.ts writes to bench/results/latest.json
+ * and what bench/report.ts renders as markdown.
+ */
+import type { LatencySummaryNs } from './stats';
+
+/** `${devices}x${processesPerDevice}`, e.g. '8x2'. */
+export type SizeKey = `${number}x${number}`;
+
+/** One contender at one size: per-snapshot (or per-poll) times in nanoseconds. */
+export interface LatencyRow {
+  contender: string;
+  size: SizeKey;
+  devices: number;
+  processesPerDevice: number;
+  ns: LatencySummaryNs;
+}
+
+/** Event-loop delay figures of one path (milliseconds, the timer's nominal interval subtracted). */
+export interface EventLoopFigures {
+  snapshots: number;
+  snapshotMeanMs: number;
+  timerRuns: number;
+  delayP50Ms: number;
+  delayP99Ms: number;
+  delayMaxMs: number;
+}
+
+/** One goal of performance.md, judged on this run. */
+export interface GoalResult {
+  goal: string;
+  measured: string;
+  target: string;
+  /** null when the figure could not be measured in this run. */
+  met: boolean | null;
+}
+
+/** Everything one run measured. */
+export interface BenchReport {
+  date: string;
+  command: string;
+  quick: boolean;
+  machine: { nproc: number; cpuModel: string; node: string; platform: string };
+  library: string;
+  settings: Record<string, unknown>;
+  /** The library's own cost of one memory read (C tight loop, one handle). */
+  memoryReadNs: number | null;
+  /** How the "addon, memory only" contender reached the native read (null: not offered). */
+  nativeReadPath: string | null;
+  rows: LatencyRow[];
+  eventLoop: { resolutionMs: number; asyncPath: EventLoopFigures; syncPath: EventLoopFigures };
+  rss: {
+    count: number;
+    path: string;
+    elapsedMs: number;
+    rssBeforeBytes: number;
+    rssAfterBytes: number;
+    rssGrowthBytes: number;
+    heapUsedGrowthBytes: number;
+  };
+  startup: {
+    nodeEmptyNs: LatencySummaryNs | null;
+    gpugateCheckNs: LatencySummaryNs | null;
+    standinNs: LatencySummaryNs | null;
+    error: string | null;
+  } | null;
+  initCounts: Array<{ process: string; inits: number | null }>;
+  goals: GoalResult[];
+  elapsedMs: number;
+}

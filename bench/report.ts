@@ -1,0 +1,162 @@
+/**
+ * Renders one benchmark run as markdown and judges the goals of performance.md on it. Every
+ * ratio is computed from figures of the same run (machines here are shared and noisy, so an
+ * absolute time alone means little).
+ */
+import type { BenchReport, GoalResult, LatencyRow } from './report-types';
+
+const LABELS: Record<string, string> = {
+  cFloorMemory: 'C floor, memory',
+  cFloorProcesses: 'C floor, memory + process lists',
+  nativeRead: 'addon native read into Float64Array',
+  snapshotSyncMemory: 'snapshotSync(), memory only',
+  snapshotAsyncMemory: 'snapshot(), memory only',
+  snapshotSyncProcesses: 'snapshotSync({ processes: true })',
+  snapshotAsyncProcesses: 'snapshot({ processes: true })',
+  subprocessExecFile: 'nvidia-smi style: execFile per poll',
+  subprocessShellLoop: 'nvidia-smi style: shell loop per poll',
+};
+
+const ORDER = Object.keys(LABELS);
+
+/** A time in ns as a short human string. */
+export function formatNs(ns: number): string {
+  if (!Number.isFinite(ns)) return 'n/a';
+  if (ns < 1_000) return `${ns.toFixed(0)} ns`;
+  if (ns < 1_000_000) return `${(ns / 1_000).toFixed(ns < 10_000 ? 2 : 1)} µs`;
+  if (ns < 1_000_000_000) return `${(ns / 1_000_000).toFixed(ns < 10_000_000 ? 2 : 1)} ms`;
+  return `${(ns / 1e9).toFixed(2)} s`;
+}
+
+function formatRatio(ratio: number | null): string {
+  if (ratio === null || !Number.isFinite(ratio)) return '–';
+  if (ratio >= 100) return `${ratio.toFixed(0)}×`;
+  if (ratio >= 10) return `${ratio.toFixed(1)}×`;
+  return `${ratio.toFixed(2)}×`;
+}
+
+function find(rows: readonly LatencyRow[], contender: string, size: string): LatencyRow | undefined {
+  return rows.find((row) => row.contender === contender && row.size === size);
+}
+
+function floorFor(rows: readonly LatencyRow[], row: LatencyRow): LatencyRow | undefined {
+  const contender = row.contender.endsWith('Processes') ? 'cFloorProcesses' : 'cFloorMemory';
+  return find(rows, contender, row.size);
+}
+
+function subprocessFor(rows: readonly LatencyRow[], row: LatencyRow): LatencyRow | undefined {
+  return find(rows, 'subprocessExecFile', `${row.devices}x0`);
+}
+
+function ratio(numerator: number | undefined, denominator: number | undefined): number | null {
+  if (numerator === undefined || denominator === undefined || denominator <= 0) return null;
+  return numerator / denominator;
+}
+
+function goal(goalText: string, value: number | null, target: string, met: (v: number) => boolean, show: (v: number) => string): GoalResult {
+  return { goal: goalText, measured: value === null ? 'not measured' : show(value), target, met: value === null ? null : met(value) };
+}
+
+/** Judge performance.md's goals on this run. */
+export function judgeGoals(report: BenchReport): GoalResult[] {
+  const rows = report.rows;
+  const median = (contender: string, size: string): number | undefined => find(rows, contender, size)?.ns.median;
+  const floor8 = median('cFloorMemory', '8x0');
+  const goals: GoalResult[] = [];
+  goals.push(goal('simulator cost per memory read (C loop, one handle)', report.memoryReadNs, '≤ 100 ns', (v) => v <= 100, formatNs));
+  goals.push(goal('native memory read of 8 devices vs C floor', ratio(median('nativeRead', '8x0'), floor8), '≤ 3×', (v) => v <= 3, formatRatio));
+  goals.push(goal('snapshotSync() memory only, 8 devices, vs C floor', ratio(median('snapshotSyncMemory', '8x0'), floor8), '≤ 10×', (v) => v <= 10, formatRatio));
+  goals.push(goal('snapshot() (async) memory only, 8 devices, vs C floor', ratio(median('snapshotAsyncMemory', '8x0'), floor8), '≤ 10×', (v) => v <= 10, formatRatio));
+  const subprocess8 = median('subprocessExecFile', '8x0');
+  goals.push(goal('snapshot() (async) faster than one subprocess poll, 8 devices', ratio(subprocess8, median('snapshotAsyncMemory', '8x0')), '≥ 1000×', (v) => v >= 1000, formatRatio));
+  goals.push(goal('snapshotSync() faster than one subprocess poll, 8 devices', ratio(subprocess8, median('snapshotSyncMemory', '8x0')), '≥ 1000×', (v) => v >= 1000, formatRatio));
+  goals.push(goal('snapshotSync() memory only: 16 vs 8 devices', ratio(median('snapshotSyncMemory', '16x0'), median('snapshotSyncMemory', '8x0')), '≤ 2.2×', (v) => v <= 2.2, formatRatio));
+  goals.push(goal('snapshot() (async) memory only: 16 vs 8 devices', ratio(median('snapshotAsyncMemory', '16x0'), median('snapshotAsyncMemory', '8x0')), '≤ 2.2×', (v) => v <= 2.2, formatRatio));
+  goals.push(goal('event-loop delay p99 while a 5 ms process-list call runs (async path)', report.eventLoop.asyncPath.delayP99Ms, '< 1 ms', (v) => v < 1, (v) => `${v.toFixed(3)} ms`));
+  goals.push(goal(`resident memory growth over ${report.rss.count.toLocaleString('en-US')} snapshots`, report.rss.rssGrowthBytes, '< 5 MB', (v) => v < 5_000_000, (v) => `${(v / 1e6).toFixed(2)} MB`));
+  const inits = report.initCounts.map((entry) => entry.inits);
+  const allKnown = inits.every((n): n is number => n !== null);
+  goals.push({
+    goal: 'NVML initialisations per process',
+    measured: allKnown ? [...new Set(inits)].join(', ') + ` (${inits.length} processes)` : 'not measured (no simulator statistics)',
+    target: 'exactly 1',
+    met: allKnown ? inits.every((n) => n === 1) : null,
+  });
+  const start = report.startup;
+  const startRatio = start?.gpugateCheckNs && start.nodeEmptyNs ? start.gpugateCheckNs.median / start.nodeEmptyNs.median : null;
+  goals.push(goal("`gpugate check` whole process vs `node -e ''`", startRatio, '≤ 1.5×', (v) => v <= 1.5, formatRatio));
+  return goals;
+}
+
+/** The markdown report of one run, and the goals judged on it. */
+export function renderReport(report: BenchReport): { markdown: string; goals: GoalResult[] } {
+  const lines: string[] = [];
+  const goals = judgeGoals(report);
+  lines.push(`# gpugate poll-latency benchmark${report.quick ? ' (--quick)' : ''}`, '');
+  lines.push(`- date: ${report.date}`);
+  lines.push(`- machine: ${report.machine.nproc} CPUs, ${report.machine.cpuModel}, ${report.machine.platform}, Node ${report.machine.node}`);
+  lines.push(`- command: \`${report.command}\``);
+  lines.push('- library: the simulator (build/Release/gpugate_sim.so), read by every contender');
+  if (report.quick) {
+    lines.push(`- --quick: fewer samples, and resident memory over ${report.rss.count.toLocaleString('en-US')} snapshots instead of 10⁶`);
+  }
+  lines.push('');
+  lines.push('## Per snapshot (one poll of every device), after warm-up', '');
+  lines.push('| contender | GPUs × processes | median | p99 | × C floor | subprocess poll ÷ this |');
+  lines.push('|---|---|---:|---:|---:|---:|');
+  const sorted = [...report.rows].sort(
+    (a, b) =>
+      a.devices - b.devices || a.processesPerDevice - b.processesPerDevice || ORDER.indexOf(a.contender) - ORDER.indexOf(b.contender),
+  );
+  for (const row of sorted) {
+    const isFloor = row.contender.startsWith('cFloor');
+    const floorRatio = isFloor ? null : ratio(row.ns.median, floorFor(report.rows, row)?.ns.median);
+    const subprocessRatio = row.contender.startsWith('subprocess') ? null : ratio(subprocessFor(report.rows, row)?.ns.median, row.ns.median);
+    lines.push(
+      `| ${LABELS[row.contender] ?? row.contender} | ${row.devices} × ${row.processesPerDevice} | ${formatNs(row.ns.median)} | ${formatNs(row.ns.p99)} | ${isFloor ? '1×' : formatRatio(floorRatio)} | ${formatRatio(subprocessRatio)} |`,
+    );
+  }
+  lines.push('');
+  lines.push('In-process rows time batches of calls (a sample = a batch lasting ≥ 20 µs, divided by its size);');
+  lines.push('subprocess rows time every spawn. Process-list rows compare with the C floor that also reads the lists.');
+  if (report.nativeReadPath === null) lines.push('The addon offered no typed-array memory read: that contender is missing.');
+  else lines.push(`Native read path: ${report.nativeReadPath}.`);
+  lines.push('');
+  lines.push('## Event loop while a process-list call takes 5 ms (8 GPUs × 2 processes)', '');
+  lines.push('| path | snapshots | mean snapshot | delay p50 | delay p99 | delay max |');
+  lines.push('|---|---:|---:|---:|---:|---:|');
+  for (const [label, figures] of [
+    ['snapshot({ processes: true }) (async)', report.eventLoop.asyncPath],
+    ['snapshotSync({ processes: true }) (blocking, for contrast)', report.eventLoop.syncPath],
+  ] as const) {
+    lines.push(
+      `| ${label} | ${figures.snapshots} | ${figures.snapshotMeanMs.toFixed(2)} ms | ${figures.delayP50Ms.toFixed(3)} ms | ${figures.delayP99Ms.toFixed(3)} ms | ${figures.delayMaxMs.toFixed(3)} ms |`,
+    );
+  }
+  lines.push('', `perf_hooks.monitorEventLoopDelay at ${report.eventLoop.resolutionMs} ms resolution; the nominal interval is subtracted.`, '');
+  lines.push('## Resident memory', '');
+  lines.push(
+    `${report.rss.count.toLocaleString('en-US')} × ${report.rss.path} (8 GPUs) in ${(report.rss.elapsedMs / 1000).toFixed(1)} s: RSS ${(report.rss.rssBeforeBytes / 1e6).toFixed(1)} MB → ${(report.rss.rssAfterBytes / 1e6).toFixed(1)} MB (growth ${(report.rss.rssGrowthBytes / 1e6).toFixed(2)} MB; heap used ${(report.rss.heapUsedGrowthBytes / 1e6).toFixed(2)} MB), after a forced GC at both ends.`,
+    '',
+  );
+  lines.push('## Time to first answer (whole processes, 8 GPUs)', '');
+  const start = report.startup;
+  if (start === null) lines.push('dist/cli/main.js is missing: not measured.');
+  else if (start.error !== null) lines.push(`\`gpugate check\` failed: ${start.error}`);
+  else if (start.nodeEmptyNs && start.gpugateCheckNs && start.standinNs) {
+    lines.push('| process | median | p99 | ÷ `node -e \'\'` |', '|---|---:|---:|---:|');
+    for (const [label, ns] of [
+      ["`node -e ''`", start.nodeEmptyNs],
+      ['`gpugate check`', start.gpugateCheckNs],
+      ['one nvidia-smi-style run (stand-in)', start.standinNs],
+    ] as const) {
+      lines.push(`| ${label} | ${formatNs(ns.median)} | ${formatNs(ns.p99)} | ${formatRatio(ns.median / start.nodeEmptyNs.median)} |`);
+    }
+  }
+  lines.push('', '## NVML initialisations per process (simulator call counts)', '');
+  for (const entry of report.initCounts) lines.push(`- ${entry.process}: ${entry.inits ?? 'unknown'}`);
+  lines.push('', '## Goals', '');
+  lines.push('| goal | measured | target | met |', '|---|---:|---:|:---:|');
+  for (const g of goals) lines.push(`| ${g.goal} | ${g.measured} | ${g.target} | ${g.met === null ? '–' : g.met ? 'yes' : '**no**'} |`);
+  return { markdown: lines.join('\n') + '\n', goals };
+}

@@ -1,0 +1,101 @@
+/**
+ * Timing and summary helpers of the benchmark harness: nearest-rank percentiles, and batch
+ * timing of a sync or async operation (a sample is a batch of calls timed together, divided by
+ * the batch size, so the clock's own cost does not swamp a sub-microsecond call).
+ */
+
+/** Median / p99 / max / mean of per-operation times, in nanoseconds. */
+export interface LatencySummaryNs {
+  samples: number;
+  /** Calls timed together per sample. */
+  batch: number;
+  median: number;
+  p99: number;
+  max: number;
+  mean: number;
+}
+
+/** Nearest-rank percentile (0 < p <= 1) of an ascending array. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) throw new RangeError('percentile of an empty sample');
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(p * sorted.length)));
+  return sorted[rank - 1] as number;
+}
+
+/** Summarise per-operation times (ns) measured with batches of `batch` calls. */
+export function summarize(valuesNs: readonly number[], batch: number): LatencySummaryNs {
+  const sorted = [...valuesNs].sort((a, b) => a - b);
+  const total = sorted.reduce((sum, v) => sum + v, 0);
+  return {
+    samples: sorted.length,
+    batch,
+    median: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    max: sorted[sorted.length - 1] as number,
+    mean: total / sorted.length,
+  };
+}
+
+function nowNs(): number {
+  return Number(process.hrtime.bigint());
+}
+
+/** How to time an operation. */
+export interface BatchPlan {
+  /** Number of samples (batches) to take after warm-up and calibration. */
+  samples: number;
+  /** Grow the batch until one batch lasts at least this long. */
+  targetBatchNs: number;
+  /** Calls made before anything is timed. */
+  warmupCalls: number;
+}
+
+/** Time a synchronous operation in batches. */
+export function measureSync(op: () => unknown, plan: BatchPlan): LatencySummaryNs {
+  for (let i = 0; i < plan.warmupCalls; i++) op();
+  let batch = 1;
+  for (;;) {
+    const start = nowNs();
+    for (let i = 0; i < batch; i++) op();
+    if (nowNs() - start >= plan.targetBatchNs || batch >= 1 << 20) break;
+    batch *= 2;
+  }
+  const values: number[] = [];
+  for (let s = 0; s < plan.samples; s++) {
+    const start = nowNs();
+    for (let i = 0; i < batch; i++) op();
+    values.push((nowNs() - start) / batch);
+  }
+  return summarize(values, batch);
+}
+
+/** Time an asynchronous operation (awaited one after another) in batches. */
+export async function measureAsync(op: () => Promise<unknown>, plan: BatchPlan): Promise<LatencySummaryNs> {
+  for (let i = 0; i < plan.warmupCalls; i++) await op();
+  let batch = 1;
+  for (;;) {
+    const start = nowNs();
+    for (let i = 0; i < batch; i++) await op();
+    if (nowNs() - start >= plan.targetBatchNs || batch >= 1 << 20) break;
+    batch *= 2;
+  }
+  const values: number[] = [];
+  for (let s = 0; s < plan.samples; s++) {
+    const start = nowNs();
+    for (let i = 0; i < batch; i++) await op();
+    values.push((nowNs() - start) / batch);
+  }
+  return summarize(values, batch);
+}
+
+/** Time `count` runs of an operation that cannot be batched (a subprocess), one sample each. */
+export async function measureEach(op: () => Promise<unknown>, count: number, warmup: number): Promise<LatencySummaryNs> {
+  for (let i = 0; i < warmup; i++) await op();
+  const values: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const start = nowNs();
+    await op();
+    values.push(nowNs() - start);
+  }
+  return summarize(values, 1);
+}

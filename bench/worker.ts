@@ -1,0 +1,155 @@
+/**
+ * One measuring process of the benchmark. The harness (bench/run.ts) starts it once per scenario
+ * and measure, with GPUGATE_NVML_LIBRARY and GPUGATE_SIM_SCENARIO set, so each process opens
+ * exactly one NVML session (the simulator counts the initialisations). It loads the compiled
+ * package (dist/) as users do, measures, closes the session and prints one JSON line on stdout.
+ *
+ * Modes (argv[2]), with a JSON parameter object in argv[3]:
+ *   latency   {samples, targetBatchNs, warmupCalls, processesPerDevice}: the in-process contenders
+ *   eventloop {durationMs}: event-loop delay while a process-list call sleeps (async, then sync)
+ *   rss       {count}: resident memory before and after `count` snapshots (run with --expose-gc)
+ */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { NvmlSession, OpenNvmlOptions, Snapshot } from '../src/types';
+import { packageEntry } from './paths';
+import { measureAsync, measureSync, type BatchPlan, type LatencySummaryNs } from './stats';
+import { findNativeMemoryReader } from './native-reader';
+
+type OpenNvml = (options?: OpenNvmlOptions) => Promise<NvmlSession>;
+
+function loadGpugate(): { openNvml: OpenNvml } {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const gpugate = require(packageEntry()) as { openNvml?: OpenNvml };
+  if (typeof gpugate.openNvml !== 'function') {
+    throw new Error(`gpugate bench: ${packageEntry()} does not export openNvml (run npm run build:ts)`);
+  }
+  return { openNvml: gpugate.openNvml };
+}
+
+function checkSnapshot(snapshot: Snapshot, processesPerDevice: number | null): void {
+  for (const device of snapshot.devices) {
+    if (device.error !== null || device.memory === null) {
+      throw new Error(`gpugate bench: device ${device.index} failed: ${JSON.stringify(device.error)}`);
+    }
+    if (processesPerDevice !== null && device.processes?.length !== processesPerDevice) {
+      throw new Error(
+        `gpugate bench: device ${device.index} listed ${device.processes?.length} processes, expected ${processesPerDevice}`,
+      );
+    }
+  }
+}
+
+interface LatencyParams extends BatchPlan {
+  processesPerDevice: number;
+}
+
+async function latency(params: LatencyParams): Promise<unknown> {
+  const session = await loadGpugate().openNvml();
+  try {
+    const first = session.snapshotSync();
+    const deviceCount = first.devices.length;
+    checkSnapshot(first, null);
+    checkSnapshot(session.snapshotSync({ processes: true }), params.processesPerDevice);
+    checkSnapshot(await session.snapshot({ processes: true }), params.processesPerDevice);
+
+    const contenders: Record<string, LatencySummaryNs> = {};
+    const reader = findNativeMemoryReader(session, deviceCount);
+    if (reader !== null) {
+      reader.check();
+      contenders['nativeRead'] = measureSync(reader.read, params);
+    }
+    contenders['snapshotSyncMemory'] = measureSync(() => session.snapshotSync(), params);
+    contenders['snapshotAsyncMemory'] = await measureAsync(() => session.snapshot(), params);
+    contenders['snapshotSyncProcesses'] = measureSync(() => session.snapshotSync({ processes: true }), params);
+    contenders['snapshotAsyncProcesses'] = await measureAsync(() => session.snapshot({ processes: true }), params);
+    return {
+      deviceCount,
+      nativeReadPath: reader?.description ?? null,
+      contenders,
+    };
+  } finally {
+    await session.close();
+  }
+}
+
+async function eventLoop(params: { durationMs: number }): Promise<unknown> {
+  const resolutionMs = 1;
+  const session = await loadGpugate().openNvml();
+  try {
+    session.snapshotSync({ processes: true });
+    const measure = async (op: () => Promise<unknown>): Promise<Record<string, number>> => {
+      const histogram = monitorEventLoopDelay({ resolution: resolutionMs });
+      histogram.enable();
+      const start = performance.now();
+      let snapshots = 0;
+      while (performance.now() - start < params.durationMs) {
+        await op();
+        snapshots++;
+      }
+      const elapsedMs = performance.now() - start;
+      histogram.disable();
+      // The histogram records the interval between timer runs: subtract the nominal interval.
+      const delayMs = (ns: number): number => Math.max(0, ns / 1e6 - resolutionMs);
+      return {
+        snapshots,
+        snapshotMeanMs: elapsedMs / snapshots,
+        timerRuns: histogram.count,
+        delayP50Ms: delayMs(histogram.percentile(50)),
+        delayP99Ms: delayMs(histogram.percentile(99)),
+        delayMaxMs: delayMs(histogram.max),
+      };
+    };
+    const asyncPath = await measure(() => session.snapshot({ processes: true }));
+    // The contrast: the blocking path, yielding to the event loop between snapshots.
+    const syncPath = await measure(async () => {
+      session.snapshotSync({ processes: true });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    });
+    return { resolutionMs, asyncPath, syncPath };
+  } finally {
+    await session.close();
+  }
+}
+
+async function residentMemory(params: { count: number }): Promise<unknown> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('gpugate bench: the rss mode needs node --expose-gc');
+  const session = await loadGpugate().openNvml();
+  try {
+    for (let i = 0; i < 10_000; i++) session.snapshotSync();
+    gc();
+    const before = process.memoryUsage();
+    const start = performance.now();
+    for (let i = 0; i < params.count; i++) session.snapshotSync();
+    const elapsedMs = performance.now() - start;
+    gc();
+    const after = process.memoryUsage();
+    return {
+      count: params.count,
+      path: 'snapshotSync, memory only',
+      elapsedMs,
+      rssBeforeBytes: before.rss,
+      rssAfterBytes: after.rss,
+      rssGrowthBytes: after.rss - before.rss,
+      heapUsedGrowthBytes: after.heapUsed - before.heapUsed,
+    };
+  } finally {
+    await session.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const mode = process.argv[2];
+  const params = JSON.parse(process.argv[3] ?? '{}') as Record<string, unknown>;
+  let result: unknown;
+  if (mode === 'latency') result = await latency(params as unknown as LatencyParams);
+  else if (mode === 'eventloop') result = await eventLoop(params as { durationMs: number });
+  else if (mode === 'rss') result = await residentMemory(params as { count: number });
+  else throw new Error(`gpugate bench worker: unknown mode ${String(mode)} (expected latency, eventloop or rss)`);
+  process.stdout.write(JSON.stringify(result) + '\n');
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});
