@@ -1,0 +1,160 @@
+/**
+ * Turns the flags of `wait`, `check`, `status` and `holders` into typed settings: sizes and
+ * durations parsed with their units, choices checked, conflicting flags rejected. Everything
+ * wrong here is a usage error (exit 64) that names the flag, the value and what was expected.
+ */
+
+import { parseSelectorList } from '../devices';
+import { parseDuration, parseSize, parseSizeOrFraction, type SizeOrFraction } from '../units';
+import { CliError } from './cli-error';
+import { booleanFlag, listFlag, stringFlag } from './command-context';
+import { ExitCode } from './exit-codes';
+import type { CommandName } from './option-table';
+import type { FlagValues } from './parse-command-line';
+
+/** What to do with stale holders and leaked shm. */
+export type StalePolicy = 'report' | 'fail' | 'ignore';
+
+/** How results are printed. */
+export type OutputFormat = 'text' | 'json' | 'prometheus';
+
+/** Settings every GPU command shares. */
+export interface SessionSettings {
+  /** Selectors from --gpus; undefined = take the environment / all. */
+  gpus: string[] | undefined;
+  libraryPath: string | undefined;
+  callTimeoutMs: number;
+  format: OutputFormat;
+}
+
+/** Settings of `wait` and `check`. */
+export interface CriteriaSettings extends SessionSettings {
+  minFree: SizeOrFraction | undefined;
+  marginBytes: number | undefined;
+  maxUsed: SizeOrFraction | undefined;
+  noProcesses: boolean;
+  ignore: Array<number | string>;
+  stale: StalePolicy;
+  killStale: boolean;
+  killGraceMs: number;
+  cleanShm: string[];
+  dryRun: boolean;
+  notify: boolean;
+  reportFile: string | undefined;
+}
+
+/** Settings of `wait`. */
+export interface WaitSettings extends CriteriaSettings {
+  stableMs: number;
+  stableToleranceBytes: number;
+  timeoutMs: number;
+  intervalMs: number;
+}
+
+const DEFAULT_NVML_TIMEOUT = '10s';
+
+/** Parse a flag's value with `parse`, turning a parse failure into a usage error naming the flag. */
+function flagValue<T>(values: FlagValues, name: string, parse: (text: string) => T, fallback?: string): T | undefined {
+  const text = stringFlag(values, name) ?? fallback;
+  if (text === undefined) return undefined;
+  try {
+    return parse(text);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new CliError(`--${name} ${JSON.stringify(text)}: ${message}`, ExitCode.usage, 'usage-error');
+  }
+}
+
+function usage(message: string): CliError {
+  return new CliError(message, ExitCode.usage, 'usage-error');
+}
+
+/** Settings for `status` and `holders` (and the common part of the others). */
+export function parseSessionSettings(command: CommandName, values: FlagValues): SessionSettings {
+  const gpusText = stringFlag(values, 'gpus');
+  let gpus: string[] | undefined;
+  if (gpusText !== undefined) {
+    gpus = parseSelectorList(gpusText);
+    if (gpus.length === 0) {
+      throw new CliError(`--gpus ${JSON.stringify(gpusText)} selects no GPU: expected a comma-separated list of NVML indices, GPU-/MIG- UUIDs or PCI bus ids`, ExitCode.config, 'no-gpu-selected');
+    }
+  }
+  const callTimeoutMs = flagValue(values, 'nvml-timeout', parseDuration, DEFAULT_NVML_TIMEOUT) as number;
+  if (callTimeoutMs <= 0) throw usage(`--nvml-timeout ${JSON.stringify(stringFlag(values, 'nvml-timeout'))}: expected a duration above 0`);
+  const formatText = stringFlag(values, 'format');
+  let format: OutputFormat = 'text';
+  if (formatText !== undefined) {
+    if (formatText !== 'text' && formatText !== 'json' && formatText !== 'prometheus') {
+      throw usage(`--format ${JSON.stringify(formatText)}: expected text, json or prometheus`);
+    }
+    format = formatText;
+  }
+  if (booleanFlag(values, 'json')) {
+    if (format === 'prometheus') throw usage(`gpugate ${command}: --json and --format prometheus exclude each other`);
+    format = 'json';
+  }
+  return { gpus, libraryPath: stringFlag(values, 'library'), callTimeoutMs, format };
+}
+
+/** Settings for `check` (and the criteria part of `wait`). */
+export function parseCriteriaSettings(command: CommandName, values: FlagValues): CriteriaSettings {
+  const base = parseSessionSettings(command, values);
+  const staleText = stringFlag(values, 'stale') ?? 'report';
+  if (staleText !== 'report' && staleText !== 'fail' && staleText !== 'ignore') {
+    throw usage(`--stale ${JSON.stringify(staleText)}: expected report, fail or ignore`);
+  }
+  const killStale = booleanFlag(values, 'kill-stale');
+  const cleanShm = listFlag(values, 'clean-shm');
+  const dryRun = booleanFlag(values, 'dry-run');
+  if (staleText === 'ignore' && (killStale || cleanShm.length > 0)) {
+    throw usage(`gpugate ${command}: --stale ignore skips the scan that --kill-stale and --clean-shm need`);
+  }
+  if (dryRun && !killStale && cleanShm.length === 0) {
+    throw usage(`gpugate ${command}: --dry-run only applies to --kill-stale or --clean-shm`);
+  }
+  for (const pattern of cleanShm) {
+    if (pattern === '' || pattern.includes('/')) {
+      throw usage(`--clean-shm ${JSON.stringify(pattern)}: expected a file-name glob inside /dev/shm such as 'nccl-*' (no slashes)`);
+    }
+  }
+  const ignore = listFlag(values, 'ignore').flatMap((text) => {
+    const words = text.split(',').map((word) => word.trim()).filter((word) => word !== '');
+    if (words.length === 0) throw usage(`--ignore ${JSON.stringify(text)}: expected a pid or a process name`);
+    return words.map((word) => (/^\d+$/.test(word) ? Number(word) : word));
+  });
+  const minFree = flagValue(values, 'min-free', parseSizeOrFraction);
+  const marginBytes = flagValue(values, 'margin', parseSize);
+  if (marginBytes !== undefined && minFree === undefined) {
+    throw usage(`gpugate ${command}: --margin adds to --min-free; give --min-free too`);
+  }
+  const killGraceMs = flagValue(values, 'kill-grace', parseDuration, '10s') as number;
+  if (stringFlag(values, 'kill-grace') !== undefined && !killStale) {
+    throw usage(`gpugate ${command}: --kill-grace only applies to --kill-stale`);
+  }
+  return {
+    ...base,
+    minFree,
+    marginBytes,
+    maxUsed: flagValue(values, 'max-used', parseSizeOrFraction),
+    noProcesses: booleanFlag(values, 'no-processes'),
+    ignore,
+    stale: staleText,
+    killStale,
+    killGraceMs,
+    cleanShm,
+    dryRun,
+    notify: booleanFlag(values, 'notify'),
+    reportFile: stringFlag(values, 'report-file'),
+  };
+}
+
+/** Settings for `wait`. */
+export function parseWaitSettings(values: FlagValues): WaitSettings {
+  const criteria = parseCriteriaSettings('wait', values);
+  const stableMs = flagValue(values, 'stable', parseDuration, '3s') as number;
+  const stableToleranceBytes = flagValue(values, 'stable-tolerance', parseSize, '256MiB') as number;
+  const timeoutMs = flagValue(values, 'timeout', parseDuration, '120s') as number;
+  const intervalMs = flagValue(values, 'interval', parseDuration, '500ms') as number;
+  if (intervalMs <= 0) throw usage(`--interval ${JSON.stringify(stringFlag(values, 'interval'))}: expected a duration above 0`);
+  return { ...criteria, stableMs, stableToleranceBytes, timeoutMs, intervalMs };
+}

@@ -1,0 +1,84 @@
+/**
+ * The exit codes of the `gpugate` command: BSD sysexits, so systemd shows e.g.
+ * `status=75/TEMPFAIL`. This file is the one place where a code is chosen for an outcome.
+ */
+
+/** Every exit code the command can end with. */
+export const ExitCode = {
+  /** All selected GPUs meet the criteria and are stable. */
+  ok: 0,
+  /** Usage error: unknown flag, bad size or duration. */
+  usage: 64,
+  /** NVML missing or failing to initialise, version mismatch, GPU lost, NVML call hung. */
+  unavailable: 69,
+  /** Internal error: a bug in gpugate. */
+  software: 70,
+  /** /proc or cgroupfs unreadable where required. */
+  osError: 71,
+  /** Timed out: still busy or not yet stable. */
+  tempFail: 75,
+  /** No permission for a requested action (`--kill-stale`, `--clean-shm`). */
+  noPermission: 77,
+  /** Impossible configuration: `--gpus` matches nothing, threshold above total, fraction outside 0–1. */
+  config: 78,
+  /** Interrupted by SIGINT, after printing the last state. */
+  sigint: 130,
+  /** Interrupted by SIGTERM, after printing the last state. */
+  sigterm: 143,
+} as const;
+
+/** One of the codes of {@link ExitCode}. */
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** The sysexits name of a code, as systemd prints it (`TEMPFAIL`), for logs and docs. */
+export function exitCodeName(code: number): string {
+  switch (code) {
+    case 0: return 'SUCCESS';
+    case 64: return 'USAGE';
+    case 69: return 'UNAVAILABLE';
+    case 70: return 'SOFTWARE';
+    case 71: return 'OSERR';
+    case 75: return 'TEMPFAIL';
+    case 77: return 'NOPERM';
+    case 78: return 'CONFIG';
+    case 130: return 'SIGINT';
+    case 143: return 'SIGTERM';
+    default: return `EXIT_${code}`;
+  }
+}
+
+/** Errno codes that mean "the OS refused or could not read" (/proc, cgroupfs). */
+const OS_ERRNO_CODES = new Set(['EACCES', 'EPERM', 'ENOENT', 'EIO', 'ENOTDIR', 'ELOOP', 'EMFILE', 'ENFILE', 'ENOMEM']);
+
+/**
+ * The exit code for an error that ended a command. Error classes are recognised by name so
+ * that this module loads nothing heavy; each library error class sets its `name`, and
+ * `instanceof`-free matching also survives two copies of the package in one process.
+ */
+export function exitCodeForError(error: unknown): ExitCodeValue {
+  if (typeof error !== 'object' || error === null) return ExitCode.software;
+  const e = error as { name?: unknown; code?: unknown; syscall?: unknown; exitCode?: unknown; signal?: unknown };
+  const name = typeof e.name === 'string' ? e.name : '';
+  if (typeof e.exitCode === 'number' && isKnownExitCode(e.exitCode)) return e.exitCode;
+  switch (name) {
+    case 'UsageError': return ExitCode.usage;
+    case 'ConfigError':
+    case 'DeviceSelectionError': return ExitCode.config;
+    case 'GpuWaitTimeoutError': return ExitCode.tempFail;
+    case 'NvmlError': return ExitCode.unavailable;
+    case 'AbortError': return e.signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
+    default: break;
+  }
+  if (typeof e.code === 'string' && e.code.startsWith('ERR_PARSE_ARGS_')) return ExitCode.usage;
+  if (typeof e.code === 'string' && (e.code.startsWith('NVML_ERROR_') || e.code.startsWith('GPUGATE_'))) {
+    return ExitCode.unavailable;
+  }
+  if (typeof e.syscall === 'string' && typeof e.code === 'string' && OS_ERRNO_CODES.has(e.code)) {
+    return ExitCode.osError;
+  }
+  return ExitCode.software;
+}
+
+function isKnownExitCode(code: number): code is ExitCodeValue {
+  return (Object.values(ExitCode) as number[]).includes(code);
+}

@@ -1,0 +1,105 @@
+/**
+ * `--help` text: the top-level summary and one page per command (usage, what it does, its flags
+ * from the option table, examples, exit codes).
+ */
+
+import { optionsFor, type CommandName } from './option-table';
+
+const SUMMARIES: Record<CommandName, { usage: string[]; about: string; examples: string[] }> = {
+  wait: {
+    usage: ['gpugate wait [options]', 'gpugate wait [options] -- CMD [ARGS...]'],
+    about: 'Poll until every selected GPU meets the criteria and its memory has been stable for --stable, or time out (exit 75).\nWith "-- CMD", run CMD once the GPUs are free, forward SIGINT/SIGTERM to it, and exit with its status.',
+    examples: [
+      'gpugate wait --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify   # systemd ExecStartPre=',
+      'gpugate wait --gpus 0,1 --max-used 1GiB --timeout 60s',
+      'gpugate wait --min-free 0.9 --json > result.json',
+      'gpugate wait --min-free 0.9 --report-file /dev/termination-log -- vllm serve MODEL   # container entrypoint',
+    ],
+  },
+  check: {
+    usage: ['gpugate check [options]'],
+    about: 'Take one sample and exit 0 when every selected GPU meets the criteria now, 75 when not (no waiting, no stability).',
+    examples: [
+      'gpugate check --gpus "$SLURM_JOB_GPUS"   # Slurm prolog: non-zero drains the node',
+      'gpugate check --max-used 1GiB --no-processes --json',
+    ],
+  },
+  status: {
+    usage: ['gpugate status [options]'],
+    about: 'Show devices, memory, processes, modes, and the NVML library and driver versions.',
+    examples: [
+      'gpugate status',
+      'gpugate status --json',
+      'gpugate status --format prometheus > /var/lib/node_exporter/textfile/gpugate.prom.$$ && mv /var/lib/node_exporter/textfile/gpugate.prom.$$ /var/lib/node_exporter/textfile/gpugate.prom',
+    ],
+  },
+  holders: {
+    usage: ['gpugate holders [options]'],
+    about: 'Show who holds each GPU, classified (active, draining, zombie, gone, unverifiable, leftover, orphan, foreign),\nmemory no listed process accounts for, and leaked /dev/shm files.',
+    examples: ['gpugate holders', 'gpugate holders --gpus 6 --json', 'gpugate holders --format prometheus'],
+  },
+  demo: {
+    usage: ['gpugate demo'],
+    about: 'Replay a service restart race on the bundled simulated 8x RTX PRO 6000 host (no GPU needed):\nthe previous attempt still holds ~92 GiB per GPU, one holder is a real orphaned engine worker, then memory drains.\nShows "gpugate wait --min-free 0.9 --stable 2s" waiting, explaining why, and succeeding.',
+    examples: ['gpugate demo'],
+  },
+};
+
+const EXIT_CODES = `Exit codes:
+  0    every selected GPU meets the criteria and is stable
+  64   usage error (unknown flag, bad size or duration)
+  69   NVML unavailable: library missing, init failure, driver/library mismatch, GPU lost, NVML call hung
+  70   internal error (a bug: please report it)
+  71   OS error: /proc or cgroupfs unreadable where required
+  75   timed out: still busy or not yet stable (the reason is in the log and --json)
+  77   no permission for a requested action (--kill-stale, --clean-shm)
+  78   impossible configuration: --gpus matches nothing, threshold above total, fraction outside 0-1
+  130  interrupted by SIGINT / 143 by SIGTERM, after printing the last state`;
+
+/** The text of `gpugate --help`. */
+export function topLevelHelp(version: string): string {
+  return `gpugate ${version}: know whether NVIDIA GPUs are really free before a GPU service starts.
+
+Usage: gpugate <command> [options]
+
+Commands:
+  wait      poll until the GPUs are free and stable, or time out (systemd ExecStartPre=)
+  check     one sample: exit 0 if free now, 75 if not (Slurm prolog, health checks)
+  status    devices, memory, processes, modes, library and driver versions
+  holders   who holds each GPU, classified; leaked /dev/shm files
+  demo      the restart race on the bundled simulated 8-GPU host (no GPU needed)
+
+Run "gpugate <command> --help" for a command's options. "gpugate --version" prints the version.
+Sizes: B, KiB, MiB, GiB, TiB (KB, MB, GB, TB are powers of ten). Durations: ms, s, m, h.
+Environment: GPUGATE_NVML_LIBRARY (NVML library path), NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES /
+SLURM_JOB_GPUS (default selection), JOURNAL_STREAM (journald prefixes), NOTIFY_SOCKET (--notify).
+
+${EXIT_CODES}
+`;
+}
+
+/** The text of `gpugate <command> --help`. */
+export function commandHelp(command: CommandName): string {
+  const summary = SUMMARIES[command];
+  const rows = optionsFor(command).map((spec) => {
+    const flag = `${spec.short !== undefined ? `-${spec.short}, ` : '    '}--${spec.name}${spec.valueName !== undefined ? ` ${spec.valueName}` : ''}`;
+    const fallback = spec.defaults?.[command];
+    const repeat = spec.multiple === true ? ' (repeatable)' : '';
+    const help = `${spec.help}${fallback !== undefined ? ` [default: ${fallback}]` : ''}${spec.multiple === true && !spec.help.includes('repeatable') ? repeat : ''}`;
+    return [flag, help] as const;
+  });
+  const width = Math.max(...rows.map(([flag]) => flag.length)) + 2;
+  const options = rows.map(([flag, help]) => `  ${flag.padEnd(width)}${help}`).join('\n');
+  return `Usage: ${summary.usage.join('\n       ')}
+
+${summary.about}
+
+Options:
+${options}
+
+Examples:
+${summary.examples.map((line) => `  ${line}`).join('\n')}
+
+${EXIT_CODES}
+`;
+}

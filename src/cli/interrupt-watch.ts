@@ -1,0 +1,72 @@
+/**
+ * SIGINT / SIGTERM during a command: abort the wait (so it reports its last state and exits
+ * 130 / 143), and if the command has not finished a second later (an NVML call stuck in the
+ * driver), run the caller's last words and exit anyway. A second signal exits at once.
+ */
+
+import { ExitCode } from './exit-codes';
+
+/** The signals that interrupt a command. */
+export type InterruptSignal = 'SIGINT' | 'SIGTERM';
+
+/** The error a wait rejects with when interrupted. */
+export class InterruptedError extends Error {
+  override readonly name = 'AbortError';
+  readonly signal: InterruptSignal;
+
+  constructor(signal: InterruptSignal) {
+    super(`interrupted by ${signal}`);
+    this.signal = signal;
+  }
+}
+
+/** Watches for SIGINT / SIGTERM while a command runs. */
+export class InterruptWatch {
+  /** How long an interrupted command gets to finish on its own before it is ended. */
+  static readonly GRACE_MS = 1000;
+
+  readonly controller = new AbortController();
+  /** The signal received, if any. */
+  received: InterruptSignal | null = null;
+  private readonly lastWords: (signal: InterruptSignal) => void;
+  private readonly handlers: Array<[InterruptSignal, () => void]> = [];
+
+  /** @param lastWords  logs the last state when the command must be ended from outside */
+  constructor(lastWords: (signal: InterruptSignal) => void) {
+    this.lastWords = lastWords;
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      const handler = (): void => this.onSignal(signal);
+      this.handlers.push([signal, handler]);
+      process.on(signal, handler);
+    }
+  }
+
+  /** The AbortSignal to pass to the wait. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The exit code for the received signal. */
+  exitCode(): number {
+    return this.received === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
+  }
+
+  /** Stop watching (e.g. before handing signals to a wrapped command). */
+  dispose(): void {
+    for (const [signal, handler] of this.handlers) process.removeListener(signal, handler);
+    this.handlers.length = 0;
+  }
+
+  private onSignal(signal: InterruptSignal): void {
+    if (this.received !== null) {
+      process.exit(this.exitCode());
+    }
+    this.received = signal;
+    this.controller.abort(new InterruptedError(signal));
+    const timer = setTimeout(() => {
+      this.lastWords(signal);
+      process.exit(this.exitCode());
+    }, InterruptWatch.GRACE_MS);
+    timer.unref();
+  }
+}

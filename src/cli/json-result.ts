@@ -1,0 +1,132 @@
+/**
+ * The `--json` document of `wait` and `check`: one object on stdout at the end, with the result,
+ * the exit code, the elapsed time and per GPU the numbers, the holders with their class, and the
+ * stale resources found. Field names carry their units (usedBytes, elapsedMs).
+ */
+
+import { holderName, STALE_CLASSES, type GpuEvaluationView, type HolderView, type StaleView } from './gpu-view';
+
+/** A holder as `--json` prints it. */
+export interface HolderJson {
+  pid: number;
+  class: string;
+  name: string;
+  comm: string | null;
+  cmdline: string | null;
+  usedBytes: number | null;
+  gpus: number[];
+  state: string | null;
+  ppid: number | null;
+  unit: string | null;
+  cgroup: string | null;
+  reason: string | null;
+}
+
+/** One GPU as `--json` prints it. */
+export interface GpuJson {
+  index: number;
+  uuid: string;
+  pciBusId: string;
+  name: string | null;
+  totalBytes: number | null;
+  usedBytes: number | null;
+  reservedBytes: number | null;
+  freeBytes: number | null;
+  neededFreeBytes: number | null;
+  maxUsedBytes: number | null;
+  stableForMs: number;
+  ok: boolean;
+  reasons: string[];
+  holders: HolderJson[];
+  unattributedBytes: number | null;
+  error: { code: string; message: string } | null;
+}
+
+/** The whole `--json` object. */
+export interface ResultJson {
+  command: string;
+  /** 'ready' | 'busy' | 'timeout' | 'interrupted' | 'unavailable' | 'usage-error' | 'config-error' | … */
+  result: string;
+  exitCode: number;
+  /** One line saying why (also what --report-file writes). */
+  reason: string;
+  elapsedMs: number;
+  polls: number;
+  selection: { source: string; warnings: string[] } | null;
+  library: { path: string; driverVersion: string | null; nvmlVersion: string | null; cudaDriverVersion: string | null } | null;
+  gpus: GpuJson[];
+  stale: {
+    holders: HolderJson[];
+    shm: { leaked: unknown[]; tmpfsFreeBytes: number | null; tmpfsTotalBytes: number | null } | null;
+  };
+  actions: { signals: unknown[]; shm: unknown[] };
+  error: { name: string; code: string | null; message: string } | null;
+  /** Exit status of the wrapped command (`wait -- CMD`), when it ran. */
+  commandExitCode?: number;
+}
+
+/** A holder's JSON form. */
+export function holderJson(holder: HolderView): HolderJson {
+  return {
+    pid: holder.pid,
+    class: holder.class,
+    name: holderName(holder),
+    comm: holder.comm,
+    cmdline: holder.cmdline,
+    usedBytes: holder.usedBytes,
+    gpus: holder.gpus === undefined ? [] : [...holder.gpus],
+    state: holder.state ?? null,
+    ppid: holder.ppid ?? null,
+    unit: holder.unit ?? null,
+    cgroup: holder.cgroup ?? null,
+    reason: holder.reason ?? null,
+  };
+}
+
+/** A GPU's JSON form. */
+export function gpuJson(gpu: GpuEvaluationView): GpuJson {
+  const memory = gpu.memory;
+  return {
+    index: gpu.index,
+    uuid: gpu.uuid,
+    pciBusId: gpu.pciBusId,
+    name: gpu.name ?? null,
+    totalBytes: memory?.totalBytes ?? null,
+    usedBytes: memory?.usedBytes ?? null,
+    reservedBytes: memory?.reservedBytes ?? null,
+    freeBytes: memory?.freeBytes ?? null,
+    neededFreeBytes: gpu.neededFreeBytes,
+    maxUsedBytes: gpu.maxUsedBytes,
+    stableForMs: gpu.stableForMs,
+    ok: gpu.ok,
+    reasons: [...gpu.reasons],
+    holders: gpu.holders.map(holderJson),
+    unattributedBytes: gpu.unattributedBytes,
+    error: gpu.error === null ? null : { code: gpu.error.code, message: gpu.error.message },
+  };
+}
+
+/** Stale holders (one entry per pid) from the GPUs' holder lists, plus leaked shm. */
+export function staleJson(gpus: readonly GpuEvaluationView[], shm: StaleView['shm']): ResultJson['stale'] {
+  const byPid = new Map<number, HolderJson>();
+  for (const gpu of gpus) {
+    for (const holder of gpu.holders) {
+      if (STALE_CLASSES.has(holder.class) && !byPid.has(holder.pid)) byPid.set(holder.pid, holderJson(holder));
+    }
+  }
+  return {
+    holders: [...byPid.values()],
+    shm: shm === null ? null : { leaked: [...shm.leaked], tmpfsFreeBytes: shm.tmpfsFreeBytes, tmpfsTotalBytes: shm.tmpfsTotalBytes },
+  };
+}
+
+/** An error's JSON form. */
+export function errorJson(error: unknown): ResultJson['error'] {
+  if (error === null || error === undefined) return null;
+  const e = error as { name?: unknown; code?: unknown; message?: unknown };
+  return {
+    name: typeof e.name === 'string' ? e.name : 'Error',
+    code: typeof e.code === 'string' ? e.code : null,
+    message: typeof e.message === 'string' ? e.message : String(error),
+  };
+}

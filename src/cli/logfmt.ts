@@ -1,0 +1,32 @@
+/**
+ * logfmt rendering for progress lines: `key=value` pairs separated by spaces, values quoted
+ * (with `"` and `\` escaped) only when they contain a space, a quote, `=` or a control character.
+ */
+
+/** A value logfmt can render; null and undefined render as nothing (the pair is dropped). */
+export type LogfmtValue = string | number | boolean | null | undefined;
+
+/** Render one value, quoting it when needed. */
+export function logfmtValue(value: string | number | boolean): string {
+  const text = String(value);
+  if (text === '') return '""';
+  // eslint-disable-next-line no-control-regex
+  if (!/[\s"=\\\u0000-\u001f\u007f]/.test(text)) return text;
+  // eslint-disable-next-line no-control-regex
+  const escaped = text.replace(/["\\]/g, (c) => `\\${c}`).replace(/[\u0000-\u001f\u007f]/g, (c) => {
+    if (c === '\n') return '\\n';
+    if (c === '\t') return '\\t';
+    return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  });
+  return `"${escaped}"`;
+}
+
+/** Render `key=value` pairs in the order given, skipping null/undefined values. */
+export function logfmt(pairs: ReadonlyArray<readonly [string, LogfmtValue]>): string {
+  const parts: string[] = [];
+  for (const [key, value] of pairs) {
+    if (value === null || value === undefined) continue;
+    parts.push(`${key}=${logfmtValue(value)}`);
+  }
+  return parts.join(' ');
+}

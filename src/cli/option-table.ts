@@ -1,0 +1,94 @@
+/**
+ * The table of the `gpugate` command's sub-commands and flags: one entry per flag, naming the
+ * commands that accept it. Argument parsing and `--help` are both generated from this table,
+ * so a flag cannot be parsed without being documented (or the reverse).
+ */
+
+/** The sub-commands of `gpugate`. */
+export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'demo';
+
+/** Every sub-command, in the order `gpugate --help` lists them. */
+export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'demo'];
+
+/** One flag of the command line. */
+export interface OptionSpec {
+  /** Long name without the dashes. */
+  name: string;
+  /** One-letter alias. */
+  short?: string;
+  type: 'string' | 'boolean';
+  /** May be given several times (values accumulate). */
+  multiple?: boolean;
+  /** Placeholder shown in `--help` for the value. */
+  valueName?: string;
+  /** One line of help. */
+  help: string;
+  /** The default, as `--help` shows it (per command when it differs). */
+  defaults?: Partial<Record<CommandName, string>>;
+  commands: readonly CommandName[];
+}
+
+const GPU_COMMANDS: readonly CommandName[] = ['wait', 'check', 'status', 'holders'];
+const CRITERIA_COMMANDS: readonly CommandName[] = ['wait', 'check'];
+
+/** Every flag, in the order `--help` lists them. */
+export const OPTION_TABLE: readonly OptionSpec[] = [
+  // Selection and the NVML library
+  { name: 'gpus', type: 'string', valueName: 'LIST', commands: GPU_COMMANDS,
+    help: 'GPUs to check: NVML indices, GPU-/MIG- UUIDs (unique prefixes) or PCI bus ids, comma separated. Default: NVIDIA_VISIBLE_DEVICES, then CUDA_VISIBLE_DEVICES, then SLURM_JOB_GPUS, then all' },
+  { name: 'library', type: 'string', valueName: 'PATH', commands: GPU_COMMANDS,
+    help: 'NVML library to load (default: GPUGATE_NVML_LIBRARY, then libnvidia-ml.so.1 in the usual places)' },
+  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: GPU_COMMANDS, defaults: { wait: '10s', check: '10s', status: '10s', holders: '10s' },
+    help: 'deadline for each NVML call; a hung call ends the command with exit 69' },
+  // Criteria
+  { name: 'min-free', type: 'string', valueName: 'FRACTION|SIZE', commands: CRITERIA_COMMANDS,
+    help: 'free memory each GPU needs: a fraction of total (0.9 mirrors vLLM --gpu-memory-utilization 0.9, or 90%) or a size' },
+  { name: 'margin', type: 'string', valueName: 'SIZE', commands: CRITERIA_COMMANDS,
+    help: 'extra free memory required on top of --min-free' },
+  { name: 'max-used', type: 'string', valueName: 'SIZE|FRACTION', commands: CRITERIA_COMMANDS,
+    help: 'most memory that may be in use (default 1GiB when no criterion is given)' },
+  { name: 'no-processes', type: 'boolean', commands: CRITERIA_COMMANDS,
+    help: 'require that no process holds the GPU (ignored processes excepted)' },
+  { name: 'ignore', type: 'string', multiple: true, valueName: 'PID|COMM', commands: CRITERIA_COMMANDS,
+    help: 'holder to ignore (repeatable); gpugate itself, nvidia-persistenced, nv-hostengine and dcgm-exporter are always ignored' },
+  // Stability and time
+  { name: 'stable', type: 'string', valueName: 'DUR', commands: ['wait'], defaults: { wait: '3s' },
+    help: 'memory must stay within --stable-tolerance for this long' },
+  { name: 'stable-tolerance', type: 'string', valueName: 'SIZE', commands: ['wait'], defaults: { wait: '256MiB' },
+    help: 'how much used memory may move and still count as stable' },
+  { name: 'timeout', type: 'string', valueName: 'DUR', commands: ['wait'], defaults: { wait: '120s' },
+    help: 'give up (exit 75) after this long; keep it below systemd TimeoutStartSec=' },
+  { name: 'interval', type: 'string', valueName: 'DUR', commands: ['wait'], defaults: { wait: '500ms' },
+    help: 'time between polls' },
+  // Stale handling
+  { name: 'stale', type: 'string', valueName: 'report|fail|ignore', commands: CRITERIA_COMMANDS, defaults: { wait: 'report', check: 'report' },
+    help: 'what to do with stale holders (leftovers, orphaned workers, zombies) and leaked /dev/shm files: log them, fail at once (exit 75), or skip the /proc scan' },
+  { name: 'kill-stale', type: 'boolean', commands: CRITERIA_COMMANDS,
+    help: "signal processes proven to be leftovers of this service (SIGTERM, then SIGKILL after --kill-grace); never PID 1, gpugate's ancestors, or a task in state D" },
+  { name: 'kill-grace', type: 'string', valueName: 'DUR', commands: CRITERIA_COMMANDS, defaults: { wait: '10s', check: '10s' },
+    help: 'time between SIGTERM and SIGKILL for --kill-stale' },
+  { name: 'clean-shm', type: 'string', multiple: true, valueName: 'GLOB', commands: CRITERIA_COMMANDS,
+    help: 'remove /dev/shm files matching GLOB that no live process has open or mapped (repeatable)' },
+  { name: 'dry-run', type: 'boolean', commands: CRITERIA_COMMANDS,
+    help: 'with --kill-stale / --clean-shm: show what would be signalled or removed, do nothing' },
+  // Output
+  { name: 'json', type: 'boolean', commands: GPU_COMMANDS,
+    help: 'print one JSON object on stdout at the end' },
+  { name: 'format', type: 'string', valueName: 'text|json|prometheus', commands: ['status', 'holders'], defaults: { status: 'text', holders: 'text' },
+    help: 'output format; prometheus writes the node_exporter textfile format' },
+  { name: 'notify', type: 'boolean', commands: CRITERIA_COMMANDS,
+    help: 'send STATUS= progress to systemd ($NOTIFY_SOCKET; needs NotifyAccess=exec or all)' },
+  { name: 'report-file', type: 'string', valueName: 'PATH', commands: CRITERIA_COMMANDS,
+    help: 'write the final one-line reason to PATH (e.g. /dev/termination-log)' },
+  { name: 'quiet', short: 'q', type: 'boolean', commands: GPU_COMMANDS,
+    help: 'log only failures' },
+  { name: 'verbose', short: 'v', type: 'boolean', commands: GPU_COMMANDS,
+    help: 'log every poll' },
+  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo'],
+    help: 'show this help' },
+];
+
+/** The flags one command accepts. */
+export function optionsFor(command: CommandName): OptionSpec[] {
+  return OPTION_TABLE.filter((spec) => spec.commands.includes(command));
+}

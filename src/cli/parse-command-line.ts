@@ -1,0 +1,110 @@
+/**
+ * Turns `process.argv` into a command name, its flag values and the wrapped command (the
+ * words after `--` in `gpugate wait [options] -- CMD ARGS…`), with `node:util` parseArgs in
+ * strict mode. Every problem becomes a usage error (exit 64) naming the offending word.
+ */
+
+import { parseArgs } from 'node:util';
+import { CliError } from './cli-error';
+import { ExitCode } from './exit-codes';
+import { COMMAND_NAMES, optionsFor, type CommandName } from './option-table';
+
+/** Flag values by long name: strings, booleans, or string lists for repeatable flags. */
+export type FlagValues = Record<string, string | boolean | string[] | undefined>;
+
+/** What the command line asks for. */
+export type ParsedCommandLine =
+  | { kind: 'top-help' }
+  | { kind: 'version' }
+  | { kind: 'command'; command: CommandName; values: FlagValues; wrapped: string[] };
+
+/** A usage error (exit 64) with a hint where to look. */
+export function usageError(message: string, command?: CommandName): CliError {
+  const hint = command === undefined ? 'gpugate --help' : `gpugate ${command} --help`;
+  return new CliError(`${message} (see ${hint})`, ExitCode.usage, 'usage-error');
+}
+
+/** Parse the arguments after the program name. Throws a {@link CliError} with exit 64 on bad input. */
+export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
+  const first = argv[0];
+  if (first === undefined) throw usageError('missing command: expected one of ' + COMMAND_NAMES.join(', '));
+  if (first === '--help' || first === '-h') return { kind: 'top-help' };
+  if (first === '--version' || first === '-V') {
+    if (argv.length > 1) throw usageError(`unexpected argument '${String(argv[1])}' after --version`);
+    return { kind: 'version' };
+  }
+  if (first === 'help') {
+    const topic = argv[1];
+    if (topic === undefined) return { kind: 'top-help' };
+    if (!isCommandName(topic)) throw usageError(`unknown command '${topic}': expected one of ${COMMAND_NAMES.join(', ')}`);
+    return { kind: 'command', command: topic, values: { help: true }, wrapped: [] };
+  }
+  if (!isCommandName(first)) {
+    const what = first.startsWith('-') ? `option '${first}' before the command` : `command '${first}'`;
+    throw usageError(`unknown ${what}: expected one of ${COMMAND_NAMES.join(', ')}`);
+  }
+  const command = first;
+  const rest = argv.slice(1);
+  const separator = rest.indexOf('--');
+  const flags = separator === -1 ? rest : rest.slice(0, separator);
+  const wrapped = separator === -1 ? [] : rest.slice(separator + 1);
+
+  const specs = optionsFor(command);
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {};
+  for (const spec of specs) {
+    options[spec.name] = {
+      type: spec.type,
+      ...(spec.short !== undefined ? { short: spec.short } : {}),
+      ...(spec.multiple === true ? { multiple: true } : {}),
+    };
+  }
+  let parsed: { values: FlagValues; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: flags, options, strict: true, allowPositionals: true }) as {
+      values: FlagValues;
+      positionals: string[];
+    };
+  } catch (error) {
+    throw usageError(describeParseError(error, command), command);
+  }
+  if (parsed.values.help === true) return { kind: 'command', command, values: parsed.values, wrapped: [] };
+  const stray = parsed.positionals[0];
+  if (stray !== undefined) {
+    const hint = command === 'wait' ? " (put the command to run after '--')" : '';
+    throw usageError(`gpugate ${command}: unexpected argument '${stray}'${hint}`, command);
+  }
+  if (separator !== -1 && command !== 'wait') {
+    throw usageError(`gpugate ${command}: '--' and a command to run are accepted only by 'gpugate wait'`, command);
+  }
+  if (separator !== -1 && wrapped.length === 0) {
+    throw usageError(`gpugate ${command}: expected a command to run after '--'`, command);
+  }
+  return { kind: 'command', command, values: parsed.values, wrapped };
+}
+
+function isCommandName(word: string): word is CommandName {
+  return (COMMAND_NAMES as readonly string[]).includes(word);
+}
+
+/** Reword parseArgs' messages so they name the command and the flag. */
+function describeParseError(error: unknown, command: CommandName): string {
+  const e = error as { code?: unknown; message?: unknown };
+  const message = typeof e.message === 'string' ? e.message : String(error);
+  const quoted = /'(-[^']*)'/.exec(message)?.[1];
+  switch (e.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `gpugate ${command}: unknown option '${quoted ?? message}'`;
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      if (message.includes('does not take')) return `gpugate ${command}: option '${flagName(quoted)}' takes no value`;
+      return `gpugate ${command}: option '${flagName(quoted)}' needs a value (to pass a value starting with '-', write ${flagName(quoted)}=VALUE)`;
+    default:
+      return `gpugate ${command}: ${message}`;
+  }
+}
+
+function flagName(quoted: string | undefined): string {
+  // parseArgs quotes "-q, --quiet" or "--timeout <value>": keep the long name.
+  if (quoted === undefined) return '?';
+  const long = /--[\w-]+/.exec(quoted)?.[0];
+  return long ?? quoted;
+}

@@ -1,0 +1,53 @@
+/**
+ * Renders one GPU's state as a logfmt progress line, e.g.
+ * `waiting gpu=6 uuid=GPU-… bus=0000:9b:00.0 used=91.8GiB free=3.2GiB need_free=85.5GiB
+ * holders=4242/VLLM::Worker_TP6/draining elapsed=12s timeout=120s`.
+ */
+
+import { formatBytes, formatDuration } from '../units';
+import { holderLabel, shortBusId, type GpuEvaluationView } from './gpu-view';
+import { logfmt, type LogfmtValue } from './logfmt';
+
+/** Context shared by every line of one poll. */
+export interface LineContext {
+  elapsedMs?: number;
+  timeoutMs?: number;
+  stableMs?: number;
+}
+
+/** The `key=value` pairs that describe one GPU. */
+export function gpuPairs(gpu: GpuEvaluationView, context: LineContext = {}): Array<[string, LogfmtValue]> {
+  const memory = gpu.memory;
+  const pairs: Array<[string, LogfmtValue]> = [
+    ['gpu', gpu.index],
+    ['uuid', gpu.uuid],
+    ['bus', shortBusId(gpu.pciBusId)],
+  ];
+  if (memory !== null) {
+    pairs.push(['used', formatBytes(memory.usedBytes)], ['free', formatBytes(memory.freeBytes)]);
+  }
+  if (gpu.neededFreeBytes !== null) pairs.push(['need_free', formatBytes(gpu.neededFreeBytes)]);
+  if (gpu.maxUsedBytes !== null) pairs.push(['max_used', formatBytes(gpu.maxUsedBytes)]);
+  if (gpu.holders.length > 0) pairs.push(['holders', gpu.holders.map(holderLabel).join(',')]);
+  if (gpu.unattributedBytes !== null && gpu.unattributedBytes > 0 && gpu.holders.length === 0 && memory !== null && !gpu.ok) {
+    pairs.push(['unattributed', formatBytes(gpu.unattributedBytes)]);
+  }
+  if (!gpu.ok && gpu.reasons.length > 0) pairs.push(['why', gpu.reasons.join(',')]);
+  if (gpu.reasons.includes('unstable') && context.stableMs !== undefined) {
+    pairs.push(['stable_for', `${formatDuration(gpu.stableForMs)}/${formatDuration(context.stableMs)}`]);
+  }
+  if (gpu.error !== null) pairs.push(['error', gpu.error.code]);
+  if (context.elapsedMs !== undefined) pairs.push(['elapsed', formatDuration(roundElapsed(context.elapsedMs))]);
+  if (context.timeoutMs !== undefined) pairs.push(['timeout', formatDuration(context.timeoutMs)]);
+  return pairs;
+}
+
+/** `<event> gpu=… …` for one GPU. */
+export function gpuLine(event: string, gpu: GpuEvaluationView, context: LineContext = {}): string {
+  return `${event} ${logfmt(gpuPairs(gpu, context))}`;
+}
+
+/** Whole seconds once past 10 s (progress every few seconds reads better without decimals). */
+function roundElapsed(ms: number): number {
+  return ms >= 10_000 ? Math.round(ms / 1000) * 1000 : ms;
+}
