@@ -1,0 +1,595 @@
+#!/usr/bin/env bash
+# gpu-validate.sh: proves gpugate against a real NVIDIA driver and real CUDA contexts.
+#
+# What an operator runs on a new host before trusting gpugate in ExecStartPre=. Given the packed
+# gpugate tarball (or an installed package) and a Node.js binary, it checks, each step bounded:
+#   identity   gpugate status --json against nvidia-smi's CSV (and pynvml when importable)
+#   processes  a real CUDA context holding a known amount: gpugate lists its pid, memory, class active
+#   race       gpugate wait --min-free 0.9 --stable 2s --timeout 120s while the holder runs; SIGKILL
+#              the holder; gpugate must return 0 only after the memory is back
+#   latency    gpugate bench: gpugate's poll latency against nvidia-smi on this host
+# then prints one summary table and writes a JSON report. The whole run stays under 5 minutes.
+#
+# Read-only towards the GPUs: it only reads through NVML and nvidia-smi queries and starts one
+# ordinary CUDA process; it never changes persistence, clocks, power limits, compute mode or MIG,
+# and never resets a GPU.
+#
+# With --simulate it runs the same steps without a GPU: gpugate reads gpugate's NVML simulator,
+# nvidia-smi is a stand-in reading the same library, and the holder is a real process whose pid a
+# generated scenario lists as holding memory (see scripts/gpu-validate/sim-holder.cjs).
+#
+# Exit status: 0 every step passed or was skipped with a reason, 1 a check failed, 64 usage error,
+# 69 a prerequisite is missing (no Node.js, no gpugate to run, simulator not built).
+set -euo pipefail
+
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+readonly SCRIPT_DIR
+readonly HELPERS="$SCRIPT_DIR/gpu-validate"
+REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
+readonly REPO_ROOT
+readonly TOTAL_BUDGET_S=290
+readonly WAIT_TIMEOUT_S=120
+
+usage() {
+  cat <<'EOF'
+usage: gpu-validate.sh [--tarball FILE | --package DIR | --gpugate CMD] [options]
+       gpu-validate.sh --simulate [options]
+
+Validates gpugate on this host against nvidia-smi, pynvml and a real CUDA context.
+
+What to validate (real mode; default: the `gpugate` command on PATH):
+  --tarball FILE      the packed gpugate tarball (with prebuilds); installed offline into a temp prefix
+  --package DIR       an installed gpugate package directory (holds package.json and dist/cli/main.js)
+  --gpugate CMD       a gpugate executable to run as is
+  --node PATH         the Node.js binary to use (default: node on PATH)
+
+Options:
+  --simulate          run against gpugate's NVML simulator and a stand-in nvidia-smi (no GPU needed);
+                      uses this checkout's build (dist/cli/main.js, build/Release/gpugate_sim.so)
+  --sim-library PATH  the simulator library for --simulate (default: build/Release/gpugate_sim.so)
+  --nvidia-smi CMD    the nvidia-smi to compare with (default: nvidia-smi on PATH; the stand-in
+                      scripts/gpu-validate/nvidia-smi with --simulate)
+  --gpu INDEX         NVML index of the GPU used for the process and race steps (default 0)
+  --hold-mib N        memory the CUDA holder allocates (default: 20% of that GPU's total)
+  --tolerance-mib N   allowed difference of a process's memory, gpugate vs nvidia-smi (default 4)
+  --used-tolerance-mib N  allowed difference of device used memory between readers (default 64)
+  --report FILE       where to write the JSON report (default: a new temp dir; the path is printed)
+  --keep              keep the work directory (logs of every command) and print its path
+  -h, --help          show this help
+
+Exit status: 0 passed (skips allowed), 1 a check failed, 64 usage error, 69 prerequisite missing.
+EOF
+}
+
+die() {
+  local code=$1
+  shift
+  printf 'gpu-validate: %s\n' "$*" >&2
+  exit "$code"
+}
+
+require_integer() {
+  [[ $2 =~ ^[0-9]+$ ]] || die 64 "$1 '$2': expected a non-negative integer"
+}
+
+MODE=real
+TARBALL=""
+PACKAGE_DIR=""
+GPUGATE_CMD=""
+NODE_BIN=""
+SIM_LIBRARY=""
+NVSMI=""
+GPU_INDEX=0
+HOLD_MIB=""
+TOLERANCE_MIB=4
+USED_TOLERANCE_MIB=64
+REPORT=""
+KEEP=0
+
+while (($# > 0)); do
+  arg=$1
+  shift
+  value=""
+  has_value=0
+  if [[ $arg == --*=* ]]; then
+    value=${arg#*=}
+    arg=${arg%%=*}
+    has_value=1
+  fi
+  case $arg in
+    --simulate | --keep | -h | --help)
+      ((has_value == 0)) || die 64 "option $arg takes no value"
+      case $arg in
+        --simulate) MODE=simulate ;;
+        --keep) KEEP=1 ;;
+        *) usage; exit 0 ;;
+      esac
+      ;;
+    --tarball | --package | --gpugate | --node | --sim-library | --nvidia-smi | --gpu | --hold-mib | --tolerance-mib | --used-tolerance-mib | --report)
+      if ((has_value == 0)); then
+        (($# > 0)) || die 64 "option $arg needs a value (see --help)"
+        value=$1
+        shift
+      fi
+      [[ -n $value ]] || die 64 "option $arg needs a non-empty value"
+      case $arg in
+        --tarball) TARBALL=$value ;;
+        --package) PACKAGE_DIR=$value ;;
+        --gpugate) GPUGATE_CMD=$value ;;
+        --node) NODE_BIN=$value ;;
+        --sim-library) SIM_LIBRARY=$value ;;
+        --nvidia-smi) NVSMI=$value ;;
+        --gpu) require_integer --gpu "$value"; GPU_INDEX=$value ;;
+        --hold-mib) require_integer --hold-mib "$value"; HOLD_MIB=$value ;;
+        --tolerance-mib) require_integer --tolerance-mib "$value"; TOLERANCE_MIB=$value ;;
+        --used-tolerance-mib) require_integer --used-tolerance-mib "$value"; USED_TOLERANCE_MIB=$value ;;
+        --report) REPORT=$value ;;
+      esac
+      ;;
+    *) die 64 "unknown argument '$arg' (expected an option; see --help)" ;;
+  esac
+done
+
+sources=0
+[[ -n $TARBALL ]] && sources=$((sources + 1))
+[[ -n $PACKAGE_DIR ]] && sources=$((sources + 1))
+[[ -n $GPUGATE_CMD ]] && sources=$((sources + 1))
+((sources <= 1)) || die 64 "--tarball, --package and --gpugate exclude each other: give at most one"
+[[ -z $SIM_LIBRARY || $MODE == simulate ]] || die 64 "--sim-library only makes sense with --simulate"
+[[ -n $HOLD_MIB && $HOLD_MIB -eq 0 ]] && die 64 "--hold-mib 0: expected at least 1 MiB"
+
+# ---------------------------------------------------------------------------------------------
+# Prerequisites and the work directory
+
+if [[ -n $NODE_BIN ]]; then
+  [[ -x $NODE_BIN ]] || die 69 "--node $NODE_BIN: not an executable file"
+  NODE_BIN=$(cd -- "$(dirname -- "$NODE_BIN")" && pwd)/$(basename -- "$NODE_BIN")
+  PATH="$(dirname -- "$NODE_BIN"):$PATH"
+  export PATH
+else
+  NODE_BIN=$(command -v node) || die 69 "no 'node' on PATH: pass --node PATH (Node.js 20 or newer)"
+fi
+command -v timeout >/dev/null || die 69 "the coreutils 'timeout' command is required"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-validate.XXXXXX")
+readonly WORK
+readonly LOGS="$WORK/logs" STEPS="$WORK/steps" SCRATCH="$WORK/scratch"
+mkdir -p "$LOGS" "$STEPS" "$SCRATCH"
+[[ -n $REPORT ]] || REPORT="$WORK/report.json"
+START_MS=$(date +%s%3N)
+readonly START_MS
+
+HOLDER_PID=""     # the process holding GPU memory (SIGKILLed by the race)
+LAUNCHER_PID=""   # what started it: the holder itself (real) or sim-holder.cjs (simulate)
+WAIT_PID=""       # the background `gpugate wait`
+
+# shellcheck disable=SC2317 # reached through the EXIT trap
+cleanup() {
+  # The holder first; then its launcher (sim-holder.cjs restores the scenario on SIGTERM).
+  if [[ -n $HOLDER_PID ]]; then kill -KILL "$HOLDER_PID" 2>/dev/null || true; fi
+  if [[ -n $LAUNCHER_PID ]]; then kill -TERM "$LAUNCHER_PID" 2>/dev/null || true; fi
+  if [[ -n $WAIT_PID ]]; then kill -TERM "$WAIT_PID" 2>/dev/null || true; fi
+  wait 2>/dev/null || true
+  if ((KEEP == 1)); then
+    printf 'gpu-validate: work directory kept: %s\n' "$WORK" >&2
+  elif [[ $REPORT == "$WORK"/* ]]; then
+    rm -rf -- "$LOGS" "$STEPS" "$SCRATCH"
+  else
+    rm -rf -- "$WORK"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+now_ms() { date +%s%3N; }
+elapsed_s() { echo $((($(now_ms) - START_MS) / 1000)); }
+time_left_s() { echo $((TOTAL_BUDGET_S - $(elapsed_s))); }
+say() { printf '%s\n' "$*"; }
+heading() { printf '\n== %s (%ss elapsed)\n' "$*" "$(elapsed_s)"; }
+
+# bounded SECONDS CMD...: run CMD, killing it after SECONDS (and SIGKILL 5 s later).
+bounded() {
+  local seconds=$1
+  shift
+  timeout --kill-after=5 "$seconds" "$@"
+}
+
+# write_step N NAME STATUS SUMMARY: a step record decided here rather than by a helper.
+write_step() {
+  "$NODE_BIN" "$HELPERS/step-result.cjs" write "$STEPS/$1-$2.json" "$2" "$3" "$4"
+  say "  $3: $4"
+}
+
+# helper STEPFILE NAME SCRIPT ARGS...: runs a step program; a crash becomes a failed step, not silence.
+helper() {
+  local file=$1 name=$2 script=$3 rc=0
+  shift 3
+  "$NODE_BIN" "$HELPERS/$script" "$@" --out "$STEPS/$file" 2>"$LOGS/$name.helper.err" || rc=$?
+  if ((rc != 0)) || [[ ! -s $STEPS/$file ]]; then
+    write_step "${file%%-*}" "$name" fail "internal error: $script exited $rc: $(tail_of "$LOGS/$name.helper.err")"
+  fi
+}
+
+# gpu_field FIELD: uuid, totalBytes, freeBytes or usedBytes of the selected GPU in `gpugate status --json`.
+gpu_field() {
+  "$NODE_BIN" "$HELPERS/gpugate-json.cjs" gpu-field "$LOGS/status.json" "$GPU_INDEX" "$1"
+}
+
+# tail_of FILE: the last lines of a log, on one line, for a step summary.
+tail_of() {
+  tail -n 3 -- "$1" 2>/dev/null | tr '\n' ' ' | cut -c1-400
+}
+
+# ---------------------------------------------------------------------------------------------
+# Which gpugate, which nvidia-smi
+
+GPUGATE=()
+install_tarball() {
+  local prefix="$SCRATCH/prefix" pkg npm_bin
+  mkdir -p "$prefix"
+  [[ -f $TARBALL ]] || die 69 "--tarball $TARBALL: no such file"
+  TARBALL=$(cd -- "$(dirname -- "$TARBALL")" && pwd)/$(basename -- "$TARBALL")
+  pkg="$prefix/node_modules/gpugate"
+  npm_bin=$(command -v npm || true)
+  if [[ -n $npm_bin ]] && (cd "$prefix" && bounded 120 "$npm_bin" install --offline --no-audit --no-fund --no-save "$TARBALL") \
+    >"$LOGS/npm-install.log" 2>&1; then
+    say "  installed $TARBALL with npm --offline into $prefix"
+  else
+    say "  npm install --offline did not work (${npm_bin:-no npm}; log: $(tail_of "$LOGS/npm-install.log")); unpacking instead"
+    rm -rf -- "$pkg"
+    mkdir -p "$pkg"
+    tar -xzf "$TARBALL" -C "$pkg" --strip-components=1 || die 69 "--tarball $TARBALL: not a gzipped npm package tarball"
+  fi
+  if ! "$NODE_BIN" -e 'require.resolve("node-gyp-build", { paths: [process.argv[1]] })' "$pkg" 2>/dev/null; then
+    die 69 "gpugate's runtime dependency node-gyp-build is not installed next to $pkg and npm could not install it offline; install the tarball where a registry or npm cache is reachable and pass --package DIR, or put a node_modules holding node-gyp-build on NODE_PATH"
+  fi
+  PACKAGE_DIR=$pkg
+}
+
+resolve_gpugate() {
+  if [[ -n $TARBALL ]]; then
+    install_tarball
+  fi
+  if [[ -n $PACKAGE_DIR ]]; then
+    [[ -f $PACKAGE_DIR/dist/cli/main.js ]] || die 69 "--package $PACKAGE_DIR: no dist/cli/main.js there (expected an installed gpugate package)"
+    GPUGATE=("$NODE_BIN" "$(cd -- "$PACKAGE_DIR" && pwd)/dist/cli/main.js")
+  elif [[ -n $GPUGATE_CMD ]]; then
+    GPUGATE=("$GPUGATE_CMD")
+  elif [[ $MODE == simulate ]]; then
+    [[ -f $REPO_ROOT/dist/cli/main.js ]] || die 69 "--simulate needs this checkout built: $REPO_ROOT/dist/cli/main.js is missing (run: npm run build)"
+    GPUGATE=("$NODE_BIN" "$REPO_ROOT/dist/cli/main.js")
+  else
+    local found
+    found=$(command -v gpugate) || die 69 "no gpugate to validate: pass --tarball FILE, --package DIR or --gpugate CMD"
+    GPUGATE=("$found")
+  fi
+}
+
+setup_simulator() {
+  if [[ -z $SIM_LIBRARY ]]; then
+    local candidate
+    for candidate in "$REPO_ROOT/build/Release/gpugate_sim.so" "$REPO_ROOT/prebuilds/linux-x64/gpugate_sim.so"; do
+      if [[ -f $candidate ]]; then
+        SIM_LIBRARY=$candidate
+        break
+      fi
+    done
+    [[ -n $SIM_LIBRARY ]] || die 69 "--simulate needs the simulator library: build/Release/gpugate_sim.so is missing (run: npm run build)"
+  fi
+  [[ -f $SIM_LIBRARY ]] || die 69 "--sim-library $SIM_LIBRARY: no such file"
+  SIM_LIBRARY=$(cd -- "$(dirname -- "$SIM_LIBRARY")" && pwd)/$(basename -- "$SIM_LIBRARY")
+  export GPUGATE_NVML_LIBRARY=$SIM_LIBRARY
+  export GPUGATE_SIM_SCENARIO="$SCRATCH/scenario.json"
+  "$NODE_BIN" "$HELPERS/sim-scenario.cjs" write-base "$GPUGATE_SIM_SCENARIO"
+  # Unrelated NVML clients (pynvml) find the simulator under the driver's library name.
+  mkdir -p "$SCRATCH/nvml"
+  ln -s "$SIM_LIBRARY" "$SCRATCH/nvml/libnvidia-ml.so.1"
+  if [[ -z $NVSMI ]]; then
+    command -v python3 >/dev/null || die 69 "--simulate needs python3 for the stand-in nvidia-smi (or pass --nvidia-smi CMD)"
+    NVSMI="$HELPERS/nvidia-smi"
+  fi
+}
+
+# nvsmi ARGS...: the nvidia-smi in use, bounded. Only --query-* reads are ever passed to it.
+nvsmi() {
+  bounded 30 "$NVSMI" "$@"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Steps
+
+GPU_UUID=""
+GPU_TOTAL_BYTES=""
+GPU_FREE_BYTES=""
+BASELINE_USED_MIB=""
+
+step_identity() {
+  heading "identity: gpugate status --json vs nvidia-smi and pynvml"
+  local status_rc=0 smi_rc=0 smi_note="" py_args=()
+  bounded 30 "${GPUGATE[@]}" status --json >"$LOGS/status.json" 2>"$LOGS/status.err" || status_rc=$?
+  if ((status_rc != 0)); then
+    write_step 10 identity fail "gpugate status --json exited $status_rc: $(tail_of "$LOGS/status.err")"
+    return 1
+  fi
+  nvsmi --query-gpu=index,uuid,pci.bus_id,name,memory.total,memory.used,memory.reserved --format=csv \
+    >"$LOGS/nvidia-smi.csv" 2>"$LOGS/nvidia-smi.err" || smi_rc=$?
+  if ((smi_rc != 0)) && grep -q 'memory.reserved' "$LOGS/nvidia-smi.err"; then
+    smi_note="this nvidia-smi does not know memory.reserved (older driver): compared used including reserved"
+    smi_rc=0
+    nvsmi --query-gpu=index,uuid,pci.bus_id,name,memory.total,memory.used --format=csv \
+      >"$LOGS/nvidia-smi.csv" 2>"$LOGS/nvidia-smi.err" || smi_rc=$?
+  fi
+  if ((smi_rc != 0)); then
+    write_step 10 identity fail "$NVSMI --query-gpu exited $smi_rc: $(tail_of "$LOGS/nvidia-smi.err")"
+    return 1
+  fi
+  local py_rc=0
+  if command -v python3 >/dev/null; then
+    if [[ $MODE == simulate ]]; then
+      LD_LIBRARY_PATH="$SCRATCH/nvml${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" bounded 30 python3 "$HELPERS/pynvml-query.py" \
+        >"$LOGS/pynvml.json" 2>"$LOGS/pynvml.err" || py_rc=$?
+    else
+      bounded 30 python3 "$HELPERS/pynvml-query.py" >"$LOGS/pynvml.json" 2>"$LOGS/pynvml.err" || py_rc=$?
+    fi
+    case $py_rc in
+      0) py_args=(--pynvml "$LOGS/pynvml.json") ;;
+      3) py_args=(--pynvml-skip "$(tail_of "$LOGS/pynvml.err")") ;;
+      *) py_args=(--pynvml-error "pynvml exited $py_rc: $(tail_of "$LOGS/pynvml.err")") ;;
+    esac
+  else
+    py_args=(--pynvml-skip "no python3 on PATH")
+  fi
+  local extra=()
+  [[ -n $smi_note ]] && extra=(--smi-note "$smi_note")
+  helper 10-identity.json identity identity.cjs --status "$LOGS/status.json" --smi "$LOGS/nvidia-smi.csv" \
+    --used-tolerance-mib "$USED_TOLERANCE_MIB" "${py_args[@]}" "${extra[@]}"
+
+  # The GPU the next steps use, as gpugate saw it.
+  if ! GPU_UUID=$(gpu_field uuid) || ! GPU_TOTAL_BYTES=$(gpu_field totalBytes) || ! GPU_FREE_BYTES=$(gpu_field freeBytes); then
+    write_step 11 gpu-selection fail "--gpu $GPU_INDEX: gpugate status --json has no readable GPU with that index"
+    return 1
+  fi
+  BASELINE_USED_MIB=$(gpu_used_mib) || BASELINE_USED_MIB=""
+  say "  GPU $GPU_INDEX: $GPU_UUID, total $((GPU_TOTAL_BYTES / 1048576)) MiB, free $((GPU_FREE_BYTES / 1048576)) MiB, nvidia-smi used ${BASELINE_USED_MIB:-?} MiB"
+}
+
+# gpu_used_mib: memory.used of the selected GPU as nvidia-smi reports it, in MiB.
+gpu_used_mib() {
+  nvsmi --query-gpu=index,memory.used --format=csv,noheader,nounits |
+    awk -F', ' -v gpu="$GPU_INDEX" '$1 == gpu { print $2; found = 1 } END { exit !found }'
+}
+
+# start_holder: starts a process with a real CUDA context (or the simulated one) holding HOLD_MIB
+# on the selected GPU; sets HOLDER_PID, HOLD_BYTES, HOLDER_KIND, or returns 1 with SKIP_REASON.
+HOLD_BYTES=""
+HOLDER_KIND=""
+SKIP_REASON=""
+start_holder() {
+  local out="$LOGS/holder.out" err="$LOGS/holder.err" deadline_s rc
+  if [[ $MODE == simulate ]]; then
+    "$NODE_BIN" "$HELPERS/sim-holder.cjs" --scenario "$GPUGATE_SIM_SCENARIO" --gpu "$GPU_INDEX" \
+      --hold-bytes $((HOLD_MIB * 1048576)) --drain-ms 1500 --max-ms $((TOTAL_BUDGET_S * 1000)) >"$out" 2>"$err" &
+    LAUNCHER_PID=$!
+    HOLDER_KIND="simulated (a real process listed by the simulator)"
+    deadline_s=15
+  else
+    local reasons=()
+    if command -v python3 >/dev/null; then
+      CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=$GPU_UUID python3 "$HELPERS/holder.py" "$HOLD_MIB" 240 >"$out" 2>"$err" &
+      LAUNCHER_PID=$!
+      if wait_for_ready "$out" 90; then
+        HOLDER_KIND="python ($(awk '/^READY/ { print $4 }' "$out"))"
+        return 0
+      fi
+      rc=0
+      wait "$LAUNCHER_PID" 2>/dev/null || rc=$?
+      LAUNCHER_PID=""
+      reasons+=("python: $(tail_of "$err")")
+    else
+      reasons+=("no python3")
+    fi
+    if command -v nvcc >/dev/null; then
+      if bounded 120 nvcc -O2 -o "$SCRATCH/holder" "$HELPERS/holder.cu" >"$LOGS/nvcc.log" 2>&1; then
+        CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=$GPU_UUID "$SCRATCH/holder" "$HOLD_MIB" 240 >"$out" 2>"$err" &
+        LAUNCHER_PID=$!
+        HOLDER_KIND="nvcc-built CUDA program"
+        deadline_s=60
+      else
+        reasons+=("nvcc failed: $(tail_of "$LOGS/nvcc.log")")
+      fi
+    else
+      reasons+=("no nvcc")
+    fi
+    if [[ -z $LAUNCHER_PID ]]; then
+      SKIP_REASON="no way to start a CUDA context: ${reasons[*]}"
+      return 1
+    fi
+  fi
+  if ! wait_for_ready "$out" "$deadline_s"; then
+    SKIP_REASON="the $HOLDER_KIND holder did not report READY within ${deadline_s}s: $(tail_of "$err")"
+    kill -KILL "$LAUNCHER_PID" 2>/dev/null || true
+    wait "$LAUNCHER_PID" 2>/dev/null || true
+    LAUNCHER_PID=""
+    return 2
+  fi
+}
+
+# wait_for_ready FILE SECONDS: waits for the holder's `READY <pid> <bytes>` line; sets HOLDER_PID.
+wait_for_ready() {
+  local file=$1 limit_ms=$(($2 * 1000)) started
+  started=$(now_ms)
+  while (($(now_ms) - started < limit_ms)); do
+    if grep -q '^READY ' "$file" 2>/dev/null; then
+      HOLDER_PID=$(awk '/^READY/ { print $2; exit }' "$file")
+      HOLD_BYTES=$(awk '/^READY/ { print $3; exit }' "$file")
+      return 0
+    fi
+    kill -0 "$LAUNCHER_PID" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+step_processes() {
+  heading "processes: a CUDA context holding a known amount"
+  if [[ -z $HOLD_MIB ]]; then
+    HOLD_MIB=$((GPU_TOTAL_BYTES / 1048576 / 5))
+  fi
+  if ((HOLD_MIB * 1048576 + 512 * 1048576 > GPU_FREE_BYTES)); then
+    write_step 20 processes skip "GPU $GPU_INDEX has $((GPU_FREE_BYTES / 1048576)) MiB free, too little to hold $HOLD_MIB MiB (use --hold-mib or another --gpu)"
+    return 1
+  fi
+  local rc=0
+  start_holder || rc=$?
+  if ((rc == 1)); then
+    write_step 20 processes skip "$SKIP_REASON"
+    return 1
+  elif ((rc != 0)); then
+    write_step 20 processes fail "$SKIP_REASON"
+    return 1
+  fi
+  say "  holder: $HOLDER_KIND, pid $HOLDER_PID, allocated $((HOLD_BYTES / 1048576)) MiB on GPU $GPU_INDEX"
+  # NVML lists a new context at once on a real driver; allow a few polls for slow hosts.
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    bounded 30 "${GPUGATE[@]}" holders --json --gpus "$GPU_INDEX" >"$LOGS/holders.json" 2>"$LOGS/holders.err" || true
+    "$NODE_BIN" "$HELPERS/gpugate-json.cjs" has-holder "$LOGS/holders.json" "$HOLDER_PID" && break
+    ((attempt < 5)) && sleep 1
+  done
+  nvsmi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv >"$LOGS/compute-apps.csv" 2>"$LOGS/compute-apps.err" || true
+  helper 20-processes.json processes processes.cjs --holders "$LOGS/holders.json" --smi-apps "$LOGS/compute-apps.csv" \
+    --pid "$HOLDER_PID" --gpu-index "$GPU_INDEX" --gpu-uuid "$GPU_UUID" --hold-bytes "$HOLD_BYTES" \
+    --tolerance-mib "$TOLERANCE_MIB"
+}
+
+step_race() {
+  heading "race: gpugate wait while the holder runs, then SIGKILL it"
+  if [[ -z $HOLDER_PID ]]; then
+    write_step 30 race skip "no holder is running (see the processes step)"
+    return 0
+  fi
+  local left
+  left=$(time_left_s)
+  if ((left < WAIT_TIMEOUT_S + 15)); then
+    write_step 30 race skip "only ${left}s of the ${TOTAL_BUDGET_S}s budget left, the race needs $((WAIT_TIMEOUT_S + 15))s"
+    return 0
+  fi
+  if [[ -n $BASELINE_USED_MIB ]] && ((GPU_FREE_BYTES < GPU_TOTAL_BYTES * 9 / 10)); then
+    write_step 30 race skip "GPU $GPU_INDEX was not idle before the holder started (free $((GPU_FREE_BYTES / 1048576)) MiB < 90% of $((GPU_TOTAL_BYTES / 1048576)) MiB): --min-free 0.9 could never be met"
+    return 0
+  fi
+  local started_ms kill_ms last_held_ms released_ms="none" exit_ms wait_rc used t0 holder=$HOLDER_PID
+  started_ms=$(now_ms)
+  (
+    rc=0
+    bounded $((WAIT_TIMEOUT_S + 10)) "${GPUGATE[@]}" wait --gpus "$GPU_INDEX" --min-free 0.9 --stable 2s \
+      --timeout "${WAIT_TIMEOUT_S}s" -v --json >"$LOGS/wait.json" 2>"$LOGS/wait.err" || rc=$?
+    now_ms >"$SCRATCH/wait.exit-ms"
+    echo "$rc" >"$SCRATCH/wait.rc"
+  ) &
+  WAIT_PID=$!
+  # Let gpugate see the holder before killing it (its first progress line names it), at most 20 s.
+  t0=$(now_ms)
+  while (($(now_ms) - t0 < 20000)) && kill -0 "$WAIT_PID" 2>/dev/null; do
+    grep -qE "holders=([^ ]*,)?$HOLDER_PID/" "$LOGS/wait.err" 2>/dev/null && break
+    sleep 0.1
+  done
+  sleep 0.5
+  kill_ms=$(now_ms)
+  last_held_ms=$kill_ms
+  kill -KILL "$HOLDER_PID" 2>/dev/null || true
+  say "  SIGKILLed holder pid $HOLDER_PID at +$((kill_ms - started_ms))ms after gpugate wait started"
+  if [[ $MODE == real ]]; then
+    wait "$LAUNCHER_PID" 2>/dev/null || true
+    LAUNCHER_PID=""
+  fi
+  HOLDER_PID=""
+  # Poll nvidia-smi until the memory is back (used within tolerance of the baseline).
+  while (($(now_ms) - kill_ms < (WAIT_TIMEOUT_S + 5) * 1000)); do
+    t0=$(now_ms)
+    used=$(gpu_used_mib) || used=""
+    if [[ -n $used && $used =~ ^[0-9]+$ ]] && ((used <= ${BASELINE_USED_MIB:-0} + USED_TOLERANCE_MIB)); then
+      released_ms=$(now_ms)
+      break
+    fi
+    last_held_ms=$t0
+    sleep 0.1
+  done
+  wait "$WAIT_PID" 2>/dev/null || true
+  WAIT_PID=""
+  if [[ -n $LAUNCHER_PID ]]; then
+    bounded 15 tail --pid="$LAUNCHER_PID" -f /dev/null || true
+    wait "$LAUNCHER_PID" 2>/dev/null || true
+    LAUNCHER_PID=""
+  fi
+  wait_rc=$(cat "$SCRATCH/wait.rc" 2>/dev/null || echo 70)
+  exit_ms=$(cat "$SCRATCH/wait.exit-ms" 2>/dev/null || now_ms)
+  helper 30-race.json race race.cjs --wait-stdout "$LOGS/wait.json" --wait-stderr "$LOGS/wait.err" \
+    --wait-rc "$wait_rc" --pid "$holder" --gpu-index "$GPU_INDEX" \
+    --started-ms "$started_ms" --kill-ms "$kill_ms" --last-held-ms "$last_held_ms" --released-ms "$released_ms" \
+    --exit-ms "$exit_ms"
+}
+
+step_latency() {
+  heading "latency: gpugate bench vs nvidia-smi"
+  if ! bounded 20 "${GPUGATE[@]}" bench --help >"$LOGS/bench-help.txt" 2>&1; then
+    write_step 40 latency skip "gpugate bench unavailable ($(tail_of "$LOGS/bench-help.txt"))"
+    return 0
+  fi
+  local left rc=0
+  left=$(time_left_s)
+  if ((left < 20)); then
+    write_step 40 latency skip "only ${left}s of the ${TOTAL_BUDGET_S}s budget left"
+    return 0
+  fi
+  # gpugate bench compares with the nvidia-smi it finds on PATH: make that the one in use here.
+  mkdir -p "$SCRATCH/bin"
+  ln -sf "$(command -v "$NVSMI")" "$SCRATCH/bin/nvidia-smi"
+  PATH="$SCRATCH/bin:$PATH" bounded $((left < 60 ? left - 5 : 60)) "${GPUGATE[@]}" bench --json \
+    >"$LOGS/bench.json" 2>"$LOGS/bench.err" || rc=$?
+  helper 40-latency.json latency latency.cjs --bench "$LOGS/bench.json" --bench-rc "$rc" \
+    --bench-stderr "$LOGS/bench.err"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Run
+
+say "gpu-validate: $MODE mode; work directory $WORK"
+if [[ $MODE == simulate ]]; then
+  setup_simulator
+else
+  if [[ -z $NVSMI ]]; then
+    NVSMI=$(command -v nvidia-smi) || die 69 "no nvidia-smi on PATH: is the NVIDIA driver installed? (or pass --nvidia-smi CMD)"
+  fi
+fi
+command -v "$NVSMI" >/dev/null || die 69 "--nvidia-smi $NVSMI: not an executable"
+resolve_gpugate
+
+version_rc=0
+GPUGATE_VERSION=$(bounded 20 "${GPUGATE[@]}" --version 2>"$LOGS/version.err") || version_rc=$?
+((version_rc == 0)) || die 69 "${GPUGATE[*]} --version exited $version_rc: $(tail_of "$LOGS/version.err")"
+say "gpugate: ${GPUGATE[*]} ($GPUGATE_VERSION); nvidia-smi: $NVSMI"
+
+"$NODE_BIN" -e '
+  const os = require("node:os");
+  const [mode, startedMs, gpugate, version, nvidiaSmi, library] = process.argv.slice(1);
+  process.stdout.write(JSON.stringify({
+    mode, startedMs: Number(startedMs), startedAt: new Date(Number(startedMs)).toISOString(),
+    host: { hostname: os.hostname(), kernel: os.release(), arch: process.arch, node: process.version },
+    gpugate: { command: gpugate, version }, nvidiaSmi, simulatorLibrary: library || null,
+  }, null, 2));' "$MODE" "$START_MS" "${GPUGATE[*]}" "$GPUGATE_VERSION" "$NVSMI" "${SIM_LIBRARY:-}" >"$SCRATCH/meta.json"
+
+if step_identity; then
+  step_processes || true
+  step_race
+else
+  write_step 20 processes skip "the identity step could not read the GPUs"
+  write_step 30 race skip "the identity step could not read the GPUs"
+fi
+step_latency
+
+heading "summary"
+report_rc=0
+"$NODE_BIN" "$HELPERS/report.cjs" --steps "$STEPS" --meta "$SCRATCH/meta.json" --out "$REPORT" || report_rc=$?
+exit "$report_rc"
