@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+// run-asan-tests.mjs (`npm run test:asan`): builds the native targets with AddressSanitizer +
+// UndefinedBehaviorSanitizer through cmake-js (CMakeLists.txt, -DGPUGATE_SANITIZE=ON) into
+// build/sanitize/build/Release, then runs the native test suite against that build with leak
+// detection, and fails on any sanitizer error or any leak made by gpugate's own code.
+//
+// How the pieces fit:
+// - node itself is not instrumented, so libasan is put in front of it with LD_PRELOAD;
+// - node-gyp-build honours GPUGATE_PREBUILD=<dir> (it then loads <dir>/build/Release/gpugate.node),
+//   and src/sim-library.ts looks there first for the simulator, so the tests load the sanitizer build;
+// - node leaks its V8 heap at exit: scripts/asan/lsan-node.supp suppresses those, and the log parser
+//   (sanitizer-report.mjs) attributes each remaining leak by who allocated it;
+// - vitest stops its workers with SIGTERM, which would skip the exit-time leak check, so the workers
+//   get exit-on-sigterm.cjs preloaded;
+// - before the suite, a deliberately leaking canary addon proves the check is not blind.
+//
+// Usage: node scripts/asan/run-asan-tests.mjs [--no-build] [extra vitest arguments]
+
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { readSanitizerLogs } from './sanitizer-report.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..', '..');
+const require = createRequire(join(root, 'package.json'));
+const sanitizeDir = join(root, 'build', 'sanitize');
+const sanitizeRelease = join(sanitizeDir, 'build', 'Release');
+const TEST_FILE_RE = /^(native-.*|session-.*|sim.*)\.test\.ts$/;
+
+class RunFailure extends Error {}
+
+function fail(message) {
+  throw new RunFailure(message);
+}
+
+function step(message) {
+  console.error(`\n== test:asan: ${message}`);
+}
+
+/** The shared ASan runtime of the compiler that builds the addon. */
+function findLibasan() {
+  const cxx = process.env.CXX || 'g++';
+  let out;
+  try {
+    out = execFileSync(cxx, ['-print-file-name=libasan.so'], { encoding: 'utf8' }).trim();
+  } catch (err) {
+    fail(`cannot ask the C++ compiler (${cxx}) where libasan.so is: ${err.message}`);
+  }
+  if (!out.startsWith('/') || !existsSync(out)) {
+    fail(`the C++ compiler (${cxx}) has no libasan.so (it answered "${out}"); install the compiler's ` +
+      'sanitizer runtime (Debian: libasan8, part of gcc-12)');
+  }
+  return out;
+}
+
+function requireCmake() {
+  const r = spawnSync('cmake', ['--version'], { encoding: 'utf8' });
+  if (r.error || r.status !== 0) {
+    fail('cmake is not on PATH; install it (Debian: apt-get install -y cmake) and run again');
+  }
+}
+
+function buildSanitized() {
+  requireCmake();
+  step('building the sanitizer build (cmake-js, -DGPUGATE_SANITIZE=ON) into build/sanitize/build/Release');
+  const cmakeJs = require.resolve('cmake-js/bin/cmake-js');
+  const r = spawnSync(process.execPath, [cmakeJs, 'compile', '--parallel', '2', '--out',
+    join(sanitizeDir, 'build'), '--CDGPUGATE_SANITIZE=ON'], { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) fail(`the sanitizer build failed (cmake-js exited with ${r.status ?? r.signal})`);
+  if (!existsSync(join(sanitizeRelease, 'gpugate.node'))) {
+    fail(`the sanitizer build produced no ${join(sanitizeRelease, 'gpugate.node')}`);
+  }
+}
+
+function sanitizerEnv(libasan, logDir) {
+  const supp = join(here, 'lsan-node.supp');
+  return {
+    ...process.env,
+    LD_PRELOAD: [libasan, process.env.LD_PRELOAD].filter(Boolean).join(':'),
+    ASAN_OPTIONS: [`log_path=${join(logDir, 'asan')}`, 'detect_leaks=1', 'halt_on_error=1',
+      'detect_odr_violation=0', process.env.ASAN_OPTIONS].filter(Boolean).join(':'),
+    // exitcode=0: a leak does not change a process's exit status (tests assert those); the logs
+    // are read afterwards and decide.
+    LSAN_OPTIONS: [`suppressions=${supp}`, 'print_suppressions=0', 'exitcode=0',
+      process.env.LSAN_OPTIONS].filter(Boolean).join(':'),
+    UBSAN_OPTIONS: [`log_path=${join(logDir, 'asan')}`, 'print_stacktrace=1', 'halt_on_error=1',
+      process.env.UBSAN_OPTIONS].filter(Boolean).join(':'),
+    GPUGATE_PREBUILD: sanitizeDir,
+  };
+}
+
+/** Prints the reports; returns how many problems are ours. */
+function summarise(logDir, label) {
+  const reports = readSanitizerLogs(logDir, root);
+  let ours = 0;
+  let foreignBytes = 0;
+  for (const report of reports) {
+    for (const err of report.errors) {
+      ours += 1;
+      console.error(`\n[${label}] ${report.file}: ${err}\n${report.text}`);
+    }
+    for (const leak of report.leaks) {
+      if (leak.owner === 'ours') {
+        ours += 1;
+        console.error(`\n[${label}] ${report.file}: leak made by gpugate's code:\n${leak.text}`);
+      } else {
+        foreignBytes += leak.bytes;
+      }
+    }
+  }
+  if (foreignBytes > 0) {
+    console.error(`[${label}] ignored ${foreignBytes} bytes leaked by Node.js/V8 or other programs ` +
+      '(not allocated by gpugate code)');
+  }
+  return ours;
+}
+
+/** Proves that a leak made by our code is reported under the same settings. */
+function checkCanary(libasan, workDir) {
+  step('checking that a leak made by our code is reported (leak canary)');
+  const headers = require('node-api-headers').include_dir;
+  const canary = join(workDir, 'gpugate-leak-canary.node');
+  const cc = process.env.CC || 'gcc';
+  execFileSync(cc, ['-shared', '-fPIC', '-g', '-O0', '-fno-omit-frame-pointer', `-I${headers}`,
+    '-o', canary, join(here, 'leak-canary.c')], { stdio: 'inherit' });
+  const logDir = join(workDir, 'canary-logs');
+  mkdirSync(logDir);
+  const r = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(canary)}).leak(4243)`], {
+    env: sanitizerEnv(libasan, logDir), encoding: 'utf8',
+  });
+  if (r.status !== 0) fail(`the canary process failed (${r.status ?? r.signal}): ${r.stderr}`);
+  const leaks = readSanitizerLogs(logDir, root).flatMap((rep) => rep.leaks);
+  const found = leaks.find((l) => l.owner === 'ours' && l.bytes === 4243);
+  if (!found) {
+    fail('the leak check is blind: the canary leaked 4243 bytes but no report attributed them to ' +
+      `our code (reports: ${JSON.stringify(leaks.map((l) => ({ bytes: l.bytes, owner: l.owner })))})`);
+  }
+  console.error('test:asan: the canary leak was reported and attributed to our code');
+}
+
+function findTests(extraArgs) {
+  const explicit = extraArgs.filter((a) => a.endsWith('.test.ts'));
+  if (explicit.length > 0) return [];
+  const testDir = join(root, 'test');
+  const files = readdirSync(testDir).filter((f) => TEST_FILE_RE.test(f)).map((f) => join('test', f));
+  if (files.length === 0) {
+    fail('no native test files (test/native-*.test.ts, test/session-*.test.ts, test/sim*.test.ts) found');
+  }
+  return files;
+}
+
+function main() {
+  const args = process.argv.slice(2);
+  const noBuild = args.includes('--no-build');
+  const vitestArgs = args.filter((a) => a !== '--no-build');
+  const libasan = findLibasan();
+  if (!noBuild) buildSanitized();
+  else if (!existsSync(join(sanitizeRelease, 'gpugate.node'))) fail('--no-build, but there is no sanitizer build');
+
+  const workDir = mkdtempSync(join(tmpdir(), 'gpugate-asan-'));
+  try {
+    // node-gyp-build must pick the sanitizer build through GPUGATE_PREBUILD.
+    const resolved = execFileSync(process.execPath, ['-e',
+      `process.stdout.write(require('node-gyp-build').resolve(${JSON.stringify(root)}))`],
+    { cwd: root, env: { ...process.env, GPUGATE_PREBUILD: sanitizeDir }, encoding: 'utf8' });
+    if (resolve(resolved) !== join(sanitizeRelease, 'gpugate.node')) {
+      fail(`node-gyp-build resolves ${resolved}, not the sanitizer build in ${sanitizeRelease}`);
+    }
+
+    checkCanary(libasan, workDir);
+
+    const files = findTests(vitestArgs);
+    step(`running ${files.length > 0 ? files.join(' ') : vitestArgs.join(' ')} under ASan + UBSan`);
+    const logDir = join(workDir, 'logs');
+    mkdirSync(logDir);
+    const vitest = require.resolve('vitest/vitest.mjs');
+    const r = spawnSync(process.execPath, [vitest, 'run', ...files, ...vitestArgs,
+      `--execArgv=--require=${join(here, 'exit-on-sigterm.cjs')}`], {
+      cwd: root, stdio: 'inherit', env: sanitizerEnv(libasan, logDir),
+    });
+    const ours = summarise(logDir, 'test:asan');
+    if (r.status !== 0) fail(`vitest failed (${r.status ?? r.signal}) under the sanitizers`);
+    if (ours > 0) fail(`${ours} sanitizer report(s) against gpugate's code (see above)`);
+    console.error('\ntest:asan: passed: no sanitizer error and no leak in gpugate code');
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+try {
+  main();
+} catch (err) {
+  console.error(`test:asan: ${err instanceof RunFailure ? err.message : err?.stack ?? err}`);
+  process.exitCode = 1;
+}
