@@ -143,7 +143,8 @@ export function formatBytes(bytes: number): string {
   const magnitude = Math.abs(bytes);
   for (const [unit, size] of FORMAT_UNITS) {
     // Use the unit once the value rounds to at least 1 of it (never print "1024MiB").
-    if (Number((magnitude / size).toFixed(1)) >= 1) return `${sign}${trimDecimal(magnitude / size)}${unit}`;
+    // Plain bytes stay exact below 1 KiB.
+    if (size === 1024 ? magnitude >= size : Number((magnitude / size).toFixed(1)) >= 1) return `${sign}${trimDecimal(magnitude / size)}${unit}`;
   }
   return `${sign}${Math.round(magnitude)}B`;
 }

@@ -1,0 +1,396 @@
+/**
+ * Stale GPU-context detection: classifies every process NVML lists on the selected GPUs into the
+ * stale-resource catalogue (active, draining, zombie, zombie with live threads, gone,
+ * unverifiable, leftover, orphan, foreign), finds memory no listed process accounts for, hidden
+ * holders (/dev/nvidiaN open or mapped but not listed), and leaked /dev/shm segments. All of it is
+ * read from procfs under configurable roots; nothing here signals or removes anything.
+ */
+import * as path from 'node:path';
+import type { GpuDevice, Snapshot } from './types';
+import {
+  CLOCK_TICKS_PER_SECOND,
+  PF_EXITING,
+  parseBootTime,
+  parseMountinfo,
+  parseNSpid,
+  readFdTargets,
+  readMappedPaths,
+  readOtherThreadStates,
+  readProcText,
+  readProcess,
+  scanOpenFiles,
+  unitOfCgroup,
+  type OpenFiles,
+  type ProcessInfo,
+} from './procfs';
+import { DEFAULT_SHM_PATTERNS, findLeakedShm, type ShmEntry } from './shm';
+
+/** The catalogue classes of a process NVML lists as holding a GPU. */
+export type HolderClass =
+  | 'active'
+  | 'draining'
+  | 'zombie'
+  | 'zombie_live_threads'
+  | 'gone'
+  | 'unverifiable'
+  | 'leftover'
+  | 'orphan'
+  | 'foreign';
+
+/** One process NVML lists on a selected GPU, classified. */
+export interface Holder {
+  pid: number;
+  class: HolderClass;
+  /** NVML indices of the selected GPUs it is listed on. */
+  gpus: number[];
+  /** GPU memory it holds over those GPUs; null when NVML did not say for one of them. */
+  usedBytes: number | null;
+  comm: string | null;
+  cmdline: string | null;
+  /** /proc state letter (R, S, D, Z…), null when unknown. */
+  state: string | null;
+  ppid: number | null;
+  /** The systemd-relevant cgroup path. */
+  cgroup: string | null;
+  /** The systemd unit (the last .service/.scope in the cgroup path). */
+  unit: string | null;
+  /** Process start time in milliseconds since the epoch, null when unknown. */
+  startTime: number | null;
+  /** Why it got its class, plus any suspicion (pid reuse, no /dev/nvidia* descriptor). */
+  reason: string;
+}
+
+/** A process with /dev/nvidiaN open or mapped that NVML does not list on that GPU. */
+export interface HiddenHolder {
+  pid: number;
+  comm: string | null;
+  cmdline: string | null;
+  via: Array<'fd' | 'maps'>;
+}
+
+/** Per selected GPU: memory no listed process accounts for, and hidden holders. */
+export interface GpuHolderSummary {
+  index: number;
+  /** used (v2) minus the listed processes' memory; null without v2 numbers or with an unknown process amount. */
+  unattributedBytes: number | null;
+  hiddenHolders: HiddenHolder[];
+}
+
+/** The outcome of inspectHolders. */
+export interface HolderReport {
+  holders: Holder[];
+  perGpu: GpuHolderSummary[];
+  shm: { leaked: ShmEntry[]; tmpfsFreeBytes: number | null; tmpfsTotalBytes: number | null };
+  /** The caller's own unit cgroup used for "leftover" (null: nothing can be a leftover). */
+  unitCgroup: string | null;
+  /** True when gpugate runs in a nested PID namespace (NVML's pids cannot be looked up). */
+  nestedPidNamespace: boolean;
+}
+
+/** Where and how to look. Every root is configurable so tests can use prepared directories. */
+export interface InspectOptions {
+  /** Default /proc. */
+  procRoot?: string;
+  /** Default /sys/fs/cgroup (reserved for cgroup membership reads). */
+  cgroupRoot?: string;
+  /** Default /dev/shm. */
+  shmRoot?: string;
+  /** NVML indices to inspect; default every device in the snapshot. */
+  devices?: number[];
+  /** The caller's pid (default process.pid): it and its ancestors are never leftovers. */
+  selfPid?: number;
+  /**
+   * The cgroup whose other members are leftovers. A string names it explicitly; null disables
+   * leftovers; undefined detects it from the caller's cgroup (only a systemd .service counts).
+   */
+  unitCgroup?: string | null;
+  /** Scan every process's fds and maps for hidden holders (default true). */
+  scanHidden?: boolean;
+  /** /dev/shm name patterns; default DEFAULT_SHM_PATTERNS. An empty list skips the shm scan. */
+  shmPatterns?: string[];
+  /** Extra pids that act as subreapers (orphans get reparented to them), besides PID 1 and init-like parents. */
+  reaperPids?: number[];
+}
+
+const ENGINE_RE = /VLLM::|\bvllm\b|sglang::|\bsglang\b|multiprocessing\.resource_tracker|multiprocessing\.spawn|multiprocessing-fork|ray::|text-generation|tensorrt_llm|trtllm/i;
+const REAPER_COMMS = new Set(['systemd', 'init', 'tini', 'dumb-init', 'catatonit', 'docker-init', 's6-svscan', 'runit', 'containerd-shim']);
+/** Start times within this slack of the snapshot are not called newer (btime has 1 s resolution). */
+const START_TIME_SLACK_MS = 1500;
+
+/** True when a command line looks like an inference engine's worker. */
+export function isEngineCommand(text: string | null): boolean {
+  return text !== null && ENGINE_RE.test(text);
+}
+
+/** The facts about the caller that classification needs; build once, reuse for many polls. */
+export interface InspectContext {
+  procRoot: string;
+  selfPid: number;
+  /** The caller and its ancestors. */
+  protectedPids: Set<number>;
+  unitCgroup: string | null;
+  nestedPidNamespace: boolean;
+  nestedReason: string;
+  /** procfs mounted with hidepid: a missing pid may just be invisible. */
+  hidepid: string | null;
+  bootTimeMs: number | null;
+  reaperPids: Set<number>;
+}
+
+/**
+ * Decides the caller's unit cgroup from its cgroup path: a path ending in a systemd `.service`
+ * (not the per-user manager `user@N.service`) is a unit; a login session (`session-N.scope`), the
+ * user manager, or the root ('/', as in a container) is not.
+ */
+export function unitCgroupFromPath(cgroupPath: string | null): string | null {
+  if (cgroupPath === null || cgroupPath === '/' || cgroupPath === '') return null;
+  const last = cgroupPath.split('/').filter((p) => p !== '').pop() ?? '';
+  if (!last.endsWith('.service')) return null;
+  if (/^user@\d+\.service$/.test(last)) return null;
+  return cgroupPath;
+}
+
+/** The chain of ancestors of pid (its parent, grandparent, … up to PID 1), read under procRoot. */
+export async function ancestorsOf(pid: number, procRoot = '/proc'): Promise<number[]> {
+  const chain: number[] = [];
+  let current = pid;
+  for (let depth = 0; depth < 4096; depth += 1) {
+    const info = await readProcess(current, procRoot);
+    if (info.kind !== 'ok') break;
+    const parent = info.stat.ppid;
+    if (parent <= 0 || chain.includes(parent) || parent === pid) break;
+    chain.push(parent);
+    if (parent === 1) break;
+    current = parent;
+  }
+  return chain;
+}
+
+/** Reads the caller's facts (namespace, unit cgroup, ancestors, boot time, procfs mount options). */
+export async function prepareInspectContext(options: InspectOptions = {}): Promise<InspectContext> {
+  const procRoot = options.procRoot ?? '/proc';
+  const selfPid = options.selfPid ?? process.pid;
+  const [self, status, procStat, mountinfo, ancestors] = await Promise.all([
+    readProcess(selfPid, procRoot),
+    readProcText(path.join(procRoot, String(selfPid), 'status')),
+    readProcText(path.join(procRoot, 'stat')),
+    readProcText(path.join(procRoot, String(selfPid), 'mountinfo')),
+    ancestorsOf(selfPid, procRoot),
+  ]);
+  const nspid = status.kind === 'ok' ? parseNSpid(status.text) : [];
+  let hidepid: string | null = null;
+  if (mountinfo.kind === 'ok') {
+    const procMount = parseMountinfo(mountinfo.text).find((m) => m.fsType === 'proc' && m.mountPoint === '/proc');
+    const option = procMount?.superOptions.find((o) => o.startsWith('hidepid=') && o !== 'hidepid=0' && o !== 'hidepid=off');
+    if (option) hidepid = option;
+  }
+  let unitCgroup: string | null;
+  if (options.unitCgroup !== undefined) unitCgroup = options.unitCgroup;
+  else unitCgroup = unitCgroupFromPath(self.kind === 'ok' ? self.cgroup : null);
+  const bootSeconds = procStat.kind === 'ok' ? parseBootTime(procStat.text) : null;
+  return {
+    procRoot,
+    selfPid,
+    protectedPids: new Set([selfPid, ...ancestors]),
+    unitCgroup,
+    nestedPidNamespace: nspid.length > 1,
+    nestedReason: `gpugate runs in a nested PID namespace (NSpid ${nspid.join(' ')}): NVML reports host pids, which cannot be looked up here`,
+    hidepid,
+    bootTimeMs: bootSeconds === null ? null : bootSeconds * 1000,
+    reaperPids: new Set([1, ...(options.reaperPids ?? [])]),
+  };
+}
+
+/** What NVML says about one pid across the selected GPUs. */
+export interface ListedProcess {
+  pid: number;
+  gpus: number[];
+  usedBytes: number | null;
+}
+
+/** Merges the process lists of the selected devices by pid. */
+export function listedProcesses(devices: GpuDevice[]): ListedProcess[] {
+  const byPid = new Map<number, ListedProcess>();
+  for (const device of devices) {
+    for (const proc of device.processes ?? []) {
+      const entry = byPid.get(proc.pid) ?? { pid: proc.pid, gpus: [], usedBytes: 0 };
+      if (!entry.gpus.includes(device.index)) entry.gpus.push(device.index);
+      entry.usedBytes = entry.usedBytes === null || proc.usedBytes === null ? null : entry.usedBytes + proc.usedBytes;
+      byPid.set(proc.pid, entry);
+    }
+  }
+  return [...byPid.values()].sort((a, b) => a.pid - b.pid);
+}
+
+function isNvidiaDevicePath(target: string): boolean {
+  return /^\/dev\/nvidia/.test(target);
+}
+
+function startTimeMs(info: ProcessInfo, ctx: InspectContext): number | null {
+  if (ctx.bootTimeMs === null) return null;
+  return Math.round(ctx.bootTimeMs + (info.stat.startTimeTicks * 1000) / CLOCK_TICKS_PER_SECOND);
+}
+
+/**
+ * Classifies one listed pid. `takenAt` is the snapshot time (epoch ms) used by the pid-reuse
+ * guard: a process that started after the snapshot cannot be the one NVML listed.
+ */
+export async function classifyHolder(listed: ListedProcess, takenAt: number | null, ctx: InspectContext): Promise<Holder> {
+  const base: Holder = {
+    pid: listed.pid,
+    class: 'unverifiable',
+    gpus: listed.gpus,
+    usedBytes: listed.usedBytes,
+    comm: null,
+    cmdline: null,
+    state: null,
+    ppid: null,
+    cgroup: null,
+    unit: null,
+    startTime: null,
+    reason: '',
+  };
+  if (ctx.nestedPidNamespace) return { ...base, reason: ctx.nestedReason };
+  const info = await readProcess(listed.pid, ctx.procRoot);
+  if (info.kind === 'missing') {
+    if (ctx.hidepid !== null) {
+      return { ...base, reason: `no visible process ${listed.pid}, but procfs is mounted with ${ctx.hidepid}: it may belong to another user` };
+    }
+    return { ...base, class: 'gone', reason: 'no such process: the driver is still tearing its context down; memory should come back' };
+  }
+  if (info.kind === 'unreadable') return { ...base, reason: info.reason };
+
+  const holder: Holder = {
+    ...base,
+    comm: info.comm,
+    cmdline: info.cmdline,
+    state: info.stat.state,
+    ppid: info.stat.ppid,
+    cgroup: info.cgroup,
+    unit: unitOfCgroup(info.cgroup),
+    startTime: startTimeMs(info, ctx),
+  };
+  const notes: string[] = [];
+  if (holder.startTime !== null && takenAt !== null && holder.startTime > takenAt + START_TIME_SLACK_MS) {
+    notes.push('suspect: started after the snapshot (pid reuse?)');
+  }
+
+  const state = info.stat.state;
+  if (state === 'Z' || state === 'X') {
+    const threads = await readOtherThreadStates(listed.pid, ctx.procRoot);
+    const live = threads.kind === 'ok' ? threads.states.filter((s) => s !== 'Z' && s !== 'X').length : 0;
+    if (live > 0) {
+      return { ...holder, class: 'zombie_live_threads', reason: join(`leader exited but ${live} thread(s) still run: a live holder`, notes) };
+    }
+    const parent = await readProcess(info.stat.ppid, ctx.procRoot);
+    const parentName = parent.kind === 'ok' ? ` (${parent.comm})` : '';
+    return { ...holder, class: 'zombie', reason: join(`exited; parent ${info.stat.ppid}${parentName} has not reaped it`, notes) };
+  }
+  if (state === 'D' || (info.stat.flags & PF_EXITING) !== 0) {
+    const why = state === 'D' ? 'in uninterruptible sleep (state D)' : 'exiting (PF_EXITING set)';
+    return { ...holder, class: 'draining', reason: join(`${why}: memory will come back; never signalled`, notes) };
+  }
+
+  const [fds, maps] = await Promise.all([readFdTargets(listed.pid, ctx.procRoot), readMappedPaths(listed.pid, ctx.procRoot)]);
+  if (fds.kind === 'unreadable') {
+    return { ...holder, class: 'unverifiable', reason: join(`${fds.reason}: cannot confirm it holds /dev/nvidia* (another user's process? run as root)`, notes) };
+  }
+  const holdsDevice = (fds.kind === 'ok' && fds.targets.some(isNvidiaDevicePath)) || (maps.kind === 'ok' && maps.paths.some(isNvidiaDevicePath));
+  if (!holdsDevice && fds.kind === 'ok') notes.push('suspect: no /dev/nvidia* descriptor (pid reuse?)');
+
+  if (ctx.protectedPids.has(listed.pid)) {
+    return { ...holder, class: 'active', reason: join('gpugate itself or one of its ancestors', notes) };
+  }
+  const reaped = await isReaperParent(info.stat.ppid, ctx);
+  const engine = isEngineCommand(info.cmdline) || isEngineCommand(info.comm);
+  if (ctx.unitCgroup !== null && info.cgroup !== null && (info.cgroup === ctx.unitCgroup || info.cgroup.startsWith(`${ctx.unitCgroup}/`))) {
+    const orphanNote = reaped && engine ? ' (an orphaned engine worker)' : '';
+    return { ...holder, class: 'leftover', reason: join(`in this service's own cgroup ${ctx.unitCgroup}${orphanNote}: left over from an earlier attempt`, notes) };
+  }
+  if (reaped && engine) {
+    return { ...holder, class: 'orphan', reason: join(`engine worker reparented to ${info.stat.ppid}: its launcher is gone`, notes) };
+  }
+  if (ctx.unitCgroup !== null) {
+    return { ...holder, class: 'foreign', reason: join(`live holder in another cgroup ${info.cgroup ?? '(unknown)'}: never signalled`, notes) };
+  }
+  return { ...holder, class: 'active', reason: join(`live holder (state ${state})`, notes) };
+}
+
+function join(reason: string, notes: string[]): string {
+  return notes.length === 0 ? reason : `${reason}; ${notes.join('; ')}`;
+}
+
+async function isReaperParent(ppid: number, ctx: InspectContext): Promise<boolean> {
+  if (ppid <= 1 || ctx.reaperPids.has(ppid)) return true;
+  const parent = await readProcess(ppid, ctx.procRoot);
+  return parent.kind === 'ok' && REAPER_COMMS.has(parent.comm);
+}
+
+/** used (v2) minus the listed processes' memory, at least 0; null when not computable. */
+export function unattributedBytesOf(memory: GpuDevice['memory'], processes: GpuDevice['processes']): number | null {
+  if (!memory || memory.source !== 'v2' || !processes) return null;
+  let listed = 0;
+  for (const proc of processes) {
+    if (proc.usedBytes === null) return null;
+    listed += proc.usedBytes;
+  }
+  return Math.max(0, memory.usedBytes - listed);
+}
+
+function hiddenHoldersOf(device: GpuDevice, openFiles: OpenFiles[], names: Map<number, { comm: string | null; cmdline: string | null }>, ctx: InspectContext): HiddenHolder[] {
+  if (device.minorNumber === null) return [];
+  const node = `/dev/nvidia${device.minorNumber}`;
+  const listed = new Set((device.processes ?? []).map((p) => p.pid));
+  const hidden: HiddenHolder[] = [];
+  for (const entry of openFiles) {
+    if (listed.has(entry.pid) || entry.pid === ctx.selfPid) continue;
+    const via: Array<'fd' | 'maps'> = [];
+    if (entry.fdTargets?.includes(node)) via.push('fd');
+    if (entry.mappedPaths?.some((p) => p === node || p === `${node} (deleted)`)) via.push('maps');
+    if (via.length === 0) continue;
+    const name = names.get(entry.pid) ?? { comm: null, cmdline: null };
+    hidden.push({ pid: entry.pid, comm: name.comm, cmdline: name.cmdline, via });
+  }
+  return hidden;
+}
+
+/**
+ * Classifies every process NVML lists on the selected GPUs (the snapshot must include process
+ * lists), computes per GPU the memory no listed process accounts for and the hidden holders, and
+ * lists leaked /dev/shm segments with the tmpfs free space.
+ */
+export async function inspectHolders(snapshot: Snapshot, options: InspectOptions = {}): Promise<HolderReport> {
+  const ctx = await prepareInspectContext(options);
+  const wanted = options.devices;
+  const devices = snapshot.devices.filter((d) => wanted === undefined || wanted.includes(d.index));
+  const holders = await Promise.all(listedProcesses(devices).map((listed) => classifyHolder(listed, snapshot.takenAt, ctx)));
+
+  const scanHidden = options.scanHidden ?? true;
+  const patterns = options.shmPatterns ?? [...DEFAULT_SHM_PATTERNS];
+  const needScan = scanHidden || patterns.length > 0;
+  const openFiles = needScan ? await scanOpenFiles(ctx.procRoot).catch(() => [] as OpenFiles[]) : [];
+
+  const names = new Map<number, { comm: string | null; cmdline: string | null }>();
+  if (scanHidden) {
+    const nodes = new Set(devices.filter((d) => d.minorNumber !== null).map((d) => `/dev/nvidia${d.minorNumber}`));
+    const interesting = openFiles.filter((e) => [...(e.fdTargets ?? []), ...(e.mappedPaths ?? [])].some((t) => nodes.has(t.replace(/ \(deleted\)$/, ''))));
+    await Promise.all(
+      interesting.map(async (e) => {
+        const info = await readProcess(e.pid, ctx.procRoot);
+        names.set(e.pid, info.kind === 'ok' ? { comm: info.comm, cmdline: info.cmdline } : { comm: null, cmdline: null });
+      }),
+    );
+  }
+  const perGpu: GpuHolderSummary[] = devices.map((device) => ({
+    index: device.index,
+    unattributedBytes: unattributedBytesOf(device.memory, device.processes),
+    hiddenHolders: scanHidden ? hiddenHoldersOf(device, openFiles, names, ctx) : [],
+  }));
+
+  let shm: HolderReport['shm'] = { leaked: [], tmpfsFreeBytes: null, tmpfsTotalBytes: null };
+  if (patterns.length > 0) {
+    const found = await findLeakedShm({ shmRoot: options.shmRoot ?? '/dev/shm', procRoot: ctx.procRoot, patterns, openFiles });
+    shm = { leaked: found.leaked, tmpfsFreeBytes: found.tmpfsFreeBytes, tmpfsTotalBytes: found.tmpfsTotalBytes };
+  }
+  return { holders, perGpu, shm, unitCgroup: ctx.unitCgroup, nestedPidNamespace: ctx.nestedPidNamespace };
+}

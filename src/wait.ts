@@ -1,0 +1,431 @@
+/**
+ * waitForGpusFree and checkGpusOnce: resolve which GPUs to watch, poll them through the shared
+ * poller, evaluate each poll against the criteria (memory thresholds, processes, stability),
+ * classify the holders, and settle: success once every selected GPU is free and stable, a
+ * GpuWaitTimeoutError after timeoutMs, an AbortError on abort, and the NvmlError at once when
+ * waiting cannot help (GPU lost, NVML unusable, a hung call).
+ */
+import { performance } from 'node:perf_hooks';
+import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlSession, OpenNvmlOptions, Snapshot } from './types';
+import { selectDevices, type DeviceSelection } from './devices';
+import { resolveCriteria, neededFreeBytes, maxUsedBytes, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
+import { SnapshotPoller, type PollResult } from './poller';
+import { GpuWaitTimeoutError } from './wait-timeout-error';
+import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
+import { readProcess } from './procfs';
+
+// TEMPORARY until src/session.ts and src/errors.ts land: loaded lazily so this file compiles first.
+interface SessionModule {
+  openNvml(options?: OpenNvmlOptions): Promise<NvmlSession> | NvmlSession;
+}
+interface ErrorsModule {
+  NvmlError: new (code: string, nvmlReturn: number, fn: string, device: number | null, message: string) => Error;
+  isFatalNvmlError(error: unknown): boolean;
+}
+function openNvml(options: OpenNvmlOptions): Promise<NvmlSession> | NvmlSession {
+  return (require('./session') as SessionModule).openNvml(options);
+}
+function errorsModule(): ErrorsModule {
+  return require('./errors') as ErrorsModule;
+}
+
+/** Options of waitForGpusFree (and checkGpusOnce, which ignores the timing ones). */
+export interface WaitOptions extends CriteriaOptions {
+  /** GPU selectors (indices, GPU-/MIG- UUIDs or prefixes, PCI bus ids); default from the environment. */
+  gpus?: string[];
+  /** An open session to use (left open); otherwise one is opened (shared in-process) and closed. */
+  session?: NvmlSession;
+  /** NVML library path when a session is opened here. */
+  libraryPath?: string;
+  /** Per-call NVML deadline when a session is opened here. */
+  callTimeoutMs?: number;
+  /** Give up after this long (default: never). */
+  timeoutMs?: number;
+  /** Time between polls (default 500). */
+  intervalMs?: number;
+  signal?: AbortSignal;
+  /** Called after every evaluated poll. */
+  onPoll?: (evaluation: Evaluation) => void;
+  /** Classify holders on every poll (default true); an object gives the procfs roots etc. */
+  inspectHolders?: boolean | InspectOptions;
+  /** Environment for device selection (default process.env). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Why a GPU is not (yet) acceptable. */
+export type GpuFailureReason = 'memory' | 'processes' | 'unstable' | 'error';
+
+/** The state of one selected GPU (or MIG instance) at one poll. */
+export interface GpuEvaluation {
+  index: number;
+  /** The GPU's UUID, or the MIG instance's when a MIG instance was selected. */
+  uuid: string;
+  pciBusId: string;
+  name: string;
+  /** Set when the evaluation is of a MIG instance of GPU `index`. */
+  migUuid: string | null;
+  memory: GpuMemory | null;
+  neededFreeBytes: number | null;
+  maxUsedBytes: number | null;
+  stableForMs: number;
+  ok: boolean;
+  reasons: GpuFailureReason[];
+  /** Listed processes that count (ignored ones are in ignoredPids). */
+  holders: Holder[];
+  ignoredPids: number[];
+  unattributedBytes: number | null;
+  error: FieldError | null;
+}
+
+/** One evaluated poll. */
+export interface Evaluation {
+  elapsedMs: number;
+  /** Polls evaluated by this wait so far. */
+  polls: number;
+  ok: boolean;
+  devices: GpuEvaluation[];
+  snapshot: Snapshot;
+  selection: DeviceSelection;
+}
+
+/** Success of waitForGpusFree. */
+export interface WaitResult {
+  elapsedMs: number;
+  polls: number;
+  devices: GpuEvaluation[];
+  evaluation: Evaluation;
+}
+
+/** Rejection of waitForGpusFree when its signal aborts; carries the last evaluation if any. */
+export class GpuWaitAbortError extends Error {
+  override readonly name = 'AbortError';
+  readonly code = 'ABORT_ERR';
+  readonly evaluation: Evaluation | null;
+
+  constructor(evaluation: Evaluation | null, reason?: unknown) {
+    super(`waiting for GPUs was aborted${reason instanceof Error ? `: ${reason.message}` : ''}`);
+    this.evaluation = evaluation;
+  }
+}
+
+const DEFAULT_INTERVAL_MS = 500;
+const FATAL_DEVICE_CODES = new Set([
+  'NVML_ERROR_GPU_IS_LOST',
+  'NVML_ERROR_UNINITIALIZED',
+  'NVML_ERROR_DRIVER_NOT_LOADED',
+  'NVML_ERROR_LIB_RM_VERSION_MISMATCH',
+  'NVML_ERROR_RESET_REQUIRED',
+  'NVML_ERROR_LIBRARY_NOT_FOUND',
+]);
+
+// ---------------------------------------------------------------- sessions
+
+interface SharedSession {
+  session: Promise<NvmlSession>;
+  refs: number;
+}
+const sharedSessions = new Map<string, SharedSession>();
+const deviceLists = new WeakMap<NvmlSession, Promise<GpuDevice[]>>();
+
+async function acquireSession(options: WaitOptions): Promise<{ session: NvmlSession; release: () => Promise<void> }> {
+  if (options.session) return { session: options.session, release: async () => {} };
+  const key = `${options.libraryPath ?? ''}\u0000${options.callTimeoutMs ?? ''}`;
+  let entry = sharedSessions.get(key);
+  if (!entry || entry.refs === 0) {
+    const openOptions: OpenNvmlOptions = {};
+    if (options.libraryPath !== undefined) openOptions.libraryPath = options.libraryPath;
+    if (options.callTimeoutMs !== undefined) openOptions.callTimeoutMs = options.callTimeoutMs;
+    entry = { session: Promise.resolve(openNvml(openOptions)), refs: 0 };
+    sharedSessions.set(key, entry);
+  }
+  const current = entry;
+  current.refs += 1;
+  let session: NvmlSession;
+  try {
+    session = await current.session;
+  } catch (error) {
+    current.refs -= 1;
+    if (sharedSessions.get(key) === current) sharedSessions.delete(key);
+    throw error;
+  }
+  let released = false;
+  return {
+    session,
+    release: async () => {
+      if (released) return;
+      released = true;
+      current.refs -= 1;
+      if (current.refs === 0) {
+        if (sharedSessions.get(key) === current) sharedSessions.delete(key);
+        await session.close().catch(() => {});
+      }
+    },
+  };
+}
+
+function deviceList(session: NvmlSession): Promise<GpuDevice[]> {
+  let list = deviceLists.get(session);
+  if (!list) {
+    list = session.snapshot().then((snapshot) => snapshot.devices);
+    deviceLists.set(session, list);
+    list.catch(() => deviceLists.delete(session));
+  }
+  return list;
+}
+
+// ---------------------------------------------------------------- evaluation
+
+interface WaitState {
+  selection: DeviceSelection;
+  criteria: Criteria;
+  tracker: StabilityTracker;
+  ctx: InspectContext | null;
+  startMs: number;
+  polls: number;
+  /** Which (index, MIG uuid) units to evaluate. */
+  units: Array<{ index: number; migUuid: string | null }>;
+}
+
+function unitsOf(selection: DeviceSelection, devices: GpuDevice[]): Array<{ index: number; migUuid: string | null }> {
+  const units: Array<{ index: number; migUuid: string | null }> = [];
+  for (const index of selection.indices) {
+    const device = devices.find((d) => d.index === index);
+    const migs = (device?.migDevices ?? []).filter((m) => selection.migUuids.includes(m.uuid));
+    if (migs.length === 0) units.push({ index, migUuid: null });
+    else for (const mig of migs) units.push({ index, migUuid: mig.uuid });
+  }
+  return units;
+}
+
+function fatalFromDevice(device: GpuDevice): Error | null {
+  if (!device.error) return null;
+  const { NvmlError, isFatalNvmlError } = errorsModule();
+  const error = new NvmlError(device.error.code, device.error.nvmlReturn, device.error.fn, device.index, `GPU ${device.index} (${device.uuid}): ${device.error.message}`);
+  if (FATAL_DEVICE_CODES.has(device.error.code) || isFatalNvmlError(error)) return error;
+  return null;
+}
+
+async function holdersOf(processes: GpuProcess[] | null | undefined, index: number, takenAt: number, state: WaitState): Promise<Holder[]> {
+  const listed = listedProcesses([{ index, processes: processes ?? [] } as GpuDevice]);
+  return Promise.all(
+    listed.map(async (entry): Promise<Holder> => {
+      if (state.ctx) return classifyHolder(entry, takenAt, state.ctx);
+      const info = await readProcess(entry.pid);
+      return {
+        pid: entry.pid,
+        class: 'unverifiable',
+        gpus: entry.gpus,
+        usedBytes: entry.usedBytes,
+        comm: info.kind === 'ok' ? info.comm : null,
+        cmdline: info.kind === 'ok' ? info.cmdline : null,
+        state: info.kind === 'ok' ? info.stat.state : null,
+        ppid: info.kind === 'ok' ? info.stat.ppid : null,
+        cgroup: info.kind === 'ok' ? info.cgroup : null,
+        unit: null,
+        startTime: null,
+        reason: 'not inspected (inspectHolders: false)',
+      };
+    }),
+  );
+}
+
+async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state: WaitState, useStability: boolean): Promise<Evaluation | null> {
+  const devices: GpuEvaluation[] = [];
+  for (const unit of state.units) {
+    const device = snapshot.devices.find((d) => d.index === unit.index);
+    if (!device) return null; // a poll taken before this waiter's devices joined the shared poll
+    const fatal = fatalFromDevice(device);
+    if (fatal) throw fatal;
+    const mig = unit.migUuid === null ? null : (device.migDevices ?? []).find((m) => m.uuid === unit.migUuid) ?? null;
+    const key = unit.migUuid ?? String(unit.index);
+    const memory = mig ? mig.memory : device.memory;
+    const processes = mig ? mig.processes : device.processes;
+    const error = device.error ?? mig?.error ?? device.fieldErrors.memory ?? null;
+    const reasons: GpuEvaluation['reasons'] = [];
+    const label = `GPU ${device.index} (${unit.migUuid ?? device.uuid})`;
+    let needed: number | null = null;
+    let maxUsed: number | null = null;
+    let stableForMs = 0;
+    if (!memory) {
+      reasons.push('error');
+      state.tracker.reset(key);
+    } else {
+      needed = neededFreeBytes(state.criteria, memory.totalBytes, label);
+      maxUsed = maxUsedBytes(state.criteria, memory.totalBytes);
+      if ((needed !== null && memory.freeBytes < needed) || (maxUsed !== null && memory.usedBytes > maxUsed)) reasons.push('memory');
+      stableForMs = useStability ? state.tracker.update(key, memory.freeBytes, receivedAtMs) : 0;
+    }
+    const all = await holdersOf(processes, unit.index, snapshot.takenAt, state);
+    const holders = all.filter((h) => !state.criteria.ignorePids.has(h.pid) && !(h.comm !== null && state.criteria.ignoreNames.has(h.comm)));
+    const ignoredPids = all.filter((h) => !holders.includes(h)).map((h) => h.pid);
+    if (state.criteria.noProcesses) {
+      if (processes === null || processes === undefined) {
+        if (!reasons.includes('error')) reasons.push('error');
+      } else if (holders.length > 0) reasons.push('processes');
+    }
+    if (memory && useStability && stableForMs < state.criteria.stableMs) reasons.push('unstable');
+    devices.push({
+      index: device.index,
+      uuid: unit.migUuid ?? device.uuid,
+      pciBusId: device.pciBusId,
+      name: device.name,
+      migUuid: unit.migUuid,
+      memory,
+      neededFreeBytes: needed,
+      maxUsedBytes: maxUsed,
+      stableForMs,
+      ok: reasons.length === 0,
+      reasons,
+      holders,
+      ignoredPids,
+      unattributedBytes: unattributedBytesOf(memory, processes),
+      error: reasons.includes('error') ? (error ?? (processes === null ? device.fieldErrors.processes ?? null : null)) : null,
+    });
+  }
+  state.polls += 1;
+  return {
+    elapsedMs: Math.max(0, receivedAtMs - state.startMs),
+    polls: state.polls,
+    ok: devices.every((d) => d.ok),
+    devices,
+    snapshot,
+    selection: state.selection,
+  };
+}
+
+async function prepare(options: WaitOptions, session: NvmlSession, startMs: number): Promise<WaitState> {
+  const criteria = resolveCriteria(options);
+  const devices = await deviceList(session);
+  const selection = selectDevices(devices, options.gpus, options.env ?? process.env);
+  let ctx: InspectContext | null = null;
+  if (options.inspectHolders !== false) {
+    ctx = await prepareInspectContext(typeof options.inspectHolders === 'object' ? options.inspectHolders : {});
+  }
+  return {
+    selection,
+    criteria,
+    tracker: new StabilityTracker(criteria.stableToleranceBytes),
+    ctx,
+    startMs,
+    polls: 0,
+    units: unitsOf(selection, devices),
+  };
+}
+
+function checkTiming(options: WaitOptions): void {
+  for (const name of ['timeoutMs', 'intervalMs'] as const) {
+    const value = options[name];
+    if (value !== undefined && (!Number.isFinite(value) || value < 0)) {
+      throw new TypeError(`${name} must be a finite number of milliseconds >= 0, got ${String(value)}`);
+    }
+  }
+}
+
+/**
+ * One sample of the selected GPUs against the criteria, without stability (for `gpugate check`).
+ * Resolves with the evaluation whether or not the GPUs are free; rejects with ConfigError,
+ * DeviceSelectionError or NvmlError.
+ */
+export async function checkGpusOnce(options: WaitOptions = {}): Promise<Evaluation> {
+  const startMs = performance.now();
+  resolveCriteria(options);
+  const { session, release } = await acquireSession(options);
+  try {
+    const state = await prepare(options, session, startMs);
+    const snapshot = await session.snapshot({ processes: true, devices: state.selection.indices });
+    const evaluation = await evaluateSnapshot(snapshot, performance.now(), state, false);
+    if (!evaluation) throw new Error('internal error: the snapshot lacks a selected GPU');
+    return evaluation;
+  } finally {
+    await release();
+  }
+}
+
+/**
+ * Waits until every selected GPU meets the criteria and its free memory has been stable for
+ * stableMs. Resolves with { elapsedMs, polls, devices, evaluation }. Rejects with
+ * GpuWaitTimeoutError after timeoutMs, GpuWaitAbortError (name 'AbortError') when `signal`
+ * aborts, the NvmlError at once on a fatal NVML condition, ConfigError for impossible criteria,
+ * DeviceSelectionError when a selector matches nothing. Many waiters on one session share one
+ * poll per interval.
+ */
+export async function waitForGpusFree(options: WaitOptions = {}): Promise<WaitResult> {
+  const startMs = performance.now();
+  checkTiming(options);
+  resolveCriteria(options);
+  if (options.signal?.aborted) throw new GpuWaitAbortError(null, options.signal.reason);
+  const { session, release } = await acquireSession(options);
+  let state: WaitState;
+  try {
+    state = await prepare(options, session, startMs);
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  const intervalMs = options.intervalMs ?? DEFAULT_INTERVAL_MS;
+  const poller = SnapshotPoller.for(session, intervalMs);
+
+  return new Promise<WaitResult>((resolve, reject) => {
+    let settled = false;
+    let busy = false;
+    let pending: PollResult | null = null;
+    let last: Evaluation | null = null;
+    let timer: NodeJS.Timeout | null = null;
+    let unsubscribe: () => void = () => {};
+
+    const onAbort = (): void => finish(() => reject(new GpuWaitAbortError(last, options.signal?.reason)));
+    const finish = (settle: () => void): void => {
+      if (settled) return;
+      settled = true;
+      unsubscribe();
+      if (timer !== null) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      release().then(settle, settle);
+    };
+
+    const drain = async (): Promise<void> => {
+      busy = true;
+      while (pending !== null && !settled) {
+        const result: PollResult = pending;
+        pending = null;
+        if (result.kind === 'error') {
+          const error = result.error;
+          finish(() => reject(error));
+          break;
+        }
+        try {
+          const evaluation = await evaluateSnapshot(result.snapshot, result.receivedAtMs, state, true);
+          if (!evaluation || settled) continue;
+          last = evaluation;
+          options.onPoll?.(evaluation);
+          if (evaluation.ok) {
+            finish(() => resolve({ elapsedMs: evaluation.elapsedMs, polls: evaluation.polls, devices: evaluation.devices, evaluation }));
+          }
+        } catch (error) {
+          finish(() => reject(error));
+        }
+      }
+      busy = false;
+    };
+
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.timeoutMs !== undefined) {
+      const timeoutMs = options.timeoutMs;
+      timer = setTimeout(() => finish(() => reject(new GpuWaitTimeoutError(timeoutMs, last))), Math.max(0, timeoutMs - (performance.now() - startMs)));
+    }
+    if (state.units.length === 0) {
+      // Nothing selected: nothing to wait for.
+      const evaluation: Evaluation = { elapsedMs: performance.now() - startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
+      finish(() => resolve({ elapsedMs: evaluation.elapsedMs, polls: 0, devices: [], evaluation }));
+      return;
+    }
+    if (options.signal?.aborted) {
+      onAbort();
+      return;
+    }
+    unsubscribe = poller.subscribe(state.selection.indices, (result) => {
+      pending = result;
+      if (!busy) void drain();
+    });
+  });
+}
