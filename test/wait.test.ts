@@ -1,0 +1,209 @@
+/**
+ * Policy tests of waitForGpusFree / checkGpusOnce against a small fake NvmlSession: criteria,
+ * stability, timeout, abort, shared polling. The real addon + simulator path is in
+ * wait-sim.test.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { GpuDevice, NvmlSession, Snapshot, SnapshotOptions } from '../src/types';
+import { checkGpusOnce, waitForGpusFree, GpuWaitAbortError, type Evaluation } from '../src/wait';
+import { GpuWaitTimeoutError } from '../src/wait-timeout-error';
+import { ConfigError } from '../src/config-error';
+import { DeviceSelectionError } from '../src/device-selection-error';
+
+const GiB = 1024 ** 3;
+const TOTAL = 96 * GiB;
+
+interface FakeGpu {
+  usedBytes: number;
+  processes?: Array<{ pid: number; usedBytes: number | null }>;
+}
+
+function device(index: number, gpu: FakeGpu): GpuDevice {
+  return {
+    index,
+    uuid: `GPU-0000000${index}-aaaa-bbbb-cccc-dddddddddddd`,
+    name: 'Fake GPU',
+    pciBusId: `00000000:${(0x1b + index).toString(16).toUpperCase()}:00.0`,
+    minorNumber: index,
+    computeCapability: '12.0',
+    memory: { totalBytes: TOTAL, freeBytes: TOTAL - gpu.usedBytes, usedBytes: gpu.usedBytes, reservedBytes: 0, source: 'v2' },
+    processes: (gpu.processes ?? []).map((p) => ({ pid: p.pid, usedBytes: p.usedBytes, kinds: ['compute'], gpuInstanceId: null, computeInstanceId: null })),
+    persistenceMode: true,
+    computeMode: 'default',
+    migMode: false,
+    utilization: null,
+    temperatureC: null,
+    powerWatts: null,
+    error: null,
+    fieldErrors: {},
+  };
+}
+
+/** A fake session whose state is a function of the snapshot call number. */
+class FakeSession implements NvmlSession {
+  readonly library = { path: 'fake', driverVersion: null, nvmlVersion: null, cudaDriverVersion: null, variants: {} };
+  closed = false;
+  calls = 0;
+  processCalls = 0;
+  constructor(private readonly state: (call: number) => FakeGpu[] | Error) {}
+
+  async snapshot(options: SnapshotOptions = {}): Promise<Snapshot> {
+    return this.snapshotSync(options);
+  }
+
+  snapshotSync(options: SnapshotOptions = {}): Snapshot {
+    if (this.closed) throw new Error('closed');
+    this.calls += 1;
+    if (options.processes) this.processCalls += 1;
+    const state = this.state(this.calls);
+    if (state instanceof Error) throw state;
+    const devices = state.map((gpu, index) => device(index, gpu)).filter((d) => options.devices === undefined || options.devices.includes(d.index));
+    return { takenAt: Date.now(), devices };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}
+
+const controllers: AbortController[] = [];
+afterEach(() => {
+  for (const controller of controllers.splice(0)) controller.abort();
+});
+
+describe('waitForGpusFree criteria', () => {
+  it('default criterion is maxUsed 1 GiB: resolves once used drops to 1 GiB', async () => {
+    const session = new FakeSession((call) => [{ usedBytes: call < 5 ? 40 * GiB : 1 * GiB }]);
+    const result = await waitForGpusFree({ session, intervalMs: 5, timeoutMs: 10_000 });
+    expect(result.devices[0]).toMatchObject({ index: 0, ok: true, reasons: [], maxUsedBytes: GiB, neededFreeBytes: null });
+    expect(result.polls).toBeGreaterThanOrEqual(4);
+    expect(session.closed).toBe(false);
+  });
+
+  it('minFree fraction follows vLLM: free >= ceil(total * f) + margin, exactly at the edge', async () => {
+    const needed = Math.ceil(TOTAL * 0.9) + 2 * GiB;
+    const exact = await checkGpusOnce({ session: new FakeSession(() => [{ usedBytes: TOTAL - needed }]), minFree: { fraction: 0.9 }, marginBytes: 2 * GiB });
+    expect(exact.ok).toBe(true);
+    expect(exact.devices[0]!.neededFreeBytes).toBe(needed);
+    expect(exact.devices[0]!.maxUsedBytes).toBeNull();
+    const short = await checkGpusOnce({ session: new FakeSession(() => [{ usedBytes: TOTAL - needed + 1 }]), minFree: { fraction: 0.9 }, marginBytes: 2 * GiB });
+    expect(short.ok).toBe(false);
+    expect(short.devices[0]!.reasons).toEqual(['memory']);
+  });
+
+  it('impossible criteria reject with ConfigError before waiting', async () => {
+    const session = new FakeSession(() => [{ usedBytes: 0 }]);
+    await expect(waitForGpusFree({ session, minFree: { bytes: TOTAL + 1 }, timeoutMs: 1000 })).rejects.toThrow(ConfigError);
+    await expect(waitForGpusFree({ session, minFree: { fraction: 0.99 }, marginBytes: 2 * GiB, timeoutMs: 1000 })).rejects.toThrow(/needs .* free but the GPU has only 96GiB/);
+    await expect(waitForGpusFree({ session, minFree: { fraction: 1.5 } })).rejects.toThrow(ConfigError);
+    await expect(waitForGpusFree({ session, maxUsed: { fraction: -0.1 } })).rejects.toThrow(ConfigError);
+    await expect(waitForGpusFree({ session, gpus: ['7'] })).rejects.toThrow(DeviceSelectionError);
+  });
+
+  it('noProcesses waits for listed holders but always ignores gpugate itself and listed ignores', async () => {
+    const session = new FakeSession((call) => [
+      {
+        usedBytes: GiB,
+        processes: [
+          { pid: process.pid, usedBytes: 100 },
+          { pid: 999_999_901, usedBytes: 100 },
+          ...(call < 4 ? [{ pid: 999_999_902, usedBytes: 100 }] : []),
+        ],
+      },
+    ]);
+    const seen: Evaluation[] = [];
+    const result = await waitForGpusFree({ session, noProcesses: true, ignore: [999_999_901], intervalMs: 5, timeoutMs: 10_000, onPoll: (e) => seen.push(e) });
+    expect(result.devices[0]!.ignoredPids.sort()).toEqual([process.pid, 999_999_901].sort());
+    expect(result.devices[0]!.holders).toEqual([]);
+    const first = seen[0]!.devices[0]!;
+    expect(first.reasons).toEqual(['processes']);
+    expect(first.holders.map((h) => [h.pid, h.class])).toEqual([[999_999_902, 'gone']]);
+    expect(seen.length).toBe(result.polls);
+  });
+
+  it('unattributedBytes is used minus the listed processes', async () => {
+    const evaluation = await checkGpusOnce({ session: new FakeSession(() => [{ usedBytes: 10 * GiB, processes: [{ pid: 999_999_903, usedBytes: 4 * GiB }] }]) });
+    expect(evaluation.devices[0]!.unattributedBytes).toBe(6 * GiB);
+    const unknown = await checkGpusOnce({ session: new FakeSession(() => [{ usedBytes: 10 * GiB, processes: [{ pid: 999_999_903, usedBytes: null }] }]) });
+    expect(unknown.devices[0]!.unattributedBytes).toBeNull();
+  });
+});
+
+describe('waitForGpusFree stability and settling', () => {
+  it('success needs free memory steady within the tolerance for stableMs', async () => {
+    // Memory drops at call 3, wobbles within tolerance afterwards.
+    const session = new FakeSession((call) => [{ usedBytes: call < 3 ? 50 * GiB : call % 2 === 0 ? 0 : 100 * 1024 ** 2 }]);
+    const seen: Evaluation[] = [];
+    const result = await waitForGpusFree({ session, stableMs: 150, intervalMs: 10, timeoutMs: 10_000, onPoll: (e) => seen.push(e) });
+    expect(result.devices[0]!.stableForMs).toBeGreaterThanOrEqual(150);
+    const beforeDone = seen.slice(0, -1);
+    expect(beforeDone.some((e) => e.devices[0]!.reasons.includes('memory'))).toBe(true);
+    expect(beforeDone.some((e) => e.devices[0]!.reasons.join() === 'unstable')).toBe(true);
+  });
+
+  it('memory that keeps moving times out with reason unstable and the last evaluation', async () => {
+    const session = new FakeSession((call) => [{ usedBytes: (call % 2) * 2 * GiB }]);
+    const error = await waitForGpusFree({ session, minFree: { fraction: 0.5 }, stableMs: 100, intervalMs: 10, timeoutMs: 400 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GpuWaitTimeoutError);
+    const timeout = error as GpuWaitTimeoutError;
+    expect(timeout.evaluation!.devices[0]!.reasons).toEqual(['unstable']);
+    expect(timeout.message).toMatch(/GPU 0 .*unstable/);
+  });
+
+  it('a failing snapshot rejects at once with that error', async () => {
+    const boom = Object.assign(new Error('GPU is lost'), { code: 'NVML_ERROR_GPU_IS_LOST' });
+    const session = new FakeSession((call) => (call >= 3 ? boom : [{ usedBytes: 50 * GiB }]));
+    const started = Date.now();
+    await expect(waitForGpusFree({ session, intervalMs: 10, timeoutMs: 20_000 })).rejects.toBe(boom);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('abort rejects promptly with an AbortError carrying the last evaluation', async () => {
+    const session = new FakeSession(() => [{ usedBytes: 50 * GiB }]);
+    const controller = new AbortController();
+    controllers.push(controller);
+    const waiting = waitForGpusFree({ session, intervalMs: 10, signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    controller.abort();
+    const error = await waiting.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GpuWaitAbortError);
+    expect((error as GpuWaitAbortError).name).toBe('AbortError');
+    expect((error as GpuWaitAbortError).evaluation?.devices[0]?.reasons).toEqual(['memory']);
+    const callsAfter = session.calls;
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(session.calls).toBe(callsAfter);
+  });
+
+  it('an already aborted signal rejects without polling', async () => {
+    const session = new FakeSession(() => [{ usedBytes: 0 }]);
+    await expect(waitForGpusFree({ session, signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' });
+    expect(session.calls).toBe(0);
+  });
+
+  it('two concurrent waiters on one session share one poll per interval', async () => {
+    const session = new FakeSession(() => [{ usedBytes: 50 * GiB }, { usedBytes: 50 * GiB }]);
+    const a = waitForGpusFree({ session, gpus: ['0'], intervalMs: 40, timeoutMs: 1000 }).catch((e: unknown) => e as GpuWaitTimeoutError);
+    const b = waitForGpusFree({ session, gpus: ['1'], intervalMs: 40, timeoutMs: 1000 }).catch((e: unknown) => e as GpuWaitTimeoutError);
+    const [ea, eb] = await Promise.all([a, b]);
+    const pollsA = ea.evaluation!.polls;
+    const pollsB = eb.evaluation!.polls;
+    expect(pollsA).toBeGreaterThan(3);
+    // Each poll served both waiters: the snapshots with process lists are the shared polls.
+    expect(session.processCalls).toBeLessThanOrEqual(Math.max(pollsA, pollsB) + 1);
+    expect(ea.evaluation!.snapshot.devices.map((d) => d.index)).toEqual([0, 1]);
+  });
+
+  it('selects nothing and resolves at once for an empty selector list', async () => {
+    const session = new FakeSession(() => [{ usedBytes: 50 * GiB }]);
+    const result = await waitForGpusFree({ session, gpus: [], timeoutMs: 1000 });
+    expect(result.devices).toEqual([]);
+    expect(result.evaluation.selection.warnings.join()).toMatch(/no GPUs selected/);
+  });
+
+  it('checkGpusOnce reports without waiting and with no stability', async () => {
+    const evaluation = await checkGpusOnce({ session: new FakeSession(() => [{ usedBytes: 50 * GiB }]), stableMs: 10_000 });
+    expect(evaluation.ok).toBe(false);
+    expect(evaluation.devices[0]!.reasons).toEqual(['memory']);
+    expect(evaluation.polls).toBe(1);
+  });
+});
