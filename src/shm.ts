@@ -11,14 +11,14 @@ import { scanOpenFiles, type OpenFiles } from './procfs';
 export const DEFAULT_SHM_PATTERNS: readonly string[] = ['psm_*', 'nccl-*', 'vllm_offload_*', 'VLLM_OBJECT_STORAGE_SHM_BUFFER_*', 'sgl_shm_mm_*'];
 
 /** One leaked /dev/shm file. */
-export interface ShmEntry {
+export type ShmEntry = {
   path: string;
   name: string;
   /** Apparent size (st_size). */
   sizeBytes: number;
   /** Memory it really takes on tmpfs (st_blocks × 512). */
   allocatedBytes: number;
-}
+};
 
 /** The /dev/shm part of a holder report. */
 export interface ShmReport {

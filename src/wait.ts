@@ -13,20 +13,14 @@ import { SnapshotPoller, type PollResult } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from './procfs';
+import { NvmlError, isFatalNvmlError } from './errors';
 
-// TEMPORARY until src/session.ts and src/errors.ts land: loaded lazily so this file compiles first.
+// TEMPORARY until src/session.ts lands: loaded lazily so this file compiles first.
 interface SessionModule {
   openNvml(options?: OpenNvmlOptions): Promise<NvmlSession> | NvmlSession;
 }
-interface ErrorsModule {
-  NvmlError: new (code: string, nvmlReturn: number, fn: string, device: number | null, message: string) => Error;
-  isFatalNvmlError(error: unknown): boolean;
-}
 function openNvml(options: OpenNvmlOptions): Promise<NvmlSession> | NvmlSession {
   return (require('./session') as SessionModule).openNvml(options);
-}
-function errorsModule(): ErrorsModule {
-  return require('./errors') as ErrorsModule;
 }
 
 /** Options of waitForGpusFree (and checkGpusOnce, which ignores the timing ones). */
@@ -199,10 +193,14 @@ function unitsOf(selection: DeviceSelection, devices: GpuDevice[]): Array<{ inde
 
 function fatalFromDevice(device: GpuDevice): Error | null {
   if (!device.error) return null;
-  const { NvmlError, isFatalNvmlError } = errorsModule();
-  const error = new NvmlError(device.error.code, device.error.nvmlReturn, device.error.fn, device.index, `GPU ${device.index} (${device.uuid}): ${device.error.message}`);
-  if (FATAL_DEVICE_CODES.has(device.error.code) || isFatalNvmlError(error)) return error;
-  return null;
+  if (!FATAL_DEVICE_CODES.has(device.error.code) && !isFatalNvmlError(device.error)) return null;
+  return new NvmlError({
+    code: device.error.code,
+    nvmlReturn: device.error.nvmlReturn,
+    fn: device.error.fn,
+    device: device.index,
+    message: `GPU ${device.index} (${device.uuid}, ${device.pciBusId}): ${device.error.message}; waiting cannot help`,
+  });
 }
 
 async function holdersOf(processes: GpuProcess[] | null | undefined, index: number, takenAt: number, state: WaitState): Promise<Holder[]> {
