@@ -46,6 +46,23 @@ function holdersOf(report) {
 }
 
 /**
+ * The figures gpu-validate reports from `gpugate bench --json`: gpugate's per-snapshot median and
+ * p99 and nvidia-smi's median per query, in milliseconds.
+ */
+function benchFigures(doc) {
+  const gpugate = doc.gpugate ?? doc.snapshot ?? null;
+  if (gpugate === null || typeof gpugate !== 'object') throw new Error('gpugate bench --json has no "gpugate" figures');
+  const nvidiaSmi = doc.nvidiaSmi ?? null;
+  return {
+    devices: doc.devices ?? null,
+    gpugateMedianMs: gpugate.medianMs ?? null,
+    gpugateP99Ms: gpugate.p99Ms ?? null,
+    nvidiaSmiMedianMs: nvidiaSmi?.medianMs ?? null,
+    nvidiaSmiSkipped: nvidiaSmi === null ? 'not reported' : (nvidiaSmi.skipped ?? null),
+  };
+}
+
+/**
  * One `-v` progress line (logfmt after an optional `<N>` priority and `gpugate: <event>`) as
  * `{ event, fields }`, or null for a line that is not one.
  */
@@ -76,7 +93,7 @@ function holdersInLogLine(fields) {
   });
 }
 
-module.exports = { statusDevices, statusLibrary, holdersOf, parseLogLine, holdersInLogLine };
+module.exports = { gpusOf, statusDevices, statusLibrary, holdersOf, benchFigures, parseLogLine, holdersInLogLine };
 
 // As a command, for gpu-validate.sh:
 //   node gpugate-json.cjs gpu-field FILE INDEX FIELD   prints uuid|totalBytes|freeBytes|usedBytes of GPU INDEX

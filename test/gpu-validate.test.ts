@@ -1,0 +1,202 @@
+/**
+ * scripts/gpu-validate.sh in --simulate mode: the real script, run as a subprocess against the
+ * built CLI (dist/cli/main.js), gpugate's NVML simulator, the stand-in nvidia-smi and a real
+ * holder process. Pins that a healthy run passes every step with the right figures, that a
+ * disagreeing nvidia-smi fails the run loudly, that bad arguments are usage errors, and that the
+ * script never asks nvidia-smi to change a GPU setting.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const repo = resolve(__dirname, '..');
+const script = join(repo, 'scripts', 'gpu-validate.sh');
+const helpers = join(repo, 'scripts', 'gpu-validate');
+const MIB = 1024 * 1024;
+
+interface StepRecord {
+  step: string;
+  status: 'pass' | 'fail' | 'skip';
+  summary: string;
+  checks: Array<{ name: string; ok: boolean; detail: string }>;
+  data: Record<string, unknown>;
+}
+
+interface Report {
+  result: 'pass' | 'fail';
+  mode: string;
+  driverVersion: string | null;
+  gpus: Array<{ index: number; uuid: string; totalBytes: number }>;
+  steps: StepRecord[];
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+let work: string;
+
+beforeAll(() => {
+  for (const built of ['dist/cli/main.js', 'build/Release/gpugate_sim.so']) {
+    if (!existsSync(join(repo, built))) {
+      throw new Error(`gpu-validate tests need ${built}: build the project first (npm run build)`);
+    }
+  }
+  work = mkdtempSync(join(tmpdir(), 'gpu-validate-test-'));
+});
+
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** Runs the script to completion (bounded well under the test timeout). */
+function runScript(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  return new Promise((done, reject) => {
+    const child = spawn('bash', [script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 150_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+function step(report: Report, name: string): StepRecord {
+  const found = report.steps.find((s) => s.step === name);
+  if (found === undefined) throw new Error(`report has no "${name}" step: ${JSON.stringify(report.steps.map((s) => s.step))}`);
+  return found;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('gpu-validate.sh --simulate', () => {
+  it('passes identity, processes and the restart race against the simulator, and writes the report', async () => {
+    const reportPath = join(work, 'ok', 'report.json');
+    const run = await runScript(['--simulate', '--report', reportPath, '--hold-mib', '2048']);
+    expect(run.code, `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toBe(0);
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+    expect(report.result).toBe('pass');
+    expect(report.mode).toBe('simulate');
+    expect(report.driverVersion).toBe('580.95.05');
+    expect(report.gpus.map((g) => g.uuid)).toEqual(['GPU-6a1c27e0-5b0f-4d8e-9c43-0f2d7e1b8a01', 'GPU-b24f9d13-7e6a-4c21-8f05-93d1c6a4e702']);
+    expect(report.gpus[0]?.totalBytes).toBe(97887 * MIB);
+
+    const identity = step(report, 'identity');
+    expect(identity.status).toBe('pass');
+    expect(identity.checks.map((c) => c.name)).toEqual(expect.arrayContaining(['nvidia-smi: GPU 1 uuid', 'nvidia-smi: GPU 1 total', 'nvidia-smi: GPU 1 used']));
+
+    const processes = step(report, 'processes');
+    expect(processes.status).toBe('pass');
+    expect(processes.data).toMatchObject({ holdBytes: 2048 * MIB, nvidiaSmiUsedBytes: 2048 * MIB, gpugate: { class: 'active', usedBytes: 2048 * MIB } });
+
+    const race = step(report, 'race');
+    expect(race.status, race.summary).toBe('pass');
+    const data = race.data as { exitCode: number; states: string[]; releaseMs: number; gpugateReturnedAfterKillMs: number; pid: number };
+    expect(data.exitCode).toBe(0);
+    expect(data.states[0]).toBe('active');
+    expect(data.states[data.states.length - 1]).toBe('free');
+    // The simulated driver releases the memory 1.5 s after the kill; gpugate then needs 2 s of stability.
+    expect(data.releaseMs).toBeGreaterThanOrEqual(1400);
+    expect(data.gpugateReturnedAfterKillMs).toBeGreaterThanOrEqual(data.releaseMs - 200);
+    expect(alive(data.pid)).toBe(false);
+
+    expect(['pass', 'skip']).toContain(step(report, 'latency').status);
+    expect(run.stdout).toMatch(/identity\s+PASS/);
+    expect(run.stdout).toMatch(/race\s+PASS\s+exit 0/);
+    expect(run.stdout).toContain(`report: ${reportPath}`);
+    // The scenario, logs and scratch files are gone; only the report the caller asked for is left.
+    expect(readdirSync(join(work, 'ok'))).toEqual(['report.json']);
+  }, 160_000);
+
+  it('fails loudly when nvidia-smi reports a different UUID', async () => {
+    const bin = join(work, 'bad-smi');
+    rmSync(bin, { recursive: true, force: true });
+    spawnSync('mkdir', ['-p', bin]);
+    const wrapper = join(bin, 'nvidia-smi');
+    writeFileSync(wrapper, `#!/bin/sh\n"${join(helpers, 'nvidia-smi')}" "$@" | sed 's/GPU-b24f9d13-7e6a-4c21-8f05-93d1c6a4e702/GPU-00000000-0000-0000-0000-000000000bad/'\n`);
+    chmodSync(wrapper, 0o755);
+    const reportPath = join(bin, 'report.json');
+    const run = await runScript(['--simulate', '--nvidia-smi', wrapper, '--report', reportPath, '--hold-mib', '1024']);
+    expect(run.code).toBe(1);
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+    expect(report.result).toBe('fail');
+    const identity = step(report, 'identity');
+    expect(identity.status).toBe('fail');
+    const failed = identity.checks.filter((c) => !c.ok);
+    expect(failed.map((c) => c.name)).toEqual(['nvidia-smi: GPU 1 uuid']);
+    expect(failed[0]?.detail).toContain('GPU-00000000-0000-0000-0000-000000000bad');
+    expect(run.stdout).toMatch(/FAIL nvidia-smi: GPU 1 uuid/);
+    expect(run.stdout).toMatch(/identity\s+FAIL/);
+    expect(run.stdout).toContain('result: FAIL (identity failed)');
+  }, 160_000);
+
+  it('fails the run when --gpu names a GPU that does not exist', async () => {
+    const reportPath = join(work, 'no-gpu', 'report.json');
+    const run = await runScript(['--simulate', '--gpu', '7', '--report', reportPath]);
+    expect(run.code).toBe(1);
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+    expect(step(report, 'gpu-selection').summary).toContain('--gpu 7');
+    expect(step(report, 'processes').status).toBe('skip');
+  }, 60_000);
+
+  it('rejects bad arguments with exit 64, naming the argument and what was expected', async () => {
+    const unknown = await runScript(['--simulate', '--frobnicate']);
+    expect(unknown.code).toBe(64);
+    expect(unknown.stderr).toContain("unknown argument '--frobnicate'");
+    const notNumber = await runScript(['--simulate', '--gpu', 'first']);
+    expect(notNumber.code).toBe(64);
+    expect(notNumber.stderr).toContain("--gpu 'first': expected a non-negative integer");
+    const twoSources = await runScript(['--package', '.', '--gpugate', 'gpugate']);
+    expect(twoSources.code).toBe(64);
+    expect(twoSources.stderr).toContain('exclude each other');
+  });
+});
+
+describe('gpu-validate.sh is read-only towards the GPU', () => {
+  const sources = [script, ...readdirSync(helpers).map((f) => join(helpers, f))];
+
+  it('never passes nvidia-smi an option that changes or resets a GPU', () => {
+    // Persistence, reset, compute mode, MIG, power limit, clocks, ECC, accounting, driver model.
+    const forbidden = /(^|[\s"'=])(-pm|-r|-c|-mig|-pl|-lgc|-rgc|-lmc|-rmc|-ac|-rac|-acp|-e|-am|-caa|-dm|-fdm|--persistence-mode|--gpu-reset|--compute-mode|--multi-instance-gpu|--power-limit|--lock-gpu-clocks|--reset-gpu-clocks|--lock-memory-clocks|--applications-clocks|--ecc-config|--accounting-mode|--driver-model)(?=$|[\s"'=])/;
+    for (const file of sources) {
+      const lines = readFileSync(file, 'utf8').split('\n');
+      lines.forEach((line, i) => {
+        expect(forbidden.test(line), `${file}:${i + 1}: ${line}`).toBe(false);
+      });
+    }
+  });
+
+  it('asks nvidia-smi only --query-* questions', () => {
+    const text = readFileSync(script, 'utf8');
+    const calls = text.split('\n').filter((line) => /^\s*(nvsmi|"\$NVSMI")\s/.test(line));
+    expect(calls.length).toBeGreaterThanOrEqual(4);
+    for (const call of calls) expect(call).toMatch(/--query-(gpu|compute-apps)=/);
+  });
+
+  it('is shellcheck-clean', (context) => {
+    const probe = spawnSync('shellcheck', ['--version']);
+    if (probe.error !== undefined) {
+      console.warn('gpu-validate: shellcheck test skipped: shellcheck is not installed (apt-get install -y shellcheck)');
+      context.skip('shellcheck is not installed (apt-get install -y shellcheck)');
+    }
+    const result = spawnSync('shellcheck', [script], { encoding: 'utf8' });
+    expect(result.stdout + result.stderr).toBe('');
+    expect(result.status).toBe(0);
+  });
+});
