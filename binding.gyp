@@ -18,8 +18,54 @@
     {
       "target_name": "gpugate_sim",
       "type": "shared_library",
-      "sources": ["sim/sim.cc"],
+      "sources": [
+        "sim/exports_device.cc",
+        "sim/exports_memory.cc",
+        "sim/exports_mig.cc",
+        "sim/exports_process.cc",
+        "sim/exports_system.cc",
+        "sim/extras.cc",
+        "sim/json.cc",
+        "sim/lookup.cc",
+        "sim/runtime.cc",
+        "sim/scenario_reader.cc",
+        "sim/symbols.cc"
+      ],
+      "ldflags": ["-Wl,--version-script=<(module_root_dir)/sim/exports.map"],
       "libraries": ["-lpthread"]
+    },
+    {
+      "target_name": "gpugate_sim_legacy",
+      "type": "shared_library",
+      "sources": [
+        "sim/exports_device.cc",
+        "sim/exports_memory.cc",
+        "sim/exports_mig.cc",
+        "sim/exports_process.cc",
+        "sim/exports_system.cc",
+        "sim/extras.cc",
+        "sim/json.cc",
+        "sim/lookup.cc",
+        "sim/runtime.cc",
+        "sim/scenario_reader.cc",
+        "sim/symbols.cc"
+      ],
+      "defines": ["GPUGATE_SIM_LEGACY"],
+      "ldflags": ["-Wl,--version-script=<(module_root_dir)/sim/exports.map"],
+      "libraries": ["-lpthread"]
+    },
+    {
+      "target_name": "gpugate_sim_nvml_name",
+      "type": "none",
+      "dependencies": ["gpugate_sim"],
+      "actions": [
+        {
+          "action_name": "install_sim_as_libnvidia_ml",
+          "inputs": ["<(PRODUCT_DIR)/gpugate_sim.so"],
+          "outputs": ["<(PRODUCT_DIR)/sim/libnvidia-ml.so.1"],
+          "action": ["sh", "-c", "mkdir -p <(PRODUCT_DIR)/sim && cp -f <(PRODUCT_DIR)/gpugate_sim.so <(PRODUCT_DIR)/sim/libnvidia-ml.so.1"]
+        }
+      ]
     }
   ]
 }

@@ -1,0 +1,45 @@
+// NVML memory queries: nvmlDeviceGetMemoryInfo_v2 (versioned struct; used excludes reserved)
+// and the plain v1 nvmlDeviceGetMemoryInfo (used includes reserved). Both work on GPU and MIG
+// device handles. This is the simulator's hot path: no allocation, no syscall beyond the
+// gate's clock read, one uncontended lock.
+#include "device_call.h"
+#include "export.h"
+
+using namespace gpugate_sim;
+
+namespace {
+
+inline uint64_t freeBytes(const SimMemory& m) {
+  uint64_t taken = m.reservedBytes + m.usedBytes;
+  return taken >= m.totalBytes ? 0 : m.totalBytes - taken;
+}
+
+inline const SimMemory& memoryOf(const Resolved& r) { return r.mig != nullptr ? r.mig->memory : r.device->memory; }
+
+}  // namespace
+
+GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_v1_t* memory) {
+  return withDevice(kSym_nvmlDeviceGetMemoryInfo, device, false, [&](Resolved& r) {
+    if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const SimMemory& m = memoryOf(r);
+    memory->total = m.totalBytes;
+    memory->free = freeBytes(m);
+    memory->used = m.usedBytes + m.reservedBytes;
+    return NVML_SUCCESS;
+  });
+}
+
+#ifndef GPUGATE_SIM_LEGACY
+GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  return withDevice(kSym_nvmlDeviceGetMemoryInfo_v2, device, false, [&](Resolved& r) {
+    if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (memory->version != GPUGATE_NVML_MEMORY_V2_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    const SimMemory& m = memoryOf(r);
+    memory->total = m.totalBytes;
+    memory->reserved = m.reservedBytes;
+    memory->free = freeBytes(m);
+    memory->used = m.usedBytes;
+    return NVML_SUCCESS;
+  });
+}
+#endif

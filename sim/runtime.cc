@@ -1,0 +1,273 @@
+// The simulator's live state: init reference counting, scenario load and reload-on-rename,
+// timeline application, fault evaluation and the handle table (see runtime.h).
+#include "runtime.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace gpugate_sim {
+
+gpugateNvmlDevice g_gpuHandles[kMaxDevices];
+gpugateNvmlDevice g_migHandles[kMaxDevices * kMaxMigSlots];
+
+namespace {
+constexpr int64_t kStatIntervalNs = 5 * 1000 * 1000;  // re-check the scenario file at most every 5 ms
+}  // namespace
+
+Runtime::Runtime() {
+  for (auto& c : counts) c.store(0, std::memory_order_relaxed);
+  for (auto& f : faulty) f.store(false, std::memory_order_relaxed);
+  for (int i = 0; i < kMaxDevices; i++) {
+    g_gpuHandles[i] = {i, -1};
+    for (int s = 0; s < kMaxMigSlots; s++) g_migHandles[i * kMaxMigSlots + s] = {i, s};
+  }
+}
+
+Runtime& runtime() {
+  // Constructed on first use and never destroyed: entry points may run during process exit.
+  static Runtime* instance = new Runtime();
+  return *instance;
+}
+
+nvmlDevice_t handleFor(int index, int slot) {
+  if (slot < 0) return &g_gpuHandles[index];
+  return &g_migHandles[index * kMaxMigSlots + slot];
+}
+
+int handleDeviceIndex(nvmlDevice_t h) {
+  int index, slot;
+  return decodeHandle(h, index, slot) ? index : -1;
+}
+
+void reportError(Runtime& rt, const std::string& message) {
+  rt.lastError = message;
+  if (message != rt.lastPrinted) {
+    fprintf(stderr, "gpugate-sim: %s\n", message.c_str());
+    fflush(stderr);
+    rt.lastPrinted = message;
+  }
+}
+
+void sleepMs(int64_t ms) {
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(ms / 1000);
+  ts.tv_nsec = static_cast<long>((ms % 1000) * 1000000);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+namespace {
+
+bool statFile(const std::string& path, Runtime::FileId& id) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return false;
+  id.dev = static_cast<uint64_t>(st.st_dev);
+  id.ino = static_cast<uint64_t>(st.st_ino);
+  id.size = static_cast<uint64_t>(st.st_size);
+  id.mtimeNs = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  id.ctimeNs = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return true;
+}
+
+int64_t elapsedMs(const Runtime& rt, int64_t now) { return rt.originSet ? (now - rt.originNs) / 1000000 : 0; }
+
+bool entryReached(const Runtime& rt, const SimTimelineEntry& e, int64_t now) {
+  if (e.byCall) {
+    long long made = e.function >= 0 ? rt.counts[e.function].load(std::memory_order_relaxed)
+                                     : rt.totalCalls.load(std::memory_order_relaxed);
+    return made > e.at;
+  }
+  return rt.originSet && now - rt.originNs >= e.at * 1000000;
+}
+
+void applyEntry(Runtime& rt, const SimTimelineEntry& e) {
+  if (e.device == -1) {
+    for (auto& d : rt.live.devices) applyDevicePatch(d, e.patch, e.mask);
+  } else if (e.device >= 0 && static_cast<size_t>(e.device) < rt.live.devices.size()) {
+    applyDevicePatch(rt.live.devices[static_cast<size_t>(e.device)], e.patch, e.mask);
+  }
+  if (e.setsFaults) rt.live.faults = e.faults;
+}
+
+/** Applies reached timeline entries (file order) and recomputes the hot-path flags. */
+void advance(Runtime& rt, int64_t now) {
+  bool pendingCalls = false;
+  int64_t nextMsTrigger = kNever;
+  for (size_t i = 0; i < rt.live.timeline.size(); i++) {
+    if (rt.applied[i]) continue;
+    const SimTimelineEntry& e = rt.live.timeline[i];
+    if (entryReached(rt, e, now)) {
+      applyEntry(rt, e);
+      rt.applied[i] = true;
+      continue;
+    }
+    if (e.byCall) {
+      pendingCalls = true;
+    } else if (rt.originSet) {
+      int64_t at = rt.originNs + e.at * 1000000;
+      if (at < nextMsTrigger) nextMsTrigger = at;
+    }
+  }
+  for (int s = 0; s < kSymbolCount; s++) {
+    bool any = false;
+    for (const auto& f : rt.live.faults) {
+      if (f.symbols[static_cast<size_t>(s)]) {
+        any = true;
+        break;
+      }
+    }
+    rt.faulty[s].store(any, std::memory_order_relaxed);
+  }
+  rt.callTriggersPending.store(pendingCalls, std::memory_order_relaxed);
+  int64_t next = rt.nextStatNs < nextMsTrigger ? rt.nextStatNs : nextMsTrigger;
+  rt.nextCheckNs.store(next, std::memory_order_relaxed);
+}
+
+/** Reads the scenario file into the live state. Caller holds mu. */
+bool load(Runtime& rt, int64_t now) {
+  Scenario s;
+  std::string error;
+  Runtime::FileId id;
+  bool haveId = statFile(rt.path, id);
+  if (!readScenarioFile(rt.path, s, error)) {
+    reportError(rt, error);
+    return false;
+  }
+  rt.live = std::move(s);
+  rt.applied.assign(rt.live.timeline.size(), false);
+  rt.fileId = haveId ? id : Runtime::FileId{};
+  rt.loaded = true;
+  rt.nextStatNs = now + kStatIntervalNs;
+  advance(rt, now);
+  return true;
+}
+
+/** Re-reads the file when it was replaced. Caller holds mu. */
+void maybeReload(Runtime& rt, int64_t now) {
+  rt.nextStatNs = now + kStatIntervalNs;
+  Runtime::FileId id;
+  if (!statFile(rt.path, id) || id == rt.fileId) return;
+  Scenario s;
+  std::string error;
+  if (!readScenarioFile(rt.path, s, error)) {
+    // Keep answering from the previous scenario; remember the file so the error prints once.
+    rt.fileId = id;
+    reportError(rt, error + " (the previous scenario stays in effect)");
+    return;
+  }
+  rt.live = std::move(s);
+  rt.applied.assign(rt.live.timeline.size(), false);
+  rt.fileId = id;
+}
+
+struct FaultOutcome {
+  bool hasReturn = false;
+  int returnCode = 0;
+  int64_t delayMs = 0;
+  bool hang = false;
+};
+
+FaultOutcome evaluateFaults(const Runtime& rt, int sym, int device, long long callIndex, int64_t now) {
+  FaultOutcome out;
+  int64_t ms = elapsedMs(rt, now);
+  for (const auto& f : rt.live.faults) {
+    if (!f.symbols[static_cast<size_t>(sym)]) continue;
+    if (f.device >= 0 && f.device != device) continue;
+    if (callIndex < f.fromCall || callIndex >= f.untilCall) continue;
+    if (ms < f.atMs || ms >= f.untilMs) continue;
+    out.delayMs += f.delayMs;
+    out.hang = out.hang || f.hang;
+    if (f.hasReturn && !out.hasReturn) {
+      out.hasReturn = true;
+      out.returnCode = f.returnCode;
+    }
+  }
+  return out;
+}
+
+bool applyOutcome(const FaultOutcome& o, nvmlReturn_t* rc) {
+  if (o.hang) {
+    for (;;) sleepMs(3600 * 1000);
+  }
+  if (o.delayMs > 0) sleepMs(o.delayMs);
+  if (o.hasReturn) {
+    *rc = o.returnCode;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool gateSlow(int sym, int device, long long callIndex, nvmlReturn_t* rc) {
+  Runtime& rt = runtime();
+  FaultOutcome outcome;
+  {
+    std::lock_guard<std::mutex> lock(rt.mu);
+    if (rt.refCount.load(std::memory_order_relaxed) <= 0) {
+      *rc = NVML_ERROR_UNINITIALIZED;
+      return true;
+    }
+    int64_t now = monotonicNs();
+    if (now >= rt.nextStatNs) maybeReload(rt, now);
+    advance(rt, now);
+    if (rt.faulty[sym].load(std::memory_order_relaxed)) outcome = evaluateFaults(rt, sym, device, callIndex, now);
+  }
+  return applyOutcome(outcome, rc);
+}
+
+nvmlReturn_t initialize(int sym) {
+  Runtime& rt = runtime();
+  long long callIndex = rt.counts[sym].fetch_add(1, std::memory_order_relaxed);
+  rt.totalCalls.fetch_add(1, std::memory_order_relaxed);
+  FaultOutcome outcome;
+  {
+    std::lock_guard<std::mutex> lock(rt.mu);
+    int64_t now = monotonicNs();
+    if (rt.refCount.load(std::memory_order_relaxed) <= 0) {
+      const char* env = getenv("GPUGATE_SIM_SCENARIO");
+      if (env == nullptr || env[0] == '\0') {
+        reportError(rt, "GPUGATE_SIM_SCENARIO is not set; expected the path of a JSON scenario file");
+        return NVML_ERROR_UNKNOWN;
+      }
+      Runtime::FileId id;
+      bool changed = !rt.loaded || rt.path != env || !statFile(env, id) || !(id == rt.fileId);
+      if (changed) {
+        rt.path = env;
+        if (!load(rt, now)) return NVML_ERROR_UNKNOWN;
+      }
+      if (!rt.originSet) {
+        rt.originSet = true;
+        rt.originNs = now;
+      }
+      rt.nextStatNs = now + kStatIntervalNs;
+      advance(rt, now);
+    }
+    outcome = evaluateFaults(rt, sym, -1, callIndex, now);
+  }
+  nvmlReturn_t rc = NVML_SUCCESS;
+  if (applyOutcome(outcome, &rc) && rc != NVML_SUCCESS) return rc;
+  rt.refCount.fetch_add(1, std::memory_order_acq_rel);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t shutdown() {
+  nvmlReturn_t rc;
+  if (gate(kSym_nvmlShutdown, -1, &rc)) return rc;
+  Runtime& rt = runtime();
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(rt.mu);
+    int n = rt.refCount.load(std::memory_order_relaxed);
+    if (n <= 0) return NVML_ERROR_UNINITIALIZED;
+    rt.refCount.store(n - 1, std::memory_order_release);
+    last = (n == 1);
+  }
+  if (last) writeStats();
+  return NVML_SUCCESS;
+}
+
+}  // namespace gpugate_sim

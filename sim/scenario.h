@@ -1,0 +1,157 @@
+// The simulator's in-memory model of a scenario: system versions, devices (with MIG
+// instances and processes), the timeline of changes and the injected faults.
+//
+// Built by the scenario reader (scenario_reader.cc) from the JSON format documented in
+// docs/scenarios.md; read by the runtime and the NVML entry points. Plain data, no locking:
+// the runtime guards the live copy with its mutex.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpugate_sim {
+
+constexpr int kMaxDevices = 64;
+constexpr int kMaxMigSlots = 16;
+constexpr int64_t kNever = INT64_MAX;
+
+/** A field NVML may answer NOT_SUPPORTED for (JSON null). */
+template <typename T>
+struct Supported {
+  bool supported = true;
+  T value{};
+};
+
+enum ProcessKindBits : unsigned { kKindCompute = 1, kKindGraphics = 2, kKindMps = 4 };
+
+struct SimProcess {
+  uint32_t pid = 0;
+  bool usedKnown = true;  // false: NVML's "not available" (all ones)
+  uint64_t usedBytes = 0;
+  unsigned kinds = kKindCompute;
+  std::string name;
+  bool hasInstanceIds = false;
+  uint32_t gpuInstanceId = 0xFFFFFFFFu;
+  uint32_t computeInstanceId = 0xFFFFFFFFu;
+};
+
+struct SimMemory {
+  uint64_t totalBytes = 0;
+  uint64_t reservedBytes = 0;
+  uint64_t usedBytes = 0;  // excludes reserved (the v2 view)
+};
+
+struct SimMigDevice {
+  int slot = 0;
+  std::string uuid;
+  std::string name;
+  uint32_t gpuInstanceId = 0;
+  uint32_t computeInstanceId = 0;
+  SimMemory memory;
+  std::vector<SimProcess> processes;
+};
+
+struct SimUtilization {
+  unsigned gpu = 0;
+  unsigned memory = 0;
+};
+
+struct SimDevice {
+  std::string name;
+  std::string uuid;
+  std::string pciBusId;  // canonical: 00000000:1B:00.0
+  unsigned pciDomain = 0, pciBus = 0, pciDevice = 0, pciFunction = 0;
+  uint32_t pciDeviceId = 0;
+  uint32_t pciSubSystemId = 0;
+  uint32_t minorNumber = 0;
+  int ccMajor = 12, ccMinor = 0;
+  SimMemory memory;
+  Supported<bool> persistenceMode{true, true};
+  Supported<int> computeMode{true, 0};
+  Supported<bool> migMode{true, false};
+  bool migModePendingSet = false;  // absent: pending = current
+  bool migModePending = false;
+  uint32_t maxMigDevices = 7;
+  Supported<SimUtilization> utilization;
+  Supported<unsigned> temperatureC{true, 30};
+  Supported<double> powerWatts{true, 60.0};
+  std::vector<SimProcess> processes;
+  std::vector<SimMigDevice> migDevices;
+};
+
+/** Which device fields a timeline `set` changes (bit per field). */
+enum DeviceFieldBits : uint64_t {
+  kFieldName = 1ull << 0,
+  kFieldUuid = 1ull << 1,
+  kFieldPciBusId = 1ull << 2,
+  kFieldPciDeviceId = 1ull << 3,
+  kFieldPciSubSystemId = 1ull << 4,
+  kFieldMinorNumber = 1ull << 5,
+  kFieldComputeCapability = 1ull << 6,
+  kFieldMemoryTotal = 1ull << 7,
+  kFieldMemoryReserved = 1ull << 8,
+  kFieldMemoryUsed = 1ull << 9,
+  kFieldPersistenceMode = 1ull << 10,
+  kFieldComputeMode = 1ull << 11,
+  kFieldMigMode = 1ull << 12,
+  kFieldMigModePending = 1ull << 13,
+  kFieldMaxMigDevices = 1ull << 14,
+  kFieldUtilization = 1ull << 15,
+  kFieldTemperature = 1ull << 16,
+  kFieldPower = 1ull << 17,
+  kFieldProcesses = 1ull << 18,
+  kFieldMigDevices = 1ull << 19,
+};
+
+/** Copies the fields named by `mask` from `patch` into `target`. */
+void applyDevicePatch(SimDevice& target, const SimDevice& patch, uint64_t mask);
+
+struct SimFault {
+  std::vector<bool> symbols;  // indexed by SymbolId: which functions it applies to
+  int device = -1;            // -1: any (and calls without a device)
+  bool hasReturn = false;
+  int returnCode = 0;
+  int64_t delayMs = 0;
+  bool hang = false;
+  int64_t fromCall = 0;       // active for the call whose 0-based index (of its function) is in [fromCall, untilCall)
+  int64_t untilCall = kNever;
+  int64_t atMs = 0;           // and while the time since the first init is in [atMs, untilMs)
+  int64_t untilMs = kNever;
+};
+
+struct SimTimelineEntry {
+  bool byCall = false;   // atCall (true) or atMs (false)
+  int64_t at = 0;
+  int function = -1;     // atCall only: symbol id, or -1 = every NVML function
+  int device = -1;       // -1: all devices; -2: no device change
+  SimDevice patch;
+  uint64_t mask = 0;
+  bool setsFaults = false;
+  std::vector<SimFault> faults;
+};
+
+struct SimSystem {
+  std::string driverVersion = "580.95.05";
+  std::string nvmlVersion = "13.580.95.05";
+  int cudaDriverVersion = 13000;
+};
+
+struct Scenario {
+  SimSystem system;
+  int processStride = 24;
+  std::vector<SimDevice> devices;
+  std::vector<SimTimelineEntry> timeline;
+  std::vector<SimFault> faults;
+};
+
+/**
+ * Reads and validates the scenario file at `path`. On failure returns false and sets
+ * `error` to one line "PATH:LINE:COL: expected ..." (or "PATH: ..." when the file is unreadable).
+ */
+bool readScenarioFile(const std::string& path, Scenario& out, std::string& error);
+
+/** Same, from text already in memory (`path` is only used in messages). */
+bool readScenarioText(const std::string& path, const std::string& text, Scenario& out, std::string& error);
+
+}  // namespace gpugate_sim

@@ -1,0 +1,627 @@
+// Reads a scenario file (docs/scenarios.md) into the Scenario model, validating every key.
+//
+// Unknown keys, wrong types and out-of-range values are errors that name the file, the line
+// and column of the offending value, and what was expected there. "comment" keys are allowed
+// (and ignored) in every object so scenario files can explain themselves.
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "json.h"
+#include "scenario.h"
+#include "symbols.h"
+
+namespace gpugate_sim {
+
+void applyDevicePatch(SimDevice& t, const SimDevice& p, uint64_t m) {
+  if (m & kFieldName) t.name = p.name;
+  if (m & kFieldUuid) t.uuid = p.uuid;
+  if (m & kFieldPciBusId) {
+    t.pciBusId = p.pciBusId;
+    t.pciDomain = p.pciDomain;
+    t.pciBus = p.pciBus;
+    t.pciDevice = p.pciDevice;
+    t.pciFunction = p.pciFunction;
+  }
+  if (m & kFieldPciDeviceId) t.pciDeviceId = p.pciDeviceId;
+  if (m & kFieldPciSubSystemId) t.pciSubSystemId = p.pciSubSystemId;
+  if (m & kFieldMinorNumber) t.minorNumber = p.minorNumber;
+  if (m & kFieldComputeCapability) {
+    t.ccMajor = p.ccMajor;
+    t.ccMinor = p.ccMinor;
+  }
+  if (m & kFieldMemoryTotal) t.memory.totalBytes = p.memory.totalBytes;
+  if (m & kFieldMemoryReserved) t.memory.reservedBytes = p.memory.reservedBytes;
+  if (m & kFieldMemoryUsed) t.memory.usedBytes = p.memory.usedBytes;
+  if (m & kFieldPersistenceMode) t.persistenceMode = p.persistenceMode;
+  if (m & kFieldComputeMode) t.computeMode = p.computeMode;
+  if (m & kFieldMigMode) t.migMode = p.migMode;
+  if (m & kFieldMigModePending) {
+    t.migModePendingSet = p.migModePendingSet;
+    t.migModePending = p.migModePending;
+  }
+  if (m & kFieldMaxMigDevices) t.maxMigDevices = p.maxMigDevices;
+  if (m & kFieldUtilization) t.utilization = p.utilization;
+  if (m & kFieldTemperature) t.temperatureC = p.temperatureC;
+  if (m & kFieldPower) t.powerWatts = p.powerWatts;
+  if (m & kFieldProcesses) t.processes = p.processes;
+  if (m & kFieldMigDevices) t.migDevices = p.migDevices;
+}
+
+namespace {
+
+using Kind = JsonValue::Kind;
+
+struct ScenarioError {
+  SourcePos pos;
+  std::string message;
+};
+
+[[noreturn]] void fail(const SourcePos& pos, const std::string& message) { throw ScenarioError{pos, message}; }
+
+std::string quoted(const std::string& key) { return "\"" + key + "\""; }
+
+void expectKind(const JsonValue& v, Kind kind, const std::string& what) {
+  if (v.kind != kind) fail(v.pos, std::string("expected ") + describeKind(kind) + " for " + what + ", found " + describeKind(v.kind));
+}
+
+/** Rejects keys not in `allowed` (a null-terminated list); "comment" is always allowed. */
+void checkKeys(const JsonValue& obj, const char* const* allowed, const std::string& where) {
+  for (const auto& m : obj.members) {
+    if (m.key == "comment") continue;
+    bool ok = false;
+    for (const char* const* a = allowed; *a != nullptr; a++) {
+      if (m.key == *a) {
+        ok = true;
+        break;
+      }
+    }
+    if (!ok) {
+      std::string list;
+      for (const char* const* a = allowed; *a != nullptr; a++) {
+        if (!list.empty()) list += ", ";
+        list += *a;
+      }
+      fail(m.keyPos, "expected one of " + list + " in " + where + ", found unknown key " + quoted(m.key));
+    }
+  }
+}
+
+int64_t readInteger(const JsonValue& v, const std::string& key, int64_t min, int64_t max) {
+  if (v.kind != Kind::Number || !v.isInteger) {
+    fail(v.pos, "expected an integer for " + quoted(key) + ", found " +
+                    (v.kind == Kind::Number ? std::string("a fractional number") : describeKind(v.kind)));
+  }
+  if (v.intValue < min || v.intValue > max) {
+    fail(v.pos, "expected " + quoted(key) + " between " + std::to_string(min) + " and " + std::to_string(max) +
+                    ", found " + std::to_string(v.intValue));
+  }
+  return v.intValue;
+}
+
+uint64_t readBytes(const JsonValue& v, const std::string& key) {
+  if (v.kind != Kind::Number || !v.isInteger || v.intValue < 0) {
+    fail(v.pos, "expected a non-negative integer number of bytes for " + quoted(key));
+  }
+  return static_cast<uint64_t>(v.intValue);
+}
+
+std::string readString(const JsonValue& v, const std::string& key, size_t maxLength) {
+  if (v.kind != Kind::String) fail(v.pos, "expected a string for " + quoted(key) + ", found " + describeKind(v.kind));
+  if (v.stringValue.size() > maxLength) {
+    fail(v.pos, "expected " + quoted(key) + " of at most " + std::to_string(maxLength) + " bytes");
+  }
+  return v.stringValue;
+}
+
+bool readBool(const JsonValue& v, const std::string& key) {
+  if (v.kind != Kind::Bool) fail(v.pos, "expected true or false for " + quoted(key) + ", found " + describeKind(v.kind));
+  return v.boolValue;
+}
+
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+/**
+ * Parses a PCI bus id in NVML's forms ("00000000:1B:00.0", "0000:1B:00.0", "1B:00.0").
+ * Shared with the by-bus-id handle lookup.
+ */
+bool parsePciBusId(const std::string& text, unsigned& domain, unsigned& bus, unsigned& device, unsigned& function) {
+  // Split on ':' and '.' from the right: [domain:]bus:device.function
+  size_t dot = text.rfind('.');
+  if (dot == std::string::npos) return false;
+  size_t c2 = text.rfind(':', dot);
+  if (c2 == std::string::npos) return false;
+  size_t c1 = c2 == 0 ? std::string::npos : text.rfind(':', c2 - 1);
+  auto parseHex = [](const std::string& s, size_t maxDigits, unsigned& out) {
+    if (s.empty() || s.size() > maxDigits) return false;
+    unsigned v = 0;
+    for (char c : s) {
+      int d = hexDigit(c);
+      if (d < 0) return false;
+      v = v * 16 + static_cast<unsigned>(d);
+    }
+    out = v;
+    return true;
+  };
+  std::string domainText = c1 == std::string::npos ? "0" : text.substr(0, c1);
+  std::string busText = c1 == std::string::npos ? text.substr(0, c2) : text.substr(c1 + 1, c2 - c1 - 1);
+  std::string deviceText = text.substr(c2 + 1, dot - c2 - 1);
+  std::string functionText = text.substr(dot + 1);
+  return parseHex(domainText, 8, domain) && parseHex(busText, 2, bus) && parseHex(deviceText, 2, device) &&
+         device < 32 && parseHex(functionText, 1, function) && function < 8;
+}
+
+namespace {
+
+std::string canonicalBusId(unsigned domain, unsigned bus, unsigned device, unsigned function) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%08X:%02X:%02X.%X", domain, bus, device, function);
+  return buf;
+}
+
+/** A 32-bit PCI id: an integer, or a hex string such as "0x2BB510DE" (device id << 16 | vendor). */
+uint32_t readId32(const JsonValue& v, const std::string& key) {
+  if (v.kind == Kind::String) {
+    const std::string& t = v.stringValue;
+    bool ok = t.size() > 2 && t.size() <= 10 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X');
+    uint32_t out = 0;
+    for (size_t i = 2; ok && i < t.size(); i++) {
+      int d = hexDigit(t[i]);
+      if (d < 0) ok = false;
+      else out = out * 16 + static_cast<uint32_t>(d);
+    }
+    if (!ok) fail(v.pos, "expected a hex string like \"0x2BB510DE\" or an integer for " + quoted(key));
+    return out;
+  }
+  return static_cast<uint32_t>(readInteger(v, key, 0, 0xFFFFFFFFll));
+}
+
+const char* const kMemoryKeys[] = {"totalBytes", "reservedBytes", "usedBytes", nullptr};
+
+/** Reads a memory object; `mask` gets the kFieldMemory* bits of the keys present. */
+void readMemory(const JsonValue& v, SimMemory& mem, uint64_t& mask, bool requireTotal) {
+  expectKind(v, Kind::Object, quoted("memory"));
+  checkKeys(v, kMemoryKeys, "\"memory\"");
+  if (const JsonValue* t = v.find("totalBytes")) {
+    mem.totalBytes = readBytes(*t, "totalBytes");
+    mask |= kFieldMemoryTotal;
+  } else if (requireTotal) {
+    fail(v.pos, "expected \"totalBytes\" in \"memory\"");
+  }
+  if (const JsonValue* r = v.find("reservedBytes")) {
+    mem.reservedBytes = readBytes(*r, "reservedBytes");
+    mask |= kFieldMemoryReserved;
+  }
+  if (const JsonValue* u = v.find("usedBytes")) {
+    mem.usedBytes = readBytes(*u, "usedBytes");
+    mask |= kFieldMemoryUsed;
+  }
+  if (requireTotal && mem.reservedBytes + mem.usedBytes > mem.totalBytes) {
+    fail(v.pos, "expected usedBytes + reservedBytes <= totalBytes in \"memory\"");
+  }
+}
+
+const char* const kProcessKeys[] = {"pid", "usedBytes", "kinds", "name", "gpuInstanceId", "computeInstanceId", nullptr};
+
+std::vector<SimProcess> readProcesses(const JsonValue& v) {
+  expectKind(v, Kind::Array, quoted("processes"));
+  std::vector<SimProcess> out;
+  for (const auto& item : v.items) {
+    expectKind(*item, Kind::Object, "a process");
+    checkKeys(*item, kProcessKeys, "a process");
+    SimProcess p;
+    const JsonValue* pid = item->find("pid");
+    if (pid == nullptr) fail(item->pos, "expected \"pid\" in a process");
+    p.pid = static_cast<uint32_t>(readInteger(*pid, "pid", 0, 0xFFFFFFFFll));
+    if (const JsonValue* u = item->find("usedBytes")) {
+      if (u->kind == Kind::Null) p.usedKnown = false;
+      else p.usedBytes = readBytes(*u, "usedBytes");
+    }
+    if (const JsonValue* k = item->find("kinds")) {
+      expectKind(*k, Kind::Array, quoted("kinds"));
+      if (k->items.empty()) fail(k->pos, "expected at least one of \"compute\", \"graphics\", \"mps\" in \"kinds\"");
+      p.kinds = 0;
+      for (const auto& kind : k->items) {
+        if (kind->kind == Kind::String && kind->stringValue == "compute") p.kinds |= kKindCompute;
+        else if (kind->kind == Kind::String && kind->stringValue == "graphics") p.kinds |= kKindGraphics;
+        else if (kind->kind == Kind::String && kind->stringValue == "mps") p.kinds |= kKindMps;
+        else fail(kind->pos, "expected \"compute\", \"graphics\" or \"mps\" in \"kinds\"");
+      }
+    }
+    if (const JsonValue* n = item->find("name")) p.name = readString(*n, "name", 255);
+    const JsonValue* gi = item->find("gpuInstanceId");
+    const JsonValue* ci = item->find("computeInstanceId");
+    if ((gi == nullptr) != (ci == nullptr)) {
+      fail(item->pos, "expected both \"gpuInstanceId\" and \"computeInstanceId\" in a process, or neither");
+    }
+    if (gi != nullptr && ci != nullptr) {
+      p.hasInstanceIds = true;
+      p.gpuInstanceId = static_cast<uint32_t>(readInteger(*gi, "gpuInstanceId", 0, 0xFFFFFFFFll));
+      p.computeInstanceId = static_cast<uint32_t>(readInteger(*ci, "computeInstanceId", 0, 0xFFFFFFFFll));
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+const char* const kMigKeys[] = {"slot", "uuid", "name", "gpuInstanceId", "computeInstanceId", "memory", "processes", nullptr};
+
+std::vector<SimMigDevice> readMigDevices(const JsonValue& v) {
+  expectKind(v, Kind::Array, quoted("migDevices"));
+  std::vector<SimMigDevice> out;
+  for (const auto& item : v.items) {
+    expectKind(*item, Kind::Object, "a MIG device");
+    checkKeys(*item, kMigKeys, "a MIG device");
+    SimMigDevice m;
+    const JsonValue* slot = item->find("slot");
+    if (slot == nullptr) fail(item->pos, "expected \"slot\" in a MIG device");
+    m.slot = static_cast<int>(readInteger(*slot, "slot", 0, kMaxMigSlots - 1));
+    for (const auto& other : out) {
+      if (other.slot == m.slot) fail(slot->pos, "expected each MIG \"slot\" once, " + std::to_string(m.slot) + " appears twice");
+    }
+    const JsonValue* uuid = item->find("uuid");
+    if (uuid == nullptr) fail(item->pos, "expected \"uuid\" in a MIG device");
+    m.uuid = readString(*uuid, "uuid", 95);
+    if (const JsonValue* n = item->find("name")) m.name = readString(*n, "name", 95);
+    if (const JsonValue* gi = item->find("gpuInstanceId")) m.gpuInstanceId = static_cast<uint32_t>(readInteger(*gi, "gpuInstanceId", 0, 0xFFFFFFFEll));
+    if (const JsonValue* ci = item->find("computeInstanceId")) m.computeInstanceId = static_cast<uint32_t>(readInteger(*ci, "computeInstanceId", 0, 0xFFFFFFFEll));
+    const JsonValue* mem = item->find("memory");
+    if (mem == nullptr) fail(item->pos, "expected \"memory\" in a MIG device");
+    uint64_t ignored = 0;
+    readMemory(*mem, m.memory, ignored, true);
+    if (const JsonValue* procs = item->find("processes")) {
+      m.processes = readProcesses(*procs);
+      for (auto& p : m.processes) {
+        if (!p.hasInstanceIds) {
+          p.gpuInstanceId = m.gpuInstanceId;
+          p.computeInstanceId = m.computeInstanceId;
+          p.hasInstanceIds = true;
+        }
+      }
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+const char* const kDeviceKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciSubSystemId", "minorNumber",
+                                   "computeCapability", "memory", "persistenceMode", "computeMode", "migMode",
+                                   "migModePending", "maxMigDevices", "utilization", "temperatureC", "powerWatts",
+                                   "processes", "migDevices", nullptr};
+
+const char* const kSetKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciSubSystemId", "minorNumber",
+                                "computeCapability", "memory", "persistenceMode", "computeMode", "migMode",
+                                "migModePending", "maxMigDevices", "utilization", "temperatureC", "powerWatts",
+                                "processes", "migDevices", "faults", nullptr};
+
+/** Reads device fields present in `v` into `d`, recording them in `mask`. */
+void readDeviceFields(const JsonValue& v, SimDevice& d, uint64_t& mask, bool isBase) {
+  if (const JsonValue* x = v.find("name")) {
+    d.name = readString(*x, "name", 95);
+    mask |= kFieldName;
+  }
+  if (const JsonValue* x = v.find("uuid")) {
+    d.uuid = readString(*x, "uuid", 95);
+    if (d.uuid.empty()) fail(x->pos, "expected a non-empty \"uuid\"");
+    mask |= kFieldUuid;
+  }
+  if (const JsonValue* x = v.find("pciBusId")) {
+    std::string text = readString(*x, "pciBusId", 31);
+    if (!parsePciBusId(text, d.pciDomain, d.pciBus, d.pciDevice, d.pciFunction)) {
+      fail(x->pos, "expected a PCI bus id like \"00000000:1B:00.0\" for \"pciBusId\"");
+    }
+    d.pciBusId = canonicalBusId(d.pciDomain, d.pciBus, d.pciDevice, d.pciFunction);
+    mask |= kFieldPciBusId;
+  }
+  if (const JsonValue* x = v.find("pciDeviceId")) {
+    d.pciDeviceId = readId32(*x, "pciDeviceId");
+    mask |= kFieldPciDeviceId;
+  }
+  if (const JsonValue* x = v.find("pciSubSystemId")) {
+    d.pciSubSystemId = readId32(*x, "pciSubSystemId");
+    mask |= kFieldPciSubSystemId;
+  }
+  if (const JsonValue* x = v.find("minorNumber")) {
+    d.minorNumber = static_cast<uint32_t>(readInteger(*x, "minorNumber", 0, 255));
+    mask |= kFieldMinorNumber;
+  }
+  if (const JsonValue* x = v.find("computeCapability")) {
+    if (x->kind != Kind::Array || x->items.size() != 2) {
+      fail(x->pos, "expected [major, minor] for \"computeCapability\"");
+    }
+    d.ccMajor = static_cast<int>(readInteger(*x->items[0], "computeCapability", 0, 99));
+    d.ccMinor = static_cast<int>(readInteger(*x->items[1], "computeCapability", 0, 99));
+    mask |= kFieldComputeCapability;
+  }
+  if (const JsonValue* x = v.find("memory")) {
+    readMemory(*x, d.memory, mask, isBase);
+  } else if (isBase) {
+    fail(v.pos, "expected \"memory\" (with \"totalBytes\") in a device");
+  }
+  if (const JsonValue* x = v.find("persistenceMode")) {
+    d.persistenceMode.supported = x->kind != Kind::Null;
+    if (d.persistenceMode.supported) d.persistenceMode.value = readBool(*x, "persistenceMode");
+    mask |= kFieldPersistenceMode;
+  }
+  if (const JsonValue* x = v.find("computeMode")) {
+    d.computeMode.supported = x->kind != Kind::Null;
+    if (d.computeMode.supported) {
+      static const char* const modes[] = {"default", "exclusive_thread", "prohibited", "exclusive_process"};
+      int found = -1;
+      if (x->kind == Kind::String) {
+        for (int i = 0; i < 4; i++) {
+          if (x->stringValue == modes[i]) found = i;
+        }
+      }
+      if (found < 0) {
+        fail(x->pos, "expected \"default\", \"exclusive_thread\", \"prohibited\", \"exclusive_process\" or null for \"computeMode\"");
+      }
+      d.computeMode.value = found;
+    }
+    mask |= kFieldComputeMode;
+  }
+  if (const JsonValue* x = v.find("migMode")) {
+    d.migMode.supported = x->kind != Kind::Null;
+    if (d.migMode.supported) d.migMode.value = readBool(*x, "migMode");
+    mask |= kFieldMigMode;
+  }
+  if (const JsonValue* x = v.find("migModePending")) {
+    d.migModePendingSet = true;
+    d.migModePending = readBool(*x, "migModePending");
+    mask |= kFieldMigModePending;
+  }
+  if (const JsonValue* x = v.find("maxMigDevices")) {
+    d.maxMigDevices = static_cast<uint32_t>(readInteger(*x, "maxMigDevices", 0, kMaxMigSlots));
+    mask |= kFieldMaxMigDevices;
+  }
+  if (const JsonValue* x = v.find("utilization")) {
+    d.utilization.supported = x->kind != Kind::Null;
+    if (d.utilization.supported) {
+      expectKind(*x, Kind::Object, quoted("utilization"));
+      static const char* const keys[] = {"gpu", "memory", nullptr};
+      checkKeys(*x, keys, "\"utilization\"");
+      if (const JsonValue* g = x->find("gpu")) d.utilization.value.gpu = static_cast<unsigned>(readInteger(*g, "gpu", 0, 100));
+      if (const JsonValue* m = x->find("memory")) d.utilization.value.memory = static_cast<unsigned>(readInteger(*m, "memory", 0, 100));
+    }
+    mask |= kFieldUtilization;
+  }
+  if (const JsonValue* x = v.find("temperatureC")) {
+    d.temperatureC.supported = x->kind != Kind::Null;
+    if (d.temperatureC.supported) d.temperatureC.value = static_cast<unsigned>(readInteger(*x, "temperatureC", 0, 200));
+    mask |= kFieldTemperature;
+  }
+  if (const JsonValue* x = v.find("powerWatts")) {
+    d.powerWatts.supported = x->kind != Kind::Null;
+    if (d.powerWatts.supported) {
+      if (x->kind != Kind::Number || x->numberValue < 0 || x->numberValue > 100000) {
+        fail(x->pos, "expected a number of watts between 0 and 100000 (or null) for \"powerWatts\"");
+      }
+      d.powerWatts.value = x->numberValue;
+    }
+    mask |= kFieldPower;
+  }
+  if (const JsonValue* x = v.find("processes")) {
+    d.processes = readProcesses(*x);
+    mask |= kFieldProcesses;
+  }
+  if (const JsonValue* x = v.find("migDevices")) {
+    d.migDevices = readMigDevices(*x);
+    mask |= kFieldMigDevices;
+  }
+}
+
+void checkMigSlots(const SimDevice& d, const JsonValue& where) {
+  for (const auto& m : d.migDevices) {
+    if (static_cast<uint32_t>(m.slot) >= d.maxMigDevices) {
+      fail(where.pos, "expected every MIG \"slot\" below \"maxMigDevices\" (" + std::to_string(d.maxMigDevices) +
+                          "), found slot " + std::to_string(m.slot));
+    }
+  }
+}
+
+const char* const kFaultKeys[] = {"function", "device", "return", "delayMs", "hang",
+                                  "fromCall", "untilCall", "atMs", "untilMs", nullptr};
+
+std::vector<SimFault> readFaults(const JsonValue& v, size_t deviceCount) {
+  expectKind(v, Kind::Array, quoted("faults"));
+  std::vector<SimFault> out;
+  for (const auto& item : v.items) {
+    expectKind(*item, Kind::Object, "a fault");
+    checkKeys(*item, kFaultKeys, "a fault");
+    SimFault f;
+    f.symbols.assign(kSymbolCount, false);
+    const JsonValue* fn = item->find("function");
+    if (fn == nullptr) fail(item->pos, "expected \"function\" (an NVML symbol name, a prefix ending in '*', or \"*\") in a fault");
+    std::string name = readString(*fn, "function", 200);
+    bool any = false;
+    if (!name.empty() && name.back() == '*') {
+      std::string prefix = name.substr(0, name.size() - 1);
+      for (int s = 0; s < kSymbolCount; s++) {
+        if (strncmp(symbolName(s), prefix.c_str(), prefix.size()) == 0) {
+          f.symbols[s] = true;
+          any = true;
+        }
+      }
+    } else {
+      int s = symbolByName(name.c_str());
+      if (s >= 0) {
+        f.symbols[s] = true;
+        any = true;
+      }
+    }
+    if (!any) fail(fn->pos, "expected an NVML symbol the simulator exports (or a prefix ending in '*') for \"function\", found \"" + name + "\"");
+    if (const JsonValue* d = item->find("device")) {
+      f.device = static_cast<int>(readInteger(*d, "device", 0, static_cast<int64_t>(deviceCount) - 1));
+    }
+    if (const JsonValue* r = item->find("return")) {
+      f.hasReturn = true;
+      f.returnCode = static_cast<int>(readInteger(*r, "return", INT32_MIN, INT32_MAX));
+    }
+    if (const JsonValue* d = item->find("delayMs")) f.delayMs = readInteger(*d, "delayMs", 0, 3600000);
+    if (const JsonValue* h = item->find("hang")) f.hang = readBool(*h, "hang");
+    if (!f.hasReturn && f.delayMs == 0 && !f.hang) {
+      fail(item->pos, "expected \"return\", \"delayMs\" or \"hang\": true in a fault");
+    }
+    if (const JsonValue* x = item->find("fromCall")) f.fromCall = readInteger(*x, "fromCall", 0, INT64_MAX);
+    if (const JsonValue* x = item->find("untilCall")) f.untilCall = readInteger(*x, "untilCall", 0, INT64_MAX);
+    if (const JsonValue* x = item->find("atMs")) f.atMs = readInteger(*x, "atMs", 0, INT64_MAX / 1000000);
+    if (const JsonValue* x = item->find("untilMs")) f.untilMs = readInteger(*x, "untilMs", 0, INT64_MAX / 1000000);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+const char* const kTimelineKeys[] = {"atMs", "atCall", "function", "device", "set", nullptr};
+
+SimTimelineEntry readTimelineEntry(const JsonValue& v, const std::vector<SimDevice>& devices) {
+  expectKind(v, Kind::Object, "a timeline entry");
+  checkKeys(v, kTimelineKeys, "a timeline entry");
+  SimTimelineEntry e;
+  const JsonValue* atMs = v.find("atMs");
+  const JsonValue* atCall = v.find("atCall");
+  if ((atMs == nullptr) == (atCall == nullptr)) fail(v.pos, "expected exactly one of \"atMs\" or \"atCall\" in a timeline entry");
+  if (atMs != nullptr) {
+    e.at = readInteger(*atMs, "atMs", 0, INT64_MAX / 1000000);
+  } else {
+    e.byCall = true;
+    e.at = readInteger(*atCall, "atCall", 0, INT64_MAX);
+  }
+  if (const JsonValue* fn = v.find("function")) {
+    if (!e.byCall) fail(fn->pos, "expected \"function\" only with \"atCall\" (it names the function whose calls are counted)");
+    std::string name = readString(*fn, "function", 200);
+    e.function = symbolByName(name.c_str());
+    if (e.function < 0) fail(fn->pos, "expected an NVML symbol the simulator exports for \"function\", found \"" + name + "\"");
+  }
+  const JsonValue* set = v.find("set");
+  if (set == nullptr) fail(v.pos, "expected \"set\" (the changes to apply) in a timeline entry");
+  expectKind(*set, Kind::Object, quoted("set"));
+  checkKeys(*set, kSetKeys, "\"set\"");
+  readDeviceFields(*set, e.patch, e.mask, false);
+  if (const JsonValue* faults = set->find("faults")) {
+    e.setsFaults = true;
+    e.faults = readFaults(*faults, devices.size());
+  }
+  const JsonValue* device = v.find("device");
+  if (e.mask != 0 && device == nullptr) {
+    fail(v.pos, "expected \"device\" (an index or \"all\") in a timeline entry that changes device fields");
+  }
+  if (device == nullptr) {
+    e.device = -2;
+  } else if (device->kind == Kind::String && device->stringValue == "all") {
+    e.device = -1;
+  } else if (device->kind == Kind::Number && device->isInteger && device->intValue >= 0 &&
+             device->intValue < static_cast<int64_t>(devices.size())) {
+    e.device = static_cast<int>(device->intValue);
+  } else {
+    fail(device->pos, "expected a device index below " + std::to_string(devices.size()) + " or \"all\" for \"device\"");
+  }
+  if (e.mask & kFieldMigDevices) checkMigSlots(e.patch, *set);
+  return e;
+}
+
+const char* const kTopKeys[] = {"system", "processStride", "devices", "timeline", "faults", nullptr};
+const char* const kSystemKeys[] = {"driverVersion", "nvmlVersion", "cudaDriverVersion", nullptr};
+
+void readScenarioValue(const JsonValue& root, Scenario& s) {
+  expectKind(root, Kind::Object, "the scenario (the top level)");
+  checkKeys(root, kTopKeys, "the top level");
+  if (const JsonValue* sys = root.find("system")) {
+    expectKind(*sys, Kind::Object, quoted("system"));
+    checkKeys(*sys, kSystemKeys, "\"system\"");
+    if (const JsonValue* x = sys->find("driverVersion")) s.system.driverVersion = readString(*x, "driverVersion", 79);
+    if (const JsonValue* x = sys->find("nvmlVersion")) s.system.nvmlVersion = readString(*x, "nvmlVersion", 79);
+    if (const JsonValue* x = sys->find("cudaDriverVersion")) {
+      s.system.cudaDriverVersion = static_cast<int>(readInteger(*x, "cudaDriverVersion", 0, 1000000));
+    }
+  }
+  if (const JsonValue* x = root.find("processStride")) {
+    int64_t stride = readInteger(*x, "processStride", 0, 64);
+    if (stride != 24 && stride != 32) fail(x->pos, "expected 24 or 32 for \"processStride\"");
+    s.processStride = static_cast<int>(stride);
+  }
+  const JsonValue* devices = root.find("devices");
+  if (devices == nullptr) fail(root.pos, "expected \"devices\" (an array of GPUs) at the top level");
+  expectKind(*devices, Kind::Array, quoted("devices"));
+  if (devices->items.size() > static_cast<size_t>(kMaxDevices)) {
+    fail(devices->pos, "expected at most " + std::to_string(kMaxDevices) + " devices");
+  }
+  for (size_t i = 0; i < devices->items.size(); i++) {
+    const JsonValue& dv = *devices->items[i];
+    expectKind(dv, Kind::Object, "a device");
+    checkKeys(dv, kDeviceKeys, "a device");
+    SimDevice d;
+    d.name = "NVIDIA RTX PRO 6000 Blackwell Server Edition";
+    char buf[64];
+    snprintf(buf, sizeof buf, "GPU-5a1e0000-0000-4000-8000-%012zx", i);
+    d.uuid = buf;
+    d.pciBus = static_cast<unsigned>(i + 1);
+    d.pciBusId = canonicalBusId(0, d.pciBus, 0, 0);
+    d.minorNumber = static_cast<uint32_t>(i);
+    uint64_t mask = 0;
+    readDeviceFields(dv, d, mask, true);
+    checkMigSlots(d, dv);
+    s.devices.push_back(std::move(d));
+  }
+  if (const JsonValue* faults = root.find("faults")) s.faults = readFaults(*faults, s.devices.size());
+  if (const JsonValue* timeline = root.find("timeline")) {
+    expectKind(*timeline, Kind::Array, quoted("timeline"));
+    for (const auto& item : timeline->items) s.timeline.push_back(readTimelineEntry(*item, s.devices));
+  }
+}
+
+}  // namespace
+
+bool readScenarioText(const std::string& path, const std::string& text, Scenario& out, std::string& error) {
+  JsonError jsonError;
+  auto root = parseJson(text, jsonError);
+  if (!root) {
+    error = path + ":" + std::to_string(jsonError.pos.line) + ":" + std::to_string(jsonError.pos.column) + ": " +
+            jsonError.message;
+    return false;
+  }
+  try {
+    Scenario s;
+    readScenarioValue(*root, s);
+    out = std::move(s);
+    return true;
+  } catch (const ScenarioError& e) {
+    error = path + ":" + std::to_string(e.pos.line) + ":" + std::to_string(e.pos.column) + ": " + e.message;
+    return false;
+  } catch (const std::exception& e) {
+    error = path + ": cannot read the scenario (" + e.what() + ")";
+    return false;
+  }
+}
+
+bool readScenarioFile(const std::string& path, Scenario& out, std::string& error) {
+  FILE* f = fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    error = path + ": cannot open the scenario file (" + strerror(errno) + "); expected a readable JSON file";
+    return false;
+  }
+  std::string text;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+    text.append(buf, n);
+    if (text.size() > (64u << 20)) {
+      fclose(f);
+      error = path + ": expected a scenario file under 64 MiB";
+      return false;
+    }
+  }
+  fclose(f);
+  return readScenarioText(path, text, out, error);
+}
+
+}  // namespace gpugate_sim

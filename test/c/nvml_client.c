@@ -1,0 +1,409 @@
+/*
+ * A small, independent NVML client used to check gpugate's simulator from the outside.
+ *
+ * It declares the few NVML types it needs itself (from NVML's documented C ABI, not from
+ * gpugate's header), loads the library with dlopen (a path given with --lib, else the name
+ * libnvidia-ml.so.1 through the normal search path), and prints what it reads:
+ *
+ *   nvml_client [--lib PATH] [--v1] [--repeat N] dump   devices, memory and processes as JSON
+ *                                                         (memory _v2 and processes _v3; --v1 uses
+ *                                                         the plain oldest symbols instead)
+ *   nvml_client [--lib PATH] probe                       one line per protocol probe: "name rc ..."
+ *   nvml_client [--lib PATH] symbols NAME...             "NAME present|absent" per dlsym lookup
+ *   nvml_client [--lib PATH] rawprocs INDEX              count and bytes written by the _v3 list
+ *   nvml_client [--lib PATH] interactive                 reads "mem I" / "procs I" / "quit" lines
+ *   nvml_client [--lib PATH] bench N                     ns per nvmlDeviceGetMemoryInfo_v2 call
+ *
+ * Exit status: 0 when the command ran, 3 when init failed (the rc and the simulator's last
+ * error are printed on stdout), 2 for usage errors.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int rc_t;
+typedef void *dev_t_;
+
+typedef struct { unsigned long long total, free, used; } mem_v1;
+typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } mem_v2;
+typedef struct { unsigned int pid; unsigned long long used; } proc_v1;
+typedef struct { unsigned int pid; unsigned long long used; unsigned int gi, ci; } proc_v2;
+typedef struct {
+  char legacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+} pci_info;
+
+#define MEM_V2_VERSION ((unsigned int)(sizeof(mem_v2) | (2u << 24)))
+
+static void *lib;
+
+static void *sym(const char *name) {
+  void *p = dlsym(lib, name);
+  if (p == NULL) {
+    fprintf(stderr, "nvml_client: missing symbol %s\n", name);
+    exit(4);
+  }
+  return p;
+}
+
+#define FN(type, name) ((type)sym(name))
+typedef rc_t (*f_void)(void);
+typedef rc_t (*f_uint)(unsigned int *);
+typedef rc_t (*f_handle)(unsigned int, dev_t_ *);
+typedef rc_t (*f_str)(dev_t_, char *, unsigned int);
+typedef rc_t (*f_sysstr)(char *, unsigned int);
+typedef rc_t (*f_devuint)(dev_t_, unsigned int *);
+typedef rc_t (*f_mem1)(dev_t_, mem_v1 *);
+typedef rc_t (*f_mem2)(dev_t_, mem_v2 *);
+typedef rc_t (*f_procs)(dev_t_, unsigned int *, void *);
+typedef rc_t (*f_pci)(dev_t_, pci_info *);
+typedef rc_t (*f_cc)(dev_t_, int *, int *);
+typedef rc_t (*f_temp)(dev_t_, int, unsigned int *);
+typedef rc_t (*f_migh)(dev_t_, unsigned int, dev_t_ *);
+typedef rc_t (*f_migmode)(dev_t_, unsigned int *, unsigned int *);
+typedef const char *(*f_errstr)(rc_t);
+typedef const char *(*f_lasterr)(void);
+
+static int use_v1 = 0;
+
+static rc_t do_init(void) {
+  rc_t rc = use_v1 ? FN(f_void, "nvmlInit")() : FN(f_void, "nvmlInit_v2")();
+  if (rc != 0) {
+    f_lasterr le = (f_lasterr)dlsym(lib, "gpugateSimLastError");
+    printf("init-failed rc=%d lastError=%s\n", rc, le ? le() : "");
+  }
+  return rc;
+}
+
+static void print_json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') printf("\\%c", *s);
+    else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+    else putchar(*s);
+  }
+  putchar('"');
+}
+
+static void print_processes(dev_t_ d) {
+  proc_v2 p2[64];
+  proc_v1 p1[64];
+  unsigned int n = 64;
+  rc_t rc = use_v1 ? FN(f_procs, "nvmlDeviceGetComputeRunningProcesses")(d, &n, p1)
+                   : FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, p2);
+  printf("\"processesRc\":%d,\"processes\":[", rc);
+  for (unsigned int i = 0; rc == 0 && i < n; i++) {
+    unsigned long long used = use_v1 ? p1[i].used : p2[i].used;
+    printf("%s{\"pid\":%u,\"usedBytes\":", i ? "," : "", use_v1 ? p1[i].pid : p2[i].pid);
+    if (used == 0xFFFFFFFFFFFFFFFFull) printf("null");
+    else printf("%llu", used);
+    if (!use_v1) printf(",\"gpuInstanceId\":%u,\"computeInstanceId\":%u", p2[i].gi, p2[i].ci);
+    printf("}");
+  }
+  printf("]");
+}
+
+static int cmd_dump(int repeat) {
+  if (do_init() != 0) return 3;
+  for (int r = 0; r < repeat; r++) {
+    char buf[96];
+    unsigned int count = 0;
+    rc_t rc = use_v1 ? FN(f_uint, "nvmlDeviceGetCount")(&count) : FN(f_uint, "nvmlDeviceGetCount_v2")(&count);
+    printf("{\"countRc\":%d,\"count\":%u", rc, count);
+    if (FN(f_sysstr, "nvmlSystemGetDriverVersion")(buf, sizeof buf) == 0) {
+      printf(",\"driverVersion\":");
+      print_json_string(buf);
+    }
+    printf(",\"devices\":[");
+    for (unsigned int i = 0; i < count; i++) {
+      dev_t_ d = NULL;
+      rc = use_v1 ? FN(f_handle, "nvmlDeviceGetHandleByIndex")(i, &d) : FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(i, &d);
+      printf("%s{\"index\":%u,\"handleRc\":%d", i ? "," : "", i, rc);
+      if (rc == 0) {
+        if (FN(f_str, "nvmlDeviceGetName")(d, buf, sizeof buf) == 0) {
+          printf(",\"name\":");
+          print_json_string(buf);
+        }
+        if (FN(f_str, "nvmlDeviceGetUUID")(d, buf, sizeof buf) == 0) {
+          printf(",\"uuid\":");
+          print_json_string(buf);
+        }
+        pci_info pci;
+        memset(&pci, 0, sizeof pci);
+        rc = use_v1 ? FN(f_pci, "nvmlDeviceGetPciInfo")(d, &pci) : FN(f_pci, "nvmlDeviceGetPciInfo_v3")(d, &pci);
+        if (rc == 0) {
+          printf(",\"pciBusId\":");
+          print_json_string(use_v1 ? pci.legacy : pci.busId);
+        }
+        unsigned int minor;
+        if (FN(f_devuint, "nvmlDeviceGetMinorNumber")(d, &minor) == 0) printf(",\"minorNumber\":%u", minor);
+        int major, minorCc;
+        if (FN(f_cc, "nvmlDeviceGetCudaComputeCapability")(d, &major, &minorCc) == 0) {
+          printf(",\"computeCapability\":\"%d.%d\"", major, minorCc);
+        }
+        if (use_v1) {
+          mem_v1 m;
+          rc = FN(f_mem1, "nvmlDeviceGetMemoryInfo")(d, &m);
+          printf(",\"memoryRc\":%d", rc);
+          if (rc == 0) printf(",\"memory\":{\"totalBytes\":%llu,\"freeBytes\":%llu,\"usedBytes\":%llu}", m.total, m.free, m.used);
+        } else {
+          mem_v2 m;
+          memset(&m, 0, sizeof m);
+          m.version = MEM_V2_VERSION;
+          rc = FN(f_mem2, "nvmlDeviceGetMemoryInfo_v2")(d, &m);
+          printf(",\"memoryRc\":%d", rc);
+          if (rc == 0) {
+            printf(",\"memory\":{\"totalBytes\":%llu,\"reservedBytes\":%llu,\"freeBytes\":%llu,\"usedBytes\":%llu}",
+                   m.total, m.reserved, m.free, m.used);
+          }
+        }
+        printf(",");
+        print_processes(d);
+      }
+      printf("}");
+    }
+    printf("]}\n");
+  }
+  FN(f_void, "nvmlShutdown")();
+  return 0;
+}
+
+static int cmd_probe(void) {
+  f_uint count_v2 = FN(f_uint, "nvmlDeviceGetCount_v2");
+  f_handle handle = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2");
+  f_void init = FN(f_void, "nvmlInit_v2");
+  f_void shut = FN(f_void, "nvmlShutdown");
+  f_str name = FN(f_str, "nvmlDeviceGetName");
+  f_str uuid = FN(f_str, "nvmlDeviceGetUUID");
+  f_mem2 mem2 = FN(f_mem2, "nvmlDeviceGetMemoryInfo_v2");
+  f_mem1 mem1 = FN(f_mem1, "nvmlDeviceGetMemoryInfo");
+  f_procs procs = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3");
+  f_errstr errstr = FN(f_errstr, "nvmlErrorString");
+  unsigned int count = 12345;
+  char buf[96];
+
+  printf("count_before_init %d\n", count_v2(&count));
+  printf("shutdown_before_init %d\n", shut());
+  printf("init_first %d\n", init());
+  printf("init_second %d\n", init());
+  printf("shutdown_first %d\n", shut());
+  rc_t rc = count_v2(&count);
+  printf("count_after_one_shutdown %d %u\n", rc, count);
+  dev_t_ d = NULL;
+  printf("handle_bad_index %d\n", handle(count, &d));
+  printf("handle_null_out %d\n", handle(0, NULL));
+  printf("count_null %d\n", count_v2(NULL));
+  rc = handle(0, &d);
+  printf("handle_0 %d\n", rc);
+  printf("name_null %d\n", name(d, NULL, sizeof buf));
+  printf("name_short %d\n", name(d, buf, 4));
+  rc = name(d, buf, sizeof buf);
+  printf("name_full %d %s\n", rc, rc == 0 ? buf : "");
+  printf("uuid_short %d\n", uuid(d, buf, 5));
+  int local = 0;
+  mem_v2 m;
+  memset(&m, 0, sizeof m);
+  m.version = MEM_V2_VERSION;
+  printf("memory_bad_handle %d\n", mem2((dev_t_)&local, &m));
+  printf("memory_null_handle %d\n", mem2(NULL, &m));
+  printf("memory_null_out %d\n", mem2(d, NULL));
+  m.version = (unsigned int)(sizeof(mem_v2) | (1u << 24));
+  printf("memory_wrong_version %d\n", mem2(d, &m));
+  m.version = MEM_V2_VERSION;
+  rc = mem2(d, &m);
+  printf("memory_v2 %d %llu %llu %llu %llu\n", rc, m.total, m.reserved, m.free, m.used);
+  mem_v1 m1;
+  rc = mem1(d, &m1);
+  printf("memory_v1 %d %llu %llu %llu\n", rc, m1.total, m1.free, m1.used);
+
+  unsigned int n = 0;
+  rc = procs(d, &n, NULL);
+  printf("procs_query %d %u\n", rc, n);
+  unsigned int needed = n;
+  proc_v2 list[64];
+  if (needed > 1) {
+    n = needed - 1;
+    rc = procs(d, &n, list);
+    printf("procs_too_small %d %u\n", rc, n);
+  }
+  n = needed + 2;
+  rc = procs(d, &n, list);
+  printf("procs_fill %d %u", rc, n);
+  for (unsigned int i = 0; rc == 0 && i < n; i++) printf(" %u:%llu", list[i].pid, list[i].used);
+  printf("\n");
+  printf("procs_null_count %d\n", procs(d, NULL, list));
+  n = 0;
+  printf("procs_bad_handle %d\n", procs((dev_t_)&local, &n, NULL));
+
+  unsigned int t;
+  printf("temperature_bad_sensor %d\n", FN(f_temp, "nvmlDeviceGetTemperature")(d, 7, &t));
+  rc = FN(f_temp, "nvmlDeviceGetTemperature")(d, 0, &t);
+  printf("temperature %d %u\n", rc, t);
+  unsigned int cur = 9, pend = 9;
+  rc = FN(f_migmode, "nvmlDeviceGetMigMode")(d, &cur, &pend);
+  printf("mig_mode %d %u %u\n", rc, cur, pend);
+  unsigned int max = 0;
+  rc = FN(f_devuint, "nvmlDeviceGetMaxMigDeviceCount")(d, &max);
+  printf("mig_max %d %u\n", rc, max);
+  for (unsigned int s = 0; rc == 0 && s < max; s++) {
+    dev_t_ mig = NULL;
+    rc_t mrc = FN(f_migh, "nvmlDeviceGetMigDeviceHandleByIndex")(d, s, &mig);
+    printf("mig_slot %u %d", s, mrc);
+    if (mrc == 0) {
+      unsigned int gi = 0, ci = 0;
+      uuid(mig, buf, sizeof buf);
+      FN(f_devuint, "nvmlDeviceGetGpuInstanceId")(mig, &gi);
+      FN(f_devuint, "nvmlDeviceGetComputeInstanceId")(mig, &ci);
+      dev_t_ parent = NULL;
+      rc_t prc = ((rc_t(*)(dev_t_, dev_t_ *))sym("nvmlDeviceGetDeviceHandleFromMigDeviceHandle"))(mig, &parent);
+      memset(&m, 0, sizeof m);
+      m.version = MEM_V2_VERSION;
+      rc_t memrc = mem2(mig, &m);
+      unsigned int pn = 0;
+      rc_t prc2 = procs(mig, &pn, NULL);
+      printf(" %s gi=%u ci=%u parent=%s mem=%d:%llu procs=%d:%u", buf, gi, ci, prc == 0 && parent == d ? "same" : "other",
+             memrc, m.used, prc2, pn);
+    }
+    printf("\n");
+  }
+  printf("error_string_0 %s\n", errstr(0));
+  printf("error_string_15 %s\n", errstr(15));
+  printf("error_string_999 %s\n", errstr(999));
+  printf("error_string_12345 %s\n", errstr(12345));
+  int all = 1;
+  for (int code = 0; code <= 30; code++) {
+    const char *s = errstr(code);
+    if (s == NULL || s[0] == '\0') all = 0;
+  }
+  printf("error_string_all_codes %d\n", all);
+  printf("shutdown_last %d\n", shut());
+  printf("count_after_last_shutdown %d\n", count_v2(&count));
+  printf("memory_after_last_shutdown %d\n", mem2(d, &m));
+  printf("shutdown_extra %d\n", shut());
+  return 0;
+}
+
+static int cmd_symbols(int argc, char **argv) {
+  for (int i = 0; i < argc; i++) printf("%s %s\n", argv[i], dlsym(lib, argv[i]) ? "present" : "absent");
+  return 0;
+}
+
+static int cmd_rawprocs(unsigned int index) {
+  if (do_init() != 0) return 3;
+  dev_t_ d = NULL;
+  rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(index, &d);
+  if (rc != 0) {
+    printf("handle-failed rc=%d\n", rc);
+    return 0;
+  }
+  unsigned char buf[4096];
+  memset(buf, 0xAB, sizeof buf);
+  unsigned int n = 64;
+  rc = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, buf);
+  size_t last = 0;
+  for (size_t i = 0; i < sizeof buf; i++) {
+    if (buf[i] != 0xAB) last = i + 1;
+  }
+  printf("rc=%d count=%u bytesWritten=%zu pids=", rc, n, last);
+  size_t stride = n ? last / n : 0;
+  for (unsigned int i = 0; i < n && stride; i++) {
+    unsigned int pid;
+    memcpy(&pid, buf + i * stride, sizeof pid);
+    printf("%s%u", i ? "," : "", pid);
+  }
+  printf("\n");
+  FN(f_void, "nvmlShutdown")();
+  return 0;
+}
+
+static int cmd_interactive(void) {
+  if (do_init() != 0) return 3;
+  printf("ready\n");
+  fflush(stdout);
+  char line[256];
+  while (fgets(line, sizeof line, stdin) != NULL) {
+    unsigned int index = 0;
+    dev_t_ d = NULL;
+    if (strncmp(line, "quit", 4) == 0) break;
+    if (sscanf(line, "mem %u", &index) == 1) {
+      rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(index, &d);
+      mem_v2 m;
+      memset(&m, 0, sizeof m);
+      m.version = MEM_V2_VERSION;
+      if (rc == 0) rc = FN(f_mem2, "nvmlDeviceGetMemoryInfo_v2")(d, &m);
+      printf("mem %u rc=%d used=%llu free=%llu\n", index, rc, m.used, m.free);
+    } else if (sscanf(line, "procs %u", &index) == 1) {
+      rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(index, &d);
+      unsigned int n = 0;
+      if (rc == 0) rc = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, NULL);
+      printf("procs %u rc=%d count=%u\n", index, rc, n);
+    } else {
+      printf("unknown command\n");
+    }
+    fflush(stdout);
+  }
+  FN(f_void, "nvmlShutdown")();
+  return 0;
+}
+
+static int cmd_bench(long iterations) {
+  if (do_init() != 0) return 3;
+  dev_t_ d = NULL;
+  FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(0, &d);
+  f_mem2 mem2 = FN(f_mem2, "nvmlDeviceGetMemoryInfo_v2");
+  mem_v2 m;
+  memset(&m, 0, sizeof m);
+  m.version = MEM_V2_VERSION;
+  double best = 1e30;
+  for (int round = 0; round < 5; round++) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 0; i < iterations; i++) {
+      if (mem2(d, &m) != 0) {
+        printf("bench-failed\n");
+        return 1;
+      }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)iterations;
+    if (ns < best) best = ns;
+  }
+  printf("nsPerCall=%.1f\n", best);
+  FN(f_void, "nvmlShutdown")();
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *path = "libnvidia-ml.so.1";
+  int repeat = 1;
+  int i = 1;
+  for (; i < argc; i++) {
+    if (strcmp(argv[i], "--lib") == 0 && i + 1 < argc) path = argv[++i];
+    else if (strcmp(argv[i], "--v1") == 0) use_v1 = 1;
+    else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = atoi(argv[++i]);
+    else break;
+  }
+  if (i >= argc) {
+    fprintf(stderr, "usage: nvml_client [--lib PATH] [--v1] [--repeat N] dump|probe|symbols|rawprocs|interactive|bench\n");
+    return 2;
+  }
+  lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) {
+    fprintf(stderr, "nvml_client: cannot load %s: %s\n", path, dlerror());
+    return 5;
+  }
+  const char *cmd = argv[i++];
+  if (strcmp(cmd, "dump") == 0) return cmd_dump(repeat);
+  if (strcmp(cmd, "probe") == 0) return cmd_probe();
+  if (strcmp(cmd, "symbols") == 0) return cmd_symbols(argc - i, argv + i);
+  if (strcmp(cmd, "rawprocs") == 0 && i < argc) return cmd_rawprocs((unsigned int)atoi(argv[i]));
+  if (strcmp(cmd, "interactive") == 0) return cmd_interactive();
+  if (strcmp(cmd, "bench") == 0 && i < argc) return cmd_bench(atol(argv[i]));
+  fprintf(stderr, "nvml_client: unknown command %s\n", cmd);
+  return 2;
+}
