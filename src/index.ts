@@ -11,3 +11,5 @@ export * from './wait';
 export * from './stale';
 export * from './shm';
 export * from './reap';
+export * from './native-load-error';
+export * from './sim-library';
