@@ -41,8 +41,10 @@ export interface GpuEvaluationView {
 /** A /dev/shm file no live process references. */
 export interface ShmEntryView {
   path: string;
+  /** Apparent size. */
   sizeBytes?: number | null;
-  [key: string]: unknown;
+  /** What it really takes on tmpfs. */
+  allocatedBytes?: number | null;
 }
 
 /** The stale-resource side of a holder report. */

@@ -106,13 +106,11 @@ export function gpuJson(gpu: GpuEvaluationView): GpuJson {
   };
 }
 
-/** Stale holders (one entry per pid) from the GPUs' holder lists, plus leaked shm. */
-export function staleJson(gpus: readonly GpuEvaluationView[], shm: StaleView['shm']): ResultJson['stale'] {
+/** Stale holders (one entry per pid, stale classes only), plus leaked shm. */
+export function staleJson(holders: readonly HolderView[], shm: StaleView['shm']): ResultJson['stale'] {
   const byPid = new Map<number, HolderJson>();
-  for (const gpu of gpus) {
-    for (const holder of gpu.holders) {
-      if (STALE_CLASSES.has(holder.class) && !byPid.has(holder.pid)) byPid.set(holder.pid, holderJson(holder));
-    }
+  for (const holder of holders) {
+    if (STALE_CLASSES.has(holder.class) && !byPid.has(holder.pid)) byPid.set(holder.pid, holderJson(holder));
   }
   return {
     holders: [...byPid.values()],

@@ -5,7 +5,7 @@
  */
 
 import { formatBytes, formatDuration } from '../units';
-import { holderLabel, holderName, STALE_CLASSES, type GpuEvaluationView } from './gpu-view';
+import { holderLabel, holderName, STALE_CLASSES, type GpuEvaluationView, type HolderView } from './gpu-view';
 import { logfmt } from './logfmt';
 import { Priority, type Logger } from './logger';
 import { gpuLine, type LineContext } from './progress-line';
@@ -50,7 +50,7 @@ export class ProgressReporter {
     if (heartbeat) this.lastHeartbeatMs = view.elapsedMs;
     let changed = false;
     for (const gpu of view.devices) {
-      this.reportStale(gpu);
+      this.reportStaleHolders(gpu.holders, gpu.index);
       const key = stateKey(gpu);
       const previous = this.lastKey.get(gpu.index);
       this.lastKey.set(gpu.index, key);
@@ -69,12 +69,13 @@ export class ProgressReporter {
     if (first || changed || heartbeat) this.publishStatus(view);
   }
 
-  /** Log the last known state of every GPU at error priority (after a timeout or a signal). */
-  logLastState(event: string): void {
-    const view = this.last;
+  /** Log the last known state of every GPU that was not ready, at error priority (after a timeout or a signal). */
+  logLastState(event: string, view: PollView | null = this.last): void {
     if (view === null) return;
     const context = this.context(view.elapsedMs);
-    for (const gpu of view.devices) this.logger.error(gpuLine(gpu.ok ? `${event} ready` : event, gpu, context));
+    for (const gpu of view.devices) {
+      if (!gpu.ok) this.logger.error(gpuLine(event, gpu, context));
+    }
   }
 
   private context(elapsedMs: number): LineContext {
@@ -85,18 +86,21 @@ export class ProgressReporter {
     };
   }
 
-  private reportStale(gpu: GpuEvaluationView): void {
-    for (const holder of gpu.holders) {
+  /** Log stale holders (leftover, orphan, zombie) once each, at warning priority. */
+  reportStaleHolders(holders: readonly HolderView[], gpuIndex?: number): void {
+    for (const holder of holders) {
       if (!STALE_CLASSES.has(holder.class)) continue;
       const id = `${holder.pid}/${holder.class}`;
       if (this.staleSeen.has(id)) continue;
       this.staleSeen.add(id);
+      const gpus = gpuIndex !== undefined ? String(gpuIndex) : holder.gpus !== undefined ? holder.gpus.join(',') : null;
       this.logger.warning(`stale ${logfmt([
-        ['gpu', gpu.index],
+        ['gpu', gpus],
         ['pid', holder.pid],
         ['class', holder.class],
         ['name', holderName(holder)],
         ['used', holder.usedBytes === null ? null : formatBytes(holder.usedBytes)],
+        ['state', holder.state ?? null],
         ['ppid', holder.ppid ?? null],
         ['unit', holder.unit ?? null],
         ['reason', holder.reason ?? null],
@@ -130,7 +134,8 @@ export function statusText(view: PollView, timeoutMs?: number): string {
 function stateKey(gpu: GpuEvaluationView): string {
   return [
     gpu.ok ? 'ok' : 'busy',
-    [...gpu.reasons].sort().join('+'),
+    // 'unstable' next to 'memory' says nothing new: the memory is moving because it drains.
+    gpu.reasons.filter((reason) => reason !== 'unstable' || gpu.reasons.length === 1).sort().join('+'),
     gpu.holders.map(holderLabel).sort().join(','),
     gpu.error?.code ?? '',
     // Memory moving by a tenth of the GPU is news too (a drain shows as it happens).

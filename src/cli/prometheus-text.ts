@@ -103,8 +103,8 @@ export function prometheusText(input: PrometheusInput): string {
   const shm = input.shm;
   if (shm !== undefined && shm !== null) {
     out.metric('gpugate_shm_leaked_files', 'Engine /dev/shm files that no live process references.', 'gauge', {}, shm.leaked.length);
-    const leakedBytes = shm.leaked.reduce((sum, entry) => sum + (typeof entry.sizeBytes === 'number' ? entry.sizeBytes : 0), 0);
-    out.metric('gpugate_shm_leaked_bytes', 'Size of those files.', 'gauge', {}, leakedBytes);
+    const leakedBytes = shm.leaked.reduce((sum, entry) => sum + (entry.allocatedBytes ?? entry.sizeBytes ?? 0), 0);
+    out.metric('gpugate_shm_leaked_bytes', 'Memory those files take on tmpfs.', 'gauge', {}, leakedBytes);
     if (shm.tmpfsFreeBytes !== null) out.metric('gpugate_shm_free_bytes', 'Free space on /dev/shm.', 'gauge', {}, shm.tmpfsFreeBytes);
     if (shm.tmpfsTotalBytes !== null) out.metric('gpugate_shm_size_bytes', 'Size of /dev/shm.', 'gauge', {}, shm.tmpfsTotalBytes);
   }

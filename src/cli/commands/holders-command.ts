@@ -1,0 +1,127 @@
+/**
+ * `gpugate holders`: who holds each selected GPU, classified (active, draining, zombie, gone,
+ * unverifiable, leftover, orphan, foreign), the memory no listed process accounts for, hidden
+ * holders (/dev/nvidia* open or mapped but not listed), and leaked /dev/shm files.
+ */
+
+import type { NvmlSession } from '../../types';
+import { formatBytes } from '../../units';
+import type { CommandContext } from '../command-context';
+import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
+import { ExitCode } from '../exit-codes';
+import { holderName, shortBusId, STALE_CLASSES } from '../gpu-view';
+import { withJsonError } from '../json-error';
+import { holderJson } from '../json-result';
+import { logfmt } from '../logfmt';
+import { closeSession, openSession, withBackstop } from '../nvml-session';
+import { prometheusText } from '../prometheus-text';
+import { textTable } from '../text-table';
+
+/** Run `gpugate holders`. */
+export async function runHolders(context: CommandContext): Promise<number> {
+  const settings = parseSessionSettings('holders', context.values);
+  return withJsonError('holders', settings.format === 'json', context, () => holders(context, settings));
+}
+
+async function holders(context: CommandContext, settings: SessionSettings): Promise<number> {
+  const { logger } = context;
+  let session: NvmlSession | null = null;
+  try {
+    session = await openSession(settings.libraryPath, settings.callTimeoutMs);
+    const snapshot = await withBackstop(session.snapshot({ processes: true }), settings.callTimeoutMs, 'reading the GPUs');
+    const { selectDevices } = require('../../devices') as typeof import('../../devices');
+    const selection = selectDevices(snapshot.devices, settings.gpus, context.env);
+    for (const warning of selection.warnings) logger.warning(warning);
+    const { inspectHolders } = require('../../stale') as typeof import('../../stale');
+    const report = await inspectHolders(snapshot, { devices: selection.indices });
+    const devices = snapshot.devices.filter((device) => selection.indices.includes(device.index));
+    const unattributed = new Map(report.perGpu.map((entry) => [entry.index, entry.unattributedBytes]));
+    for (const holder of report.holders) {
+      if (STALE_CLASSES.has(holder.class)) {
+        logger.warning(`stale ${logfmt([['gpu', holder.gpus.join(',')], ['pid', holder.pid], ['class', holder.class], ['name', holderName(holder)], ['reason', holder.reason]])}`);
+      }
+    }
+    if (settings.format === 'prometheus') {
+      context.stdout.write(prometheusText({
+        devices,
+        library: session.library,
+        holders: report.holders,
+        unattributedBytes: unattributed,
+        shm: report.shm,
+        timestampSeconds: snapshot.takenAt / 1000,
+      }));
+      return ExitCode.ok;
+    }
+    if (settings.format === 'json') {
+      context.stdout.write(`${JSON.stringify({
+        command: 'holders',
+        result: 'ok',
+        exitCode: ExitCode.ok,
+        takenAt: snapshot.takenAt,
+        selection: { source: selection.source, warnings: selection.warnings },
+        unitCgroup: report.unitCgroup,
+        nestedPidNamespace: report.nestedPidNamespace,
+        gpus: devices.map((device) => {
+          const summary = report.perGpu.find((entry) => entry.index === device.index);
+          return {
+            index: device.index,
+            uuid: device.uuid,
+            pciBusId: device.pciBusId,
+            name: device.name,
+            totalBytes: device.memory?.totalBytes ?? null,
+            usedBytes: device.memory?.usedBytes ?? null,
+            reservedBytes: device.memory?.reservedBytes ?? null,
+            freeBytes: device.memory?.freeBytes ?? null,
+            holders: report.holders.filter((holder) => holder.gpus.includes(device.index)).map(holderJson),
+            unattributedBytes: summary?.unattributedBytes ?? null,
+            hiddenHolders: summary?.hiddenHolders ?? [],
+          };
+        }),
+        stale: {
+          holders: report.holders.filter((holder) => STALE_CLASSES.has(holder.class)).map(holderJson),
+          shm: report.shm,
+        },
+      })}\n`);
+      return ExitCode.ok;
+    }
+    const rows: string[][] = [['GPU', 'PID', 'CLASS', 'USED', 'STATE', 'PPID', 'UNIT', 'NAME', 'WHY']];
+    for (const device of devices) {
+      const summary = report.perGpu.find((entry) => entry.index === device.index);
+      const listed = report.holders.filter((holder) => holder.gpus.includes(device.index));
+      for (const holder of listed) {
+        rows.push([
+          String(device.index),
+          String(holder.pid),
+          holder.class,
+          holder.usedBytes === null ? 'n/a' : formatBytes(holder.usedBytes),
+          holder.state ?? '-',
+          holder.ppid === null ? '-' : String(holder.ppid),
+          holder.unit ?? '-',
+          holderName(holder),
+          holder.reason,
+        ]);
+      }
+      for (const hidden of summary?.hiddenHolders ?? []) {
+        rows.push([String(device.index), String(hidden.pid), 'hidden', '?', '-', '-', '-', hidden.comm ?? '?', `has /dev/nvidia${device.minorNumber ?? '?'} open (${hidden.via.join('+')}) but NVML does not list it`]);
+      }
+      const bytes = summary?.unattributedBytes ?? null;
+      if (bytes !== null && bytes > 0) {
+        rows.push([String(device.index), '-', 'unattributed', formatBytes(bytes), '-', '-', '-', '-', 'used memory no listed process accounts for (teardown in progress, or invisible holders)']);
+      }
+      if (listed.length === 0 && (bytes === null || bytes <= 0) && (summary?.hiddenHolders.length ?? 0) === 0) {
+        rows.push([String(device.index), '-', 'none', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', `no holder (${shortBusId(device.pciBusId)})`]);
+      }
+    }
+    let text = `${textTable(rows)}\n`;
+    if (report.nestedPidNamespace) text += '\nNote: gpugate runs in a nested PID namespace; NVML\'s pids cannot be looked up here (run with the host PID namespace to attribute holders).\n';
+    const shm = report.shm;
+    text += `\n/dev/shm: ${shm.leaked.length} leaked file(s)`;
+    if (shm.tmpfsFreeBytes !== null && shm.tmpfsTotalBytes !== null) text += `, ${formatBytes(shm.tmpfsFreeBytes)} free of ${formatBytes(shm.tmpfsTotalBytes)}`;
+    text += '\n';
+    for (const entry of shm.leaked) text += `  ${entry.path}  ${formatBytes(entry.allocatedBytes)}  (no process has it open or mapped)\n`;
+    context.stdout.write(text);
+    return ExitCode.ok;
+  } finally {
+    await closeSession(session);
+  }
+}

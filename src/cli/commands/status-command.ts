@@ -1,0 +1,111 @@
+/**
+ * `gpugate status`: what NVML reports now: each selected GPU's identity, memory, processes and
+ * modes, and the library and driver versions. As a table, `--json`, or `--format prometheus`.
+ */
+
+import { readFileSync } from 'node:fs';
+import type { GpuDevice, NvmlSession, Snapshot } from '../../types';
+import { formatBytes } from '../../units';
+import type { CommandContext } from '../command-context';
+import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
+import { ExitCode } from '../exit-codes';
+import { shortBusId } from '../gpu-view';
+import { withJsonError } from '../json-error';
+import { closeSession, openSession, withBackstop } from '../nvml-session';
+import { prometheusText } from '../prometheus-text';
+import { textTable } from '../text-table';
+
+/** Run `gpugate status`. */
+export async function runStatus(context: CommandContext): Promise<number> {
+  const settings = parseSessionSettings('status', context.values);
+  return withJsonError('status', settings.format === 'json', context, () => status(context, settings));
+}
+
+async function status(context: CommandContext, settings: SessionSettings): Promise<number> {
+  let session: NvmlSession | null = null;
+  try {
+    session = await openSession(settings.libraryPath, settings.callTimeoutMs);
+    const all = await withBackstop(session.snapshot({ processes: true }), settings.callTimeoutMs, 'reading the GPUs');
+    const { selectDevices } = require('../../devices') as typeof import('../../devices');
+    const selection = selectDevices(all.devices, settings.gpus, context.env);
+    for (const warning of selection.warnings) context.logger.warning(warning);
+    const snapshot: Snapshot = { takenAt: all.takenAt, devices: all.devices.filter((device) => selection.indices.includes(device.index)) };
+    const library = session.library;
+    if (settings.format === 'prometheus') {
+      context.stdout.write(prometheusText({ devices: snapshot.devices, library, timestampSeconds: snapshot.takenAt / 1000 }));
+    } else if (settings.format === 'json') {
+      context.stdout.write(`${JSON.stringify({
+        command: 'status',
+        result: 'ok',
+        exitCode: ExitCode.ok,
+        takenAt: snapshot.takenAt,
+        selection: { source: selection.source, warnings: selection.warnings },
+        library: { path: library.path, driverVersion: library.driverVersion, nvmlVersion: library.nvmlVersion, cudaDriverVersion: library.cudaDriverVersion },
+        devices: snapshot.devices,
+      })}\n`);
+    } else {
+      context.stdout.write(statusTable(snapshot, library, selection.source));
+    }
+    return ExitCode.ok;
+  } finally {
+    await closeSession(session);
+  }
+}
+
+function onOff(value: boolean | null): string {
+  return value === null ? '-' : value ? 'on' : 'off';
+}
+
+function processName(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '?';
+  }
+}
+
+/** The human table: one line per GPU, its processes indented below it. */
+export function statusTable(snapshot: Snapshot, library: NvmlSession['library'], source: string): string {
+  const header = `NVML ${library.nvmlVersion ?? '?'}  driver ${library.driverVersion ?? '?'}  CUDA ${library.cudaDriverVersion ?? '?'}  library ${library.path}\n` +
+    `${snapshot.devices.length} GPU(s) selected (${source === 'option' ? '--gpus' : source})\n\n`;
+  const rows: string[][] = [['GPU', 'NAME', 'BUS', 'USED', 'FREE', 'RESERVED', 'TOTAL', 'PROCS', 'PERSIST', 'COMPUTE', 'MIG', 'UTIL', 'TEMP', 'POWER']];
+  const details: Map<number, string[]> = new Map();
+  for (const device of snapshot.devices) rows.push(deviceRow(device, details));
+  const lines = textTable(rows).split('\n');
+  const out: string[] = [lines[0] as string];
+  snapshot.devices.forEach((device, i) => {
+    out.push(lines[i + 1] as string);
+    out.push(...(details.get(device.index) ?? []));
+  });
+  return `${header}${out.join('\n')}\n`;
+}
+
+function deviceRow(device: GpuDevice, details: Map<number, string[]>): string[] {
+  const memory = device.memory;
+  const lines = [`    ${device.uuid}`];
+  if (device.error !== null) lines.push(`    error: ${device.error.code}: ${device.error.message}`);
+  for (const [field, error] of Object.entries(device.fieldErrors)) lines.push(`    ${field}: ${error.code}`);
+  const processes = device.processes;
+  if (Array.isArray(processes)) {
+    for (const process of processes) {
+      lines.push(`    pid ${process.pid} ${processName(process.pid)} ${process.usedBytes === null ? 'n/a' : formatBytes(process.usedBytes)} ${process.kinds.join('+')}`);
+    }
+  }
+  details.set(device.index, lines);
+  return [
+    String(device.index),
+    device.name,
+    shortBusId(device.pciBusId),
+    memory === null ? '-' : formatBytes(memory.usedBytes),
+    memory === null ? '-' : formatBytes(memory.freeBytes),
+    memory === null || memory.reservedBytes === null ? '-' : formatBytes(memory.reservedBytes),
+    memory === null ? '-' : formatBytes(memory.totalBytes),
+    Array.isArray(processes) ? String(processes.length) : '?',
+    onOff(device.persistenceMode),
+    device.computeMode ?? '-',
+    onOff(device.migMode),
+    device.utilization === null ? '-' : `${device.utilization.gpuPercent}%`,
+    device.temperatureC === null ? '-' : `${device.temperatureC}C`,
+    device.powerWatts === null ? '-' : `${Math.round(device.powerWatts)}W`,
+  ];
+}

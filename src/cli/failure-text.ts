@@ -1,0 +1,39 @@
+/**
+ * One-line explanations of why a GPU is not acceptable, for the final log line, the
+ * `--report-file` and the `--json` reason: which criterion failed, by how much, and who holds it.
+ */
+
+import { formatBytes, formatDuration } from '../units';
+import { holderLabel, type GpuEvaluationView } from './gpu-view';
+
+/** Why one GPU fails, e.g. `GPU 6 (GPU-…): free 3.1GiB < needed 86GiB; held by 4242/VLLM::Worker_TP6/orphan`. */
+export function describeGpuFailure(gpu: GpuEvaluationView): string {
+  const parts: string[] = [];
+  const memory = gpu.memory;
+  for (const reason of gpu.reasons) {
+    if (reason === 'memory' && memory !== null) {
+      if (gpu.neededFreeBytes !== null && memory.freeBytes < gpu.neededFreeBytes) {
+        parts.push(`free ${formatBytes(memory.freeBytes)} < needed ${formatBytes(gpu.neededFreeBytes)}`);
+      }
+      if (gpu.maxUsedBytes !== null && memory.usedBytes > gpu.maxUsedBytes) {
+        parts.push(`used ${formatBytes(memory.usedBytes)} > allowed ${formatBytes(gpu.maxUsedBytes)}`);
+      }
+    } else if (reason === 'processes') {
+      parts.push(`${gpu.holders.length} process(es) on it`);
+    } else if (reason === 'unstable') {
+      parts.push(`memory still moving (stable for ${formatDuration(gpu.stableForMs)})`);
+    } else if (reason === 'error') {
+      parts.push(gpu.error === null ? 'memory unreadable' : `${gpu.error.code}`);
+    }
+  }
+  if (gpu.holders.length > 0) parts.push(`held by ${gpu.holders.map(holderLabel).join(' ')}`);
+  else if (gpu.unattributedBytes !== null && gpu.unattributedBytes > 0 && gpu.reasons.includes('memory')) {
+    parts.push(`${formatBytes(gpu.unattributedBytes)} held by no listed process (driver teardown?)`);
+  }
+  return `GPU ${gpu.index} (${gpu.uuid}): ${parts.join('; ')}`;
+}
+
+/** All failing GPUs, joined with ` | `. */
+export function describeFailures(gpus: readonly GpuEvaluationView[]): string {
+  return gpus.filter((gpu) => !gpu.ok).map(describeGpuFailure).join(' | ');
+}

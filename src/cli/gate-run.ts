@@ -1,0 +1,309 @@
+/**
+ * The body shared by `gpugate wait` and `gpugate check`: open NVML, scan for stale resources
+ * (and act on them when asked), evaluate the GPUs (poll until free and stable, or take one
+ * sample), then report the outcome once, in every form asked for (log, --json, --report-file,
+ * --notify), and pick the exit code. `wait -- CMD` then runs CMD.
+ */
+
+import { performance } from 'node:perf_hooks';
+import type { NvmlSession } from '../types';
+import { formatBytes, formatDuration } from '../units';
+import { CliError } from './cli-error';
+import type { CommandContext } from './command-context';
+import type { CriteriaSettings, WaitSettings } from './criteria-settings';
+import { ExitCode, exitCodeForError, exitCodeName } from './exit-codes';
+import { describeFailures } from './failure-text';
+import { STALE_CLASSES, type GpuEvaluationView, type HolderView, type StaleView } from './gpu-view';
+import { InterruptWatch } from './interrupt-watch';
+import { errorJson, gpuJson, staleJson, type ResultJson } from './json-result';
+import { logfmt } from './logfmt';
+import { closeSession, openSession, withBackstop } from './nvml-session';
+import { gpuLine } from './progress-line';
+import { ProgressReporter, type PollView } from './progress-reporter';
+import { writeReportFile } from './report-file';
+import { runWrapped } from './run-wrapped';
+import { createStatusNotifier, type StatusPublisher } from './status-notifier';
+
+/** An evaluation as the wait API returns it (the parts used here). */
+interface EvaluationLike extends PollView {
+  devices: GpuEvaluationView[];
+  selection?: { source: string; warnings: string[] };
+}
+
+/** Everything the final report is made of. */
+interface Outcome {
+  result: string;
+  exitCode: number;
+  reason: string;
+  evaluation: EvaluationLike | null;
+  error: unknown;
+  prepassHolders: HolderView[];
+  shm: StaleView['shm'];
+  actions: { signals: unknown[]; shm: unknown[] };
+  library: ResultJson['library'];
+  selection: ResultJson['selection'];
+}
+
+/** Run `wait` (settings with timing) or `check` (one sample). Resolves to the exit code. */
+export async function runGate(kind: 'wait' | 'check', context: CommandContext, settings: CriteriaSettings | WaitSettings): Promise<number> {
+  const { logger, env } = context;
+  const startMs = performance.now();
+  const timing = 'timeoutMs' in settings ? settings : null;
+  const publish: StatusPublisher | undefined = settings.notify ? createStatusNotifier(env, logger) : undefined;
+  const reporter = new ProgressReporter({
+    logger,
+    ...(timing !== null ? { timeoutMs: timing.timeoutMs, stableMs: timing.stableMs } : {}),
+    ...(publish !== undefined ? { onStatus: publish } : {}),
+  });
+  const outcome: Outcome = {
+    result: 'internal-error',
+    exitCode: ExitCode.software,
+    reason: '',
+    evaluation: null,
+    error: null,
+    prepassHolders: [],
+    shm: null,
+    actions: { signals: [], shm: [] },
+    library: null,
+    selection: null,
+  };
+  let reported = false;
+  const report = (): void => {
+    if (reported) return;
+    reported = true;
+    finalReport(kind, context, settings, outcome, reporter, performance.now() - startMs, publish);
+  };
+  const watch = new InterruptWatch((signal) => {
+    // The command did not finish by itself within a second of the signal (NVML stuck): report now.
+    outcome.result = 'interrupted';
+    outcome.exitCode = signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
+    outcome.evaluation = (reporter.last as EvaluationLike | null) ?? outcome.evaluation;
+    outcome.reason = `interrupted by ${signal} after ${formatDuration(performance.now() - startMs)}`;
+    report();
+  });
+
+  let session: NvmlSession | null = null;
+  try {
+    session = await openSession(settings.libraryPath, settings.callTimeoutMs);
+    const library = session.library;
+    outcome.library = {
+      path: library.path,
+      driverVersion: library.driverVersion,
+      nvmlVersion: library.nvmlVersion,
+      cudaDriverVersion: library.cudaDriverVersion,
+    };
+    logger.debug(`nvml ${logfmt([['library', library.path], ['driver', library.driverVersion], ['nvml', library.nvmlVersion]])}`);
+    if (settings.stale !== 'ignore') await staleScan(session, context, settings, outcome, reporter);
+    const { checkGpusOnce, waitForGpusFree } = require('../wait') as typeof import('../wait');
+    const common = {
+      session,
+      ...(settings.gpus !== undefined ? { gpus: settings.gpus } : {}),
+      ...(settings.minFree !== undefined ? { minFree: settings.minFree } : {}),
+      ...(settings.marginBytes !== undefined ? { marginBytes: settings.marginBytes } : {}),
+      ...(settings.maxUsed !== undefined ? { maxUsed: settings.maxUsed } : {}),
+      noProcesses: settings.noProcesses,
+      ignore: settings.ignore,
+      inspectHolders: settings.stale !== 'ignore',
+      env,
+    };
+    if (timing !== null) {
+      const result = await waitForGpusFree({
+        ...common,
+        stableMs: timing.stableMs,
+        stableToleranceBytes: timing.stableToleranceBytes,
+        timeoutMs: timing.timeoutMs,
+        intervalMs: timing.intervalMs,
+        signal: watch.signal,
+        onPoll: (evaluation) => reporter.poll(evaluation),
+      });
+      outcome.evaluation = result.evaluation;
+      outcome.result = 'ready';
+      outcome.exitCode = ExitCode.ok;
+      outcome.reason = `GPUs ${indicesOf(result.evaluation)} free and stable after ${formatDuration(result.elapsedMs)} (${result.polls} polls)`;
+    } else {
+      const evaluation = await withBackstop(checkGpusOnce(common), settings.callTimeoutMs * 2, 'reading the GPUs');
+      outcome.evaluation = evaluation;
+      reporter.reportStaleHolders(evaluation.devices.flatMap((gpu) => gpu.holders));
+      if (evaluation.ok) {
+        outcome.result = 'ready';
+        outcome.exitCode = ExitCode.ok;
+        outcome.reason = `GPUs ${indicesOf(evaluation)} free`;
+      } else {
+        outcome.result = 'busy';
+        outcome.exitCode = ExitCode.tempFail;
+        outcome.reason = `GPUs not free: ${describeFailures(evaluation.devices)}`;
+      }
+    }
+  } catch (error) {
+    recordError(error, outcome, watch, performance.now() - startMs, reporter);
+  }
+  if (watch.received !== null && outcome.result !== 'interrupted' && outcome.exitCode !== ExitCode.ok) {
+    // A signal that arrived during a step that cannot be aborted (opening NVML, the /proc scan).
+    outcome.result = 'interrupted';
+    outcome.exitCode = watch.exitCode();
+    outcome.reason = `interrupted by ${watch.received} after ${formatDuration(performance.now() - startMs)}`;
+  }
+  if (outcome.evaluation?.selection !== undefined) outcome.selection = outcome.evaluation.selection;
+  report();
+  await closeSession(session);
+  if (outcome.exitCode !== ExitCode.ok || context.wrapped.length === 0) {
+    watch.dispose();
+    return outcome.exitCode;
+  }
+  watch.dispose();
+  logger.info(`running ${logfmt([['command', context.wrapped.join(' ')]])}`);
+  return runWrapped(context.wrapped, logger, env);
+}
+
+function indicesOf(evaluation: EvaluationLike): string {
+  return evaluation.devices.map((gpu) => gpu.index).join(',') || '(none selected)';
+}
+
+/** Find stale holders and leaked shm before evaluating; kill / clean when asked; fail when --stale fail. */
+async function staleScan(session: NvmlSession, context: CommandContext, settings: CriteriaSettings, outcome: Outcome, reporter: ProgressReporter): Promise<void> {
+  const { logger, env } = context;
+  const snapshot = await withBackstop(session.snapshot({ processes: true }), settings.callTimeoutMs, 'reading the GPUs');
+  const { selectDevices } = require('../devices') as typeof import('../devices');
+  const selection = selectDevices(snapshot.devices, settings.gpus, env);
+  outcome.selection = { source: selection.source, warnings: selection.warnings };
+  for (const warning of selection.warnings) logger.warning(warning);
+  const { inspectHolders } = require('../stale') as typeof import('../stale');
+  const { DEFAULT_SHM_PATTERNS } = require('../shm') as typeof import('../shm');
+  const report = await inspectHolders(snapshot, {
+    devices: selection.indices,
+    shmPatterns: [...DEFAULT_SHM_PATTERNS, ...settings.cleanShm],
+  });
+  outcome.shm = report.shm;
+  const stale = report.holders.filter((holder) => STALE_CLASSES.has(holder.class));
+  outcome.prepassHolders = stale;
+  reporter.reportStaleHolders(stale);
+  if (report.nestedPidNamespace) {
+    logger.info('holders cannot be attributed: gpugate runs in a nested PID namespace (use hostPID / --pid=host to see them); waiting on memory alone');
+  }
+  for (const entry of report.shm.leaked) {
+    logger.warning(`stale-shm ${logfmt([
+      ['path', entry.path],
+      ['size', formatBytes(entry.allocatedBytes)],
+      ['tmpfs_free', report.shm.tmpfsFreeBytes === null ? null : formatBytes(report.shm.tmpfsFreeBytes)],
+    ])}`);
+  }
+  if (settings.killStale) {
+    const { reapStale } = require('../reap') as typeof import('../reap');
+    const actions = await reapStale(report, { dryRun: settings.dryRun, graceMs: settings.killGraceMs });
+    outcome.actions.signals = actions;
+    for (const action of actions) {
+      const line = `kill-stale ${logfmt([['pid', action.pid], ['signal', action.signal], ['result', action.result], ['reason', action.reason]])}`;
+      if (action.result === 'skipped') logger.debug(line);
+      else logger.warning(line);
+    }
+    const refused = actions.filter((action) => action.result === 'no-permission');
+    if (refused.length > 0) {
+      throw new CliError(`--kill-stale: no permission to signal ${refused.map((action) => action.pid).join(', ')} (run as the service's user or root)`, ExitCode.noPermission, 'no-permission');
+    }
+  }
+  if (settings.cleanShm.length > 0) {
+    const { cleanShm } = require('../shm') as typeof import('../shm');
+    const results = await cleanShm(settings.cleanShm, { dryRun: settings.dryRun });
+    outcome.actions.shm = results;
+    for (const result of results) {
+      (result.result === 'skipped' ? logger.debug.bind(logger) : logger.warning.bind(logger))(`clean-shm ${logfmt([['path', result.path], ['size', result.sizeBytes === null ? null : formatBytes(result.sizeBytes)], ['result', result.result], ['reason', result.reason]])}`);
+    }
+    const refused = results.filter((result) => result.result === 'no-permission');
+    if (refused.length > 0) {
+      throw new CliError(`--clean-shm: no permission to remove ${refused.map((result) => result.path).join(', ')}`, ExitCode.noPermission, 'no-permission');
+    }
+  }
+  if (settings.stale === 'fail') {
+    const holders = settings.killStale ? [] : stale;
+    const leaked = settings.cleanShm.length > 0 ? [] : report.shm.leaked;
+    if (holders.length > 0 || leaked.length > 0) {
+      const what = [
+        ...holders.map((holder) => `pid ${holder.pid} (${holder.class}: ${holder.reason})`),
+        ...leaked.map((entry) => `${entry.path} (${formatBytes(entry.allocatedBytes)})`),
+      ];
+      throw new CliError(`--stale fail: stale resources found: ${what.join('; ')}`, ExitCode.tempFail, 'stale');
+    }
+  }
+}
+
+function recordError(error: unknown, outcome: Outcome, watch: InterruptWatch, elapsedMs: number, reporter: ProgressReporter): void {
+  outcome.error = error;
+  const e = error as { name?: unknown; evaluation?: unknown; message?: unknown };
+  const message = error instanceof Error ? error.message : String(error);
+  if (e.name === 'AbortError') {
+    outcome.result = 'interrupted';
+    outcome.exitCode = watch.exitCode();
+    outcome.evaluation = (e.evaluation as EvaluationLike | null | undefined) ?? (reporter.last as EvaluationLike | null);
+    outcome.reason = `interrupted by ${watch.received ?? 'SIGTERM'} after ${formatDuration(elapsedMs)}${outcome.evaluation === null ? '' : `: ${describeFailures(outcome.evaluation.devices) || 'GPUs free, not yet stable'}`}`;
+    outcome.error = null;
+    return;
+  }
+  if (e.name === 'GpuWaitTimeoutError') {
+    outcome.result = 'timeout';
+    outcome.exitCode = ExitCode.tempFail;
+    outcome.evaluation = (e.evaluation as EvaluationLike | null | undefined) ?? null;
+    outcome.reason = message;
+    outcome.error = null;
+    return;
+  }
+  const code = exitCodeForError(error);
+  outcome.exitCode = code;
+  outcome.reason = message;
+  if (error instanceof CliError) outcome.result = error.result;
+  else if (code === ExitCode.unavailable) outcome.result = 'unavailable';
+  else if (code === ExitCode.config) outcome.result = 'config-error';
+  else if (code === ExitCode.usage) outcome.result = 'usage-error';
+  else if (code === ExitCode.osError) outcome.result = 'os-error';
+  else {
+    outcome.result = 'internal-error';
+    outcome.reason = `internal error (a bug in gpugate, please report it): ${error instanceof Error && error.stack !== undefined ? error.stack : message}`;
+  }
+}
+
+/** Log, print and publish the outcome (exactly once). */
+function finalReport(
+  kind: 'wait' | 'check',
+  context: CommandContext,
+  settings: CriteriaSettings,
+  outcome: Outcome,
+  reporter: ProgressReporter,
+  elapsedMs: number,
+  publish: StatusPublisher | undefined,
+): void {
+  const { logger } = context;
+  const evaluation = outcome.evaluation;
+  const elapsed = formatDuration(elapsedMs);
+  if (outcome.exitCode === ExitCode.ok) {
+    logger.notice(`ready ${logfmt([['gpus', evaluation === null ? null : indicesOf(evaluation)], ['elapsed', elapsed], ['polls', evaluation?.polls ?? null]])}`);
+  } else {
+    if (evaluation !== null && (outcome.result === 'timeout' || outcome.result === 'interrupted' || outcome.result === 'busy')) {
+      const event = outcome.result === 'busy' ? 'busy' : outcome.result;
+      if (kind === 'check') {
+        for (const gpu of evaluation.devices) if (!gpu.ok) logger.error(gpuLine(event, gpu, {}));
+      } else {
+        reporter.logLastState(event, evaluation);
+      }
+    }
+    logger.error(`${outcome.reason} (exit ${outcome.exitCode}/${exitCodeName(outcome.exitCode)})`);
+  }
+  if (settings.reportFile !== undefined) writeReportFile(settings.reportFile, outcome.reason, logger);
+  if (publish !== undefined) publish(outcome.exitCode === ExitCode.ok ? `${outcome.reason}; starting` : `gpugate gave up: ${outcome.reason}`);
+  if (settings.format === 'json') {
+    const holders = evaluation !== null ? evaluation.devices.flatMap((gpu) => gpu.holders) : outcome.prepassHolders;
+    const document: ResultJson = {
+      command: kind,
+      result: outcome.result,
+      exitCode: outcome.exitCode,
+      reason: outcome.reason,
+      elapsedMs: Math.round(elapsedMs),
+      polls: evaluation?.polls ?? 0,
+      selection: outcome.selection,
+      library: outcome.library,
+      gpus: evaluation === null ? [] : evaluation.devices.map(gpuJson),
+      stale: staleJson(holders, outcome.shm),
+      actions: outcome.actions,
+      error: errorJson(outcome.error),
+    };
+    context.stdout.write(`${JSON.stringify(document)}\n`);
+  }
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+/**
+ * The `gpugate` command's entry point: parses the command line, loads only the sub-command it
+ * needs (startup stays close to a bare `node`), runs it, and exits with its code. Output is
+ * written synchronously (files and pipes are synchronous on Linux), so process.exit() loses
+ * nothing, and it is what ends the process even when an NVML call is stuck on a native thread.
+ */
+
+import { CliError } from './cli-error';
+import type { CommandContext, CommandRunner } from './command-context';
+import { ExitCode, exitCodeForError } from './exit-codes';
+import { isJournalStream } from './journal-stream';
+import { Logger, type Verbosity } from './logger';
+import type { CommandName } from './option-table';
+import { parseCommandLine } from './parse-command-line';
+
+function loadCommand(command: CommandName): CommandRunner {
+  // Lazy: each command pulls in the addon, /proc readers etc. only when it runs.
+  switch (command) {
+    case 'wait': return (require('./commands/wait-command') as typeof import('./commands/wait-command')).runWait;
+    case 'check': return (require('./commands/check-command') as typeof import('./commands/check-command')).runCheck;
+    case 'status': return (require('./commands/status-command') as typeof import('./commands/status-command')).runStatus;
+    case 'holders': return (require('./commands/holders-command') as typeof import('./commands/holders-command')).runHolders;
+    case 'demo': return (require('./commands/demo-command') as typeof import('./commands/demo-command')).runDemo;
+  }
+}
+
+/** Run the command line; resolves to the exit code. Exported for in-process use by `demo`. */
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const journal = isJournalStream(env);
+  let parsed;
+  try {
+    parsed = parseCommandLine(argv);
+  } catch (error) {
+    new Logger({ journal, verbosity: 'normal' }).error(error instanceof Error ? error.message : String(error));
+    return exitCodeForError(error);
+  }
+  if (parsed.kind === 'top-help') {
+    const { topLevelHelp } = require('./help-text') as typeof import('./help-text');
+    const { packageVersion } = require('./package-info') as typeof import('./package-info');
+    process.stdout.write(topLevelHelp(packageVersion()));
+    return ExitCode.ok;
+  }
+  if (parsed.kind === 'version') {
+    const { packageVersion } = require('./package-info') as typeof import('./package-info');
+    process.stdout.write(`gpugate ${packageVersion()}\n`);
+    return ExitCode.ok;
+  }
+  if (parsed.values.help === true) {
+    const { commandHelp } = require('./help-text') as typeof import('./help-text');
+    process.stdout.write(commandHelp(parsed.command));
+    return ExitCode.ok;
+  }
+  const verbosity: Verbosity = parsed.values.quiet === true ? 'quiet' : parsed.values.verbose === true ? 'verbose' : 'normal';
+  if (parsed.values.quiet === true && parsed.values.verbose === true) {
+    new Logger({ journal, verbosity: 'normal' }).error(`gpugate ${parsed.command}: -q and -v exclude each other (see gpugate ${parsed.command} --help)`);
+    return ExitCode.usage;
+  }
+  const logger = new Logger({ journal, verbosity });
+  const context: CommandContext = {
+    values: parsed.values,
+    wrapped: parsed.wrapped,
+    env,
+    logger,
+    stdout: process.stdout,
+    journal,
+  };
+  try {
+    return await loadCommand(parsed.command)(context);
+  } catch (error) {
+    const code = exitCodeForError(error);
+    const message = error instanceof Error ? error.message : String(error);
+    if (code === ExitCode.software && !(error instanceof CliError)) {
+      logger.error(`internal error (a bug in gpugate, please report it): ${error instanceof Error && error.stack !== undefined ? error.stack : message}`);
+    } else {
+      logger.error(message);
+    }
+    return code;
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      process.stderr.write(`gpugate: internal error (a bug in gpugate, please report it): ${error instanceof Error ? error.stack : String(error)}\n`);
+      process.exit(ExitCode.software);
+    },
+  );
+}

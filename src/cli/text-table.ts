@@ -1,0 +1,17 @@
+/**
+ * Plain-text tables for `status` and `holders`: columns padded to their widest cell, two
+ * spaces apart, no trailing blanks.
+ */
+
+/** Render rows (the first is the header) as aligned text lines. */
+export function textTable(rows: ReadonlyArray<ReadonlyArray<string>>): string {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, cell.length);
+    });
+  }
+  return rows
+    .map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('  ').trimEnd())
+    .join('\n');
+}
