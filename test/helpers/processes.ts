@@ -1,0 +1,146 @@
+/**
+ * Real processes for the stale-detection tests: a live child, a zombie (a parent that does not
+ * reap), a reparented orphan with an engine-like name (`exec -a VLLM::Worker_TP6`), and a pid that
+ * no longer exists. Every spawned process is tracked; killSpawned() (call it in afterEach) kills
+ * them all so no test leaves anything behind.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+const tracked = new Set<number>();
+const children = new Set<ChildProcess>();
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The state letter of /proc/PID/stat, or null when the pid does not exist. */
+export function procState(pid: number): string | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3);
+  } catch {
+    return null;
+  }
+}
+
+/** The parent pid from /proc/PID/stat, or null. */
+export function procPpid(pid: number): number | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
+}
+
+/** True while the pid exists and is not a zombie. */
+export function isAlive(pid: number): boolean {
+  const state = procState(pid);
+  return state !== null && state !== 'Z' && state !== 'X';
+}
+
+async function until(what: string, predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+function track(child: ChildProcess): ChildProcess {
+  children.add(child);
+  if (child.pid !== undefined) tracked.add(child.pid);
+  child.on('error', () => {});
+  return child;
+}
+
+function readLine(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      buffer += chunk;
+      const newline = buffer.indexOf('\n');
+      if (newline >= 0) resolve(buffer.slice(0, newline).trim());
+    });
+    child.once('exit', () => reject(new Error(`process exited before printing a line (got ${JSON.stringify(buffer)})`)));
+  });
+}
+
+/** A live child running `sleep`, optionally under another argv[0] (e.g. 'VLLM::Worker_TP0'). */
+export async function spawnSleeper(argv0?: string): Promise<number> {
+  const script = argv0 === undefined ? 'exec sleep 120' : `exec -a '${argv0}' sleep 120`;
+  const child = track(spawn('bash', ['-c', script], { stdio: 'ignore' }));
+  const pid = child.pid!;
+  await until(`sleeper ${pid} to exec`, () => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'sleep';
+    } catch {
+      return false;
+    }
+  });
+  return pid;
+}
+
+/** A zombie: python3 forks a child that exits at once while the parent sleeps without reaping. */
+export async function spawnZombie(): Promise<{ zombiePid: number; parentPid: number }> {
+  const code = 'import os, sys, time\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nprint(pid, flush=True)\ntime.sleep(120)\n';
+  const parent = track(spawn('python3', ['-c', code], { stdio: ['ignore', 'pipe', 'ignore'] }));
+  const zombiePid = Number(await readLine(parent));
+  await until(`pid ${zombiePid} to become a zombie`, () => procState(zombiePid) === 'Z');
+  return { zombiePid, parentPid: parent.pid! };
+}
+
+/**
+ * An orphan: bash starts `exec -a NAME sleep` in the background and exits, so the sleeper is
+ * reparented to PID 1 or the nearest subreaper. Returns its pid and its new parent.
+ */
+export async function spawnOrphan(name = 'VLLM::Worker_TP6'): Promise<{ pid: number; reaperPid: number }> {
+  const launcher = track(
+    spawn('bash', ['-c', `(exec -a '${name}' sleep 120) </dev/null >/dev/null 2>&1 & echo $!`], { stdio: ['ignore', 'pipe', 'ignore'] }),
+  );
+  const pid = Number(await readLine(launcher));
+  tracked.add(pid);
+  await until(`orphan ${pid} to be reparented`, () => {
+    const ppid = procPpid(pid);
+    return ppid !== null && ppid !== launcher.pid && procState(launcher.pid!) === null;
+  });
+  await until(`orphan ${pid} to exec`, () => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(name);
+    } catch {
+      return false;
+    }
+  });
+  return { pid, reaperPid: procPpid(pid)! };
+}
+
+/** A pid that does not exist now (a child that has exited and been reaped). */
+export async function goneProcessPid(): Promise<number> {
+  const child = spawn('true', [], { stdio: 'ignore' });
+  const pid = child.pid!;
+  await new Promise((resolve) => child.once('exit', resolve));
+  await until(`pid ${pid} to disappear`, () => procState(pid) === null);
+  return pid;
+}
+
+/** Kills every process spawned through this module and waits (briefly) until they are gone. */
+export async function killSpawned(): Promise<void> {
+  for (const pid of tracked) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  const pids = [...tracked];
+  tracked.clear();
+  children.clear();
+  await until('spawned processes to exit', () => pids.every((pid) => !isAlive(pid)), 5000).catch(() => {});
+}
+
+/** Pids spawned and not yet killed (for assertions that nothing leaks). */
+export function spawnedPids(): number[] {
+  return [...tracked];
+}

@@ -1,0 +1,221 @@
+/**
+ * Holder classification with real processes (a live child, a zombie, a reparented orphan, a pid
+ * that is gone) listed in a snapshot, and with prepared /proc trees for the cases a test cannot
+ * produce for real (a leftover in a service cgroup, state D, the exiting flag, nested namespaces,
+ * unreadable descriptors). The same classes through the real addon + simulator are in
+ * stale-sim.test.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync, symlinkSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { GpuDevice, Snapshot } from '../src/types';
+import { inspectHolders, type Holder } from '../src/stale';
+import { goneProcessPid, killSpawned, spawnOrphan, spawnSleeper, spawnZombie } from './helpers/processes';
+import { ProcRoot, editStat, makeStat } from './helpers/proc-root';
+
+const GiB = 1024 ** 3;
+
+function snapshotOf(processes: Array<{ pid: number; usedBytes: number | null }>, usedBytes = 80 * GiB, minorNumber = 0): Snapshot {
+  const device: GpuDevice = {
+    index: 0,
+    uuid: 'GPU-11111111-2222-3333-4444-555555555555',
+    name: 'Test GPU',
+    pciBusId: '00000000:1B:00.0',
+    minorNumber,
+    computeCapability: '12.0',
+    memory: { totalBytes: 96 * GiB, usedBytes, freeBytes: 96 * GiB - usedBytes, reservedBytes: 0, source: 'v2' },
+    processes: processes.map((p) => ({ pid: p.pid, usedBytes: p.usedBytes, kinds: ['compute'], gpuInstanceId: null, computeInstanceId: null })),
+    persistenceMode: true,
+    computeMode: 'default',
+    migMode: false,
+    utilization: null,
+    temperatureC: null,
+    powerWatts: null,
+    error: null,
+    fieldErrors: {},
+  };
+  return { takenAt: Date.now(), devices: [device] };
+}
+
+function byPid(holders: Holder[], pid: number): Holder {
+  const holder = holders.find((h) => h.pid === pid);
+  if (!holder) throw new Error(`no holder ${pid} in ${JSON.stringify(holders.map((h) => h.pid))}`);
+  return holder;
+}
+
+const cleanups: Array<() => void> = [];
+afterEach(async () => {
+  await killSpawned();
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+describe('inspectHolders with real processes', () => {
+  it('classifies a live child as active, a zombie, a reparented orphan and a gone pid', async () => {
+    const live = await spawnSleeper();
+    const zombie = await spawnZombie();
+    const orphan = await spawnOrphan('VLLM::Worker_TP6');
+    const gone = await goneProcessPid();
+    const snapshot = snapshotOf([
+      { pid: live, usedBytes: 20 * GiB },
+      { pid: zombie.zombiePid, usedBytes: 20 * GiB },
+      { pid: orphan.pid, usedBytes: 20 * GiB },
+      { pid: gone, usedBytes: 20 * GiB },
+    ]);
+    const report = await inspectHolders(snapshot, { unitCgroup: null, reaperPids: [orphan.reaperPid], shmPatterns: [] });
+
+    const active = byPid(report.holders, live);
+    expect(active).toMatchObject({ class: 'active', comm: 'sleep', ppid: process.pid, usedBytes: 20 * GiB, gpus: [0] });
+    expect(active.reason).toMatch(/no \/dev\/nvidia\* descriptor/);
+    expect(active.startTime).toBeGreaterThan(Date.now() - 600_000);
+
+    const z = byPid(report.holders, zombie.zombiePid);
+    expect(z).toMatchObject({ class: 'zombie', state: 'Z', ppid: zombie.parentPid });
+    expect(z.reason).toContain(`parent ${zombie.parentPid} (python3)`);
+
+    const o = byPid(report.holders, orphan.pid);
+    expect(o).toMatchObject({ class: 'orphan', ppid: orphan.reaperPid });
+    expect(o.cmdline).toMatch(/^VLLM::Worker_TP6/);
+
+    expect(byPid(report.holders, gone)).toMatchObject({ class: 'gone', state: null, comm: null });
+    expect(report.perGpu).toEqual([{ index: 0, unattributedBytes: 0, hiddenHolders: [] }]);
+    expect(report.unitCgroup).toBeNull();
+  });
+
+  it('an orphan is only an orphan when its command line looks like an engine worker', async () => {
+    const orphan = await spawnOrphan('plain-sleeper');
+    const report = await inspectHolders(snapshotOf([{ pid: orphan.pid, usedBytes: GiB }]), { unitCgroup: null, reaperPids: [orphan.reaperPid], shmPatterns: [], scanHidden: false });
+    expect(byPid(report.holders, orphan.pid).class).toBe('active');
+  });
+
+  it('with an explicit unit cgroup, a live holder elsewhere is foreign and the caller is never a leftover', async () => {
+    const live = await spawnSleeper();
+    const report = await inspectHolders(snapshotOf([{ pid: live, usedBytes: GiB }, { pid: process.pid, usedBytes: GiB }]), {
+      unitCgroup: '/system.slice/gpugate-test-nonexistent.service',
+      shmPatterns: [],
+      scanHidden: false,
+    });
+    expect(byPid(report.holders, live)).toMatchObject({ class: 'foreign' });
+    expect(byPid(report.holders, process.pid)).toMatchObject({ class: 'active', reason: expect.stringMatching(/gpugate itself/) });
+  });
+
+  it('memory no listed process accounts for is unattributed', async () => {
+    const live = await spawnSleeper();
+    const report = await inspectHolders(snapshotOf([{ pid: live, usedBytes: 30 * GiB }], 80 * GiB), { unitCgroup: null, shmPatterns: [], scanHidden: false });
+    expect(report.perGpu[0]!.unattributedBytes).toBe(50 * GiB);
+  });
+});
+
+describe('inspectHolders with prepared /proc trees', () => {
+  function prepared(unitPath: string): ProcRoot {
+    const root = new ProcRoot();
+    cleanups.push(() => root.remove());
+    root.add({ pid: process.pid, copyFrom: process.pid, cgroup: `0::${unitPath}\n`, status: 'Name:\tnode\nNSpid:\t' + process.pid + '\n' });
+    return root;
+  }
+
+  it('a process in the caller\'s own service cgroup is a leftover (unit detected from the caller\'s cgroup)', async () => {
+    const leftover = await spawnSleeper('VLLM::Worker_TP0');
+    const other = await spawnSleeper();
+    const root = prepared('/system.slice/vllm.service');
+    root.add({ pid: leftover, copyFrom: leftover, cgroup: '0::/system.slice/vllm.service\n', fds: { '3': '/dev/nvidiactl', '4': '/dev/nvidia0' } });
+    root.add({ pid: other, copyFrom: other, cgroup: '0::/system.slice/other.service\n', fds: { '3': '/dev/nvidia0' } });
+    const report = await inspectHolders(snapshotOf([{ pid: leftover, usedBytes: GiB }, { pid: other, usedBytes: GiB }]), { procRoot: root.root, shmPatterns: [] });
+    expect(report.unitCgroup).toBe('/system.slice/vllm.service');
+    const l = byPid(report.holders, leftover);
+    expect(l).toMatchObject({ class: 'leftover', unit: 'vllm.service', cgroup: '/system.slice/vllm.service' });
+    expect(l.reason).not.toMatch(/suspect/);
+    expect(byPid(report.holders, other)).toMatchObject({ class: 'foreign', unit: 'other.service' });
+  });
+
+  it('a login session or a container root cgroup makes nothing a leftover', async () => {
+    const pid = await spawnSleeper();
+    for (const unitPath of ['/user.slice/user-1000.slice/session-4.scope', '/']) {
+      const root = prepared(unitPath);
+      root.add({ pid, copyFrom: pid, cgroup: `0::${unitPath}\n`, fds: { '4': '/dev/nvidia0' } });
+      const report = await inspectHolders(snapshotOf([{ pid, usedBytes: GiB }]), { procRoot: root.root, shmPatterns: [], scanHidden: false });
+      expect(report.unitCgroup).toBeNull();
+      expect(byPid(report.holders, pid).class).toBe('active');
+    }
+  });
+
+  it('state D and the exiting flag are draining; a zombie leader with live threads is still a holder', async () => {
+    const root = prepared('/');
+    const now = await spawnSleeper();
+    const real = (await import('node:fs')).readFileSync(`/proc/${now}/stat`, 'utf8');
+    root.add({ pid: 901, stat: editStat(real.replace(`${now} (`, '901 ('), { 3: 'D' }), fds: {} });
+    root.add({ pid: 902, stat: editStat(real.replace(`${now} (`, '902 ('), { 3: 'S', 9: 0x400104 }), fds: {} });
+    root.add({ pid: 903, stat: makeStat(903, 'python3', { 3: 'Z', 4: 1 }), tasks: { '903': makeStat(903, 'python3', { 3: 'Z' }), '904': makeStat(904, 'python3', { 3: 'S' }) } });
+    const report = await inspectHolders(snapshotOf([901, 902, 903].map((pid) => ({ pid, usedBytes: GiB }))), { procRoot: root.root, shmPatterns: [], scanHidden: false });
+    expect(byPid(report.holders, 901)).toMatchObject({ class: 'draining', state: 'D', reason: expect.stringMatching(/state D/) });
+    expect(byPid(report.holders, 902)).toMatchObject({ class: 'draining', reason: expect.stringMatching(/PF_EXITING/) });
+    expect(byPid(report.holders, 903)).toMatchObject({ class: 'zombie_live_threads', reason: expect.stringMatching(/1 thread/) });
+  });
+
+  it('in a nested PID namespace every host pid is unverifiable, never gone', async () => {
+    const root = new ProcRoot();
+    cleanups.push(() => root.remove());
+    root.add({ pid: process.pid, copyFrom: process.pid, cgroup: '0::/\n', status: `Name:\tnode\nNSpid:\t${process.pid}\t7\n` });
+    const gone = await goneProcessPid();
+    const report = await inspectHolders(snapshotOf([{ pid: gone, usedBytes: GiB }, { pid: process.pid, usedBytes: GiB }]), { procRoot: root.root, shmPatterns: [], scanHidden: false });
+    expect(report.nestedPidNamespace).toBe(true);
+    for (const holder of report.holders) {
+      expect(holder.class).toBe('unverifiable');
+      expect(holder.reason).toMatch(/nested PID namespace/);
+    }
+  });
+
+  it('an unreadable descriptor table makes a live holder unverifiable with the reason; a bad stat too', async () => {
+    const pid = await spawnSleeper();
+    const root = prepared('/');
+    root.add({ pid, copyFrom: pid, cgroup: '0::/\n', fds: 'not-a-directory' });
+    root.add({ pid: 905, stat: '905 (broken', fds: {} });
+    const report = await inspectHolders(snapshotOf([{ pid, usedBytes: GiB }, { pid: 905, usedBytes: GiB }]), { procRoot: root.root, shmPatterns: [], scanHidden: false });
+    expect(byPid(report.holders, pid)).toMatchObject({ class: 'unverifiable', reason: expect.stringMatching(/cannot read .*fd: ENOTDIR/) });
+    expect(byPid(report.holders, 905)).toMatchObject({ class: 'unverifiable', reason: expect.stringMatching(/malformed/) });
+  });
+
+  it('a holder that started after the snapshot is flagged as pid reuse', async () => {
+    const pid = await spawnSleeper();
+    const snapshot = snapshotOf([{ pid, usedBytes: GiB }]);
+    snapshot.takenAt = Date.now() - 3_600_000;
+    const report = await inspectHolders(snapshot, { unitCgroup: null, shmPatterns: [], scanHidden: false });
+    expect(byPid(report.holders, pid).reason).toMatch(/started after the snapshot/);
+  });
+
+  it('finds hidden holders: /dev/nvidiaN open or mapped by a process NVML does not list', async () => {
+    const root = prepared('/');
+    const listed = await spawnSleeper();
+    const hiddenFd = await spawnSleeper();
+    const hiddenMap = await spawnSleeper();
+    root.add({ pid: listed, copyFrom: listed, fds: { '3': '/dev/nvidia2' } });
+    root.add({ pid: hiddenFd, copyFrom: hiddenFd, fds: { '3': '/dev/nvidiactl', '4': '/dev/nvidia2' } });
+    root.add({ pid: hiddenMap, copyFrom: hiddenMap, fds: {}, maps: '7f00-7f01 rw-s 00000000 00:05 12 /dev/nvidia2\n' });
+    root.add({ pid: 906, stat: makeStat(906, 'nvidia-smi'), fds: { '3': '/dev/nvidiactl', '4': '/dev/nvidia1' } });
+    const report = await inspectHolders(snapshotOf([{ pid: listed, usedBytes: GiB }], GiB, 2), { procRoot: root.root, shmPatterns: [] });
+    const hidden = report.perGpu[0]!.hiddenHolders.sort((a, b) => a.pid - b.pid);
+    expect(hidden).toEqual(
+      [
+        { pid: hiddenFd, comm: 'sleep', cmdline: 'sleep 120', via: ['fd'] },
+        { pid: hiddenMap, comm: 'sleep', cmdline: 'sleep 120', via: ['maps'] },
+      ].sort((a, b) => a.pid - b.pid),
+    );
+  });
+
+  it('reports leaked /dev/shm segments (matching, unowned, regular files) with sizes and tmpfs space', async () => {
+    const shm = mkdtempSync(path.join(tmpdir(), 'gpugate-shm-'));
+    cleanups.push(() => rmSync(shm, { recursive: true, force: true }));
+    writeFileSync(path.join(shm, 'nccl-leaked'), Buffer.alloc(8192));
+    writeFileSync(path.join(shm, 'psm_owned'), Buffer.alloc(100));
+    writeFileSync(path.join(shm, 'unrelated'), Buffer.alloc(100));
+    mkdirSync(path.join(shm, 'sgl_shm_mm_dir'));
+    symlinkSync('/etc/hostname', path.join(shm, 'vllm_offload_link'));
+    const root = prepared('/');
+    const owner = await spawnSleeper();
+    root.add({ pid: owner, copyFrom: owner, fds: { '5': path.join(shm, 'psm_owned') } });
+    const report = await inspectHolders(snapshotOf([]), { procRoot: root.root, shmRoot: shm, scanHidden: false });
+    expect(report.shm.leaked).toEqual([{ path: path.join(shm, 'nccl-leaked'), name: 'nccl-leaked', sizeBytes: 8192, allocatedBytes: expect.any(Number) }]);
+    expect(report.shm.tmpfsFreeBytes).toBeGreaterThan(0);
+    expect(report.shm.tmpfsTotalBytes).toBeGreaterThanOrEqual(report.shm.tmpfsFreeBytes!);
+  });
+});
