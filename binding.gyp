@@ -10,7 +10,20 @@
   "targets": [
     {
       "target_name": "gpugate",
-      "sources": ["native/addon.cc"],
+      "sources": [
+        "native/addon.cc",
+        "native/encode.cc",
+        "native/errors.cc",
+        "native/introspection.cc",
+        "native/loader.cc",
+        "native/notify.cc",
+        "native/process_list.cc",
+        "native/queries.cc",
+        "native/session.cc",
+        "native/session_api.cc",
+        "native/symbols.cc",
+        "native/worker.cc"
+      ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
       "libraries": ["-ldl", "-lpthread"]

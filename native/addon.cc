@@ -1,3 +1,42 @@
+// The addon's entry point: the one table of names JavaScript sees.
+//
+// Every name here also appears in src/native-binding.ts (NATIVE_EXPORT_NAMES and the
+// NativeBinding interface); test/native-contract.test.ts compares the two. The addon is
+// context-aware (no global JavaScript state), so it loads in worker_threads too.
 #include <napi.h>
-Napi::Object Init(Napi::Env env, Napi::Object exports) { return exports; }
+
+#include "introspection.h"
+#include "notify.h"
+#include "session_api.h"
+
+namespace {
+
+struct Export {
+  const char* name;
+  Napi::Value (*function)(const Napi::CallbackInfo&);
+};
+
+constexpr Export kExports[] = {
+    {"createSession", gpugate::CreateSession},
+    {"open", gpugate::OpenSession},
+    {"snapshot", gpugate::Snapshot},
+    {"snapshotSync", gpugate::SnapshotSync},
+    {"readMemory", gpugate::ReadMemorySync},
+    {"close", gpugate::CloseSession},
+    {"abandon", gpugate::AbandonSession},
+    {"sendNotify", gpugate::SendNotify},
+    {"codeName", gpugate::CodeName},
+    {"encodingLayout", gpugate::EncodingLayout},
+    {"defaultLibraryCandidates", gpugate::DefaultLibraryCandidatesJs},
+};
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  for (const Export& entry : kExports) {
+    exports.Set(entry.name, Napi::Function::New(env, entry.function, entry.name));
+  }
+  return exports;
+}
+
+}  // namespace
+
 NODE_API_MODULE(gpugate, Init)

@@ -11,5 +11,17 @@ export * from './wait';
 export * from './stale';
 export * from './shm';
 export * from './reap';
+export { openNvml, DEFAULT_CALL_TIMEOUT_MS } from './session';
+export {
+  NvmlError,
+  isFatalNvmlError,
+  nvmlCodeName,
+  GPUGATE_LIBRARY_NOT_FOUND,
+  GPUGATE_TIMEOUT,
+  GPUGATE_SESSION_CLOSED,
+} from './errors';
+export type { NvmlErrorOptions } from './errors';
+export { sdNotify } from './notify';
+export { IMPLAUSIBLE_PROCESS_LIST } from './snapshot-decode';
 export * from './native-load-error';
 export * from './sim-library';

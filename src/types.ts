@@ -56,6 +56,14 @@ export interface MigDevice {
   error: FieldError | null;
 }
 
+/** Which NVML process-list entry point was used for a device, and the entry size actually found. */
+export interface ProcessListSource {
+  /** The compute list's exported symbol, e.g. 'nvmlDeviceGetComputeRunningProcesses_v3'. */
+  symbol: string;
+  /** Bytes per entry as measured (16, 24 or 32); null when every list was empty. */
+  strideBytes: number | null;
+}
+
 /** One GPU as seen in one snapshot. */
 export interface GpuDevice {
   index: number;
@@ -77,7 +85,9 @@ export interface GpuDevice {
   utilization: { gpuPercent: number; memoryPercent: number } | null;
   temperatureC: number | null;
   powerWatts: number | null;
-  /** MIG devices when MIG is enabled and the snapshot asked for them. */
+  /** Present with `processes`: which list variant was read and the entry stride found. */
+  processListSource?: ProcessListSource;
+  /** MIG devices, listed when MIG mode is enabled (not with `memoryOnly`). */
   migDevices?: MigDevice[];
   /** Device-level failure (e.g. GPU lost): the fields above may all be null. */
   error: FieldError | null;
@@ -110,6 +120,11 @@ export interface SnapshotOptions {
   processes?: boolean;
   /** Restrict to these NVML indices. Default: every device. */
   devices?: number[];
+  /**
+   * Read only memory (and processes when asked): modes, utilization, temperature and power are
+   * null and MIG devices are not listed. The cheapest poll. Default false.
+   */
+  memoryOnly?: boolean;
 }
 
 /** Options for `openNvml()`. */
@@ -131,4 +146,16 @@ export interface NvmlSession {
   snapshotSync(options?: SnapshotOptions): Snapshot;
   /** Shut NVML down once; waits for pending work (or abandons a hung call). */
   close(): Promise<void>;
+}
+
+/** The session `openNvml()` returns: an {@link NvmlSession} plus the raw memory fast path. */
+export interface NvmlMemoryReader extends NvmlSession {
+  /** Number of devices NVML reported when the session opened. */
+  readonly deviceCount: number;
+  /**
+   * Fastest poll, blocking: the memory of every device into `out` (a Float64Array of
+   * `deviceCount * 5`: totalBytes, freeBytes, usedBytes, reservedBytes (NaN for v1 / unknown),
+   * nvmlReturn (0 = ok)), allocated when omitted. NaN marks unreadable values.
+   */
+  readMemorySync(out?: Float64Array): Float64Array;
 }

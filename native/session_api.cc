@@ -1,0 +1,423 @@
+// The JavaScript face of a session (see session_api.h for what runs on which thread).
+#include "session_api.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "errors.h"
+#include "session.h"
+#include "worker.h"
+
+namespace gpugate {
+
+namespace {
+
+// Settles one promise on the JavaScript thread.
+struct Completion {
+  std::function<void(Napi::Env)> settle;
+};
+
+void CallCompletion(Napi::Env env, Napi::Function /*unused*/, void* /*context*/, Completion* completion) {
+  if (env != nullptr && completion != nullptr && completion->settle) {
+    try {
+      completion->settle(env);
+    } catch (const Napi::Error& error) {
+      // A settle that throws has nowhere to report; never let it cross into Node.
+      (void)error;
+    }
+  }
+  delete completion;
+}
+
+using CompletionFunction = Napi::TypedThreadSafeFunction<void, Completion, CallCompletion>;
+
+// Shared between the JavaScript side and the worker thread; outlives either.
+struct Link {
+  CompletionFunction function;
+  std::atomic<bool> environmentGone{false};
+
+  void Deliver(Completion* completion) {
+    if (environmentGone.load() || function.BlockingCall(completion) != napi_ok) delete completion;
+  }
+  void Release() {
+    if (!environmentGone.load()) function.Release();
+  }
+};
+
+constexpr napi_type_tag kSessionTag = {0x6770756761746531ULL, 0x73657373696f6e31ULL};  // "gpugate1session1"
+
+struct SessionHandle {
+  napi_env env = nullptr;
+  std::shared_ptr<SessionCore> core = std::make_shared<SessionCore>();
+  std::shared_ptr<Link> link = std::make_shared<Link>();
+  std::shared_ptr<Worker> worker;  // shared: a close completion joins it after the handle may be gone
+  bool openRequested = false;
+  bool stopped = false;  // close(), abandon() or teardown ran: the worker takes no more work
+  bool hookRegistered = false;
+};
+
+void StopForTeardown(SessionHandle* handle);
+
+void OnEnvironmentCleanup(void* arg) {
+  auto* handle = static_cast<SessionHandle*>(arg);
+  handle->hookRegistered = false;
+  StopForTeardown(handle);
+}
+
+void RemoveHook(SessionHandle* handle) {
+  if (handle->hookRegistered) {
+    napi_remove_env_cleanup_hook(handle->env, OnEnvironmentCleanup, handle);
+    handle->hookRegistered = false;
+  }
+}
+
+// Teardown (environment exit or garbage collection): shut NVML down if the worker answers
+// promptly; otherwise leave a stuck thread detached rather than freeze the exit.
+void StopForTeardown(SessionHandle* handle) {
+  handle->link->environmentGone = true;
+  if (handle->stopped) return;
+  handle->stopped = true;
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  std::shared_ptr<SessionCore> core = handle->core;
+  handle->worker->Post([core, done] {
+    core->Shutdown();
+    done->set_value();
+  });
+  handle->worker->Stop();
+  if (finished.wait_for(std::chrono::milliseconds(1000)) == std::future_status::ready) {
+    handle->worker->Join();
+  } else {
+    handle->worker->Detach();
+  }
+}
+
+void FinalizeHandle(Napi::Env /*env*/, SessionHandle* handle) {
+  RemoveHook(handle);
+  StopForTeardown(handle);
+  delete handle;
+}
+
+[[noreturn]] void ThrowType(Napi::Env env, const std::string& message) {
+  throw Napi::TypeError::New(env, "gpugate: " + message);
+}
+
+SessionHandle* HandleArg(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsExternal() || !info[0].As<Napi::External<SessionHandle>>().CheckTypeTag(&kSessionTag)) {
+    ThrowType(env, "argument 'handle' must be a session handle returned by createSession()");
+  }
+  return info[0].As<Napi::External<SessionHandle>>().Data();
+}
+
+Napi::Error SessionError(Napi::Env env, const std::string& code, const std::string& message) {
+  Napi::Error error = Napi::Error::New(env, "gpugate: " + message);
+  error.Set("code", Napi::String::New(env, code));
+  return error;
+}
+
+SessionHandle* OpenHandleArg(const Napi::CallbackInfo& info) {
+  SessionHandle* handle = HandleArg(info);
+  if (handle->stopped || !handle->core->Opened()) {
+    throw SessionError(info.Env(), "GPUGATE_SESSION_CLOSED", "the NVML session is not open (closed, poisoned or never opened)");
+  }
+  return handle;
+}
+
+bool BoolArg(const Napi::CallbackInfo& info, size_t position, const char* name) {
+  if (info.Length() <= position || info[position].IsUndefined()) return false;
+  if (!info[position].IsBoolean()) ThrowType(info.Env(), std::string("argument '") + name + "' must be a boolean");
+  return info[position].As<Napi::Boolean>().Value();
+}
+
+double TimeoutArg(const Napi::CallbackInfo& info, size_t position, const char* name) {
+  if (info.Length() <= position || info[position].IsUndefined()) return 10000;
+  if (!info[position].IsNumber()) ThrowType(info.Env(), std::string("argument '") + name + "' must be a number of milliseconds");
+  const double value = info[position].As<Napi::Number>().DoubleValue();
+  if (!(value >= 0) || value > 2147483647.0) {
+    throw Napi::RangeError::New(info.Env(), std::string("gpugate: argument '") + name + "' must be between 0 and 2147483647 ms");
+  }
+  return value;
+}
+
+SnapshotRequest RequestArgs(const Napi::CallbackInfo& info, const SessionHandle* handle) {
+  Napi::Env env = info.Env();
+  SnapshotRequest request;
+  request.processes = BoolArg(info, 1, "processes");
+  request.memoryOnly = BoolArg(info, 2, "memoryOnly");
+  if (info.Length() > 3 && !info[3].IsNull() && !info[3].IsUndefined()) {
+    if (!info[3].IsArray()) ThrowType(env, "argument 'devices' must be an array of device indices or null");
+    Napi::Array devices = info[3].As<Napi::Array>();
+    const size_t count = handle->core->DeviceCount();
+    request.allDevices = false;
+    for (uint32_t i = 0; i < devices.Length(); ++i) {
+      Napi::Value entry = devices.Get(i);
+      const double value = entry.IsNumber() ? entry.As<Napi::Number>().DoubleValue() : -1;
+      if (!entry.IsNumber() || value < 0 || value >= static_cast<double>(count) || value != static_cast<unsigned>(value)) {
+        throw Napi::RangeError::New(env, "gpugate: argument 'devices' entry " + std::to_string(i) + " (" +
+                                             entry.ToString().Utf8Value() + ") is not a device index 0.." +
+                                             std::to_string(count == 0 ? 0 : count - 1) + " of this session");
+      }
+      request.devices.push_back(static_cast<unsigned>(value));
+    }
+  }
+  return request;
+}
+
+Napi::Value EncodedToJs(Napi::Env env, const EncodedSnapshot& encoded) {
+  Napi::Float64Array numbers = Napi::Float64Array::New(env, encoded.numbers.size());
+  if (!encoded.numbers.empty()) {
+    std::memcpy(numbers.Data(), encoded.numbers.data(), encoded.numbers.size() * sizeof(double));
+  }
+  Napi::Array strings = Napi::Array::New(env, encoded.strings.size());
+  for (size_t i = 0; i < encoded.strings.size(); ++i) strings.Set(static_cast<uint32_t>(i), encoded.strings[i]);
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("numbers", numbers);
+  result.Set("strings", strings);
+  return result;
+}
+
+Napi::Value NullableString(Napi::Env env, const std::string& text) {
+  return text.empty() ? env.Null() : Napi::String::New(env, text);
+}
+
+Napi::Object CallErrorToJs(Napi::Env env, const CallError& error) {
+  Napi::Object object = Napi::Object::New(env);
+  object.Set("field", error.field);
+  object.Set("nvmlReturn", Napi::Number::New(env, error.code));
+  object.Set("fn", error.symbol);
+  object.Set("message", error.message);
+  return object;
+}
+
+Napi::Object OpenResultToJs(Napi::Env env, const SessionCore& core) {
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("path", core.Library().path);
+  result.Set("driverVersion", NullableString(env, core.Versions().driverVersion));
+  result.Set("nvmlVersion", NullableString(env, core.Versions().nvmlVersion));
+  result.Set("cudaDriverVersion", core.Versions().cudaDriverVersion < 0
+                                      ? env.Null()
+                                      : Napi::Number::New(env, core.Versions().cudaDriverVersion));
+  Napi::Object variants = Napi::Object::New(env);
+  for (int fn = 0; fn < kFnCount; ++fn) {
+    if (fn == kSimLastError) continue;
+    const char* symbol = core.Symbols().Symbol(static_cast<Fn>(fn));
+    variants.Set(LogicalName(static_cast<Fn>(fn)), symbol != nullptr ? Napi::Value(Napi::String::New(env, symbol)) : env.Null());
+  }
+  result.Set("variants", variants);
+  Napi::Array devices = Napi::Array::New(env, core.Identities().size());
+  uint32_t position = 0;
+  for (const DeviceIdentity& identity : core.Identities()) {
+    Napi::Object device = Napi::Object::New(env);
+    device.Set("index", identity.index);
+    device.Set("name", identity.name);
+    device.Set("uuid", identity.uuid);
+    device.Set("pciBusId", identity.pciBusId);
+    device.Set("minorNumber", std::isnan(identity.minorNumber) ? env.Null() : Napi::Number::New(env, identity.minorNumber));
+    if (identity.computeCapabilityMajor >= 0) {
+      Napi::Array capability = Napi::Array::New(env, 2);
+      capability.Set(0u, identity.computeCapabilityMajor);
+      capability.Set(1u, identity.computeCapabilityMinor);
+      device.Set("computeCapability", capability);
+    } else {
+      device.Set("computeCapability", env.Null());
+    }
+    device.Set("error", identity.hasError ? Napi::Value(CallErrorToJs(env, identity.error)) : env.Null());
+    Napi::Array fieldErrors = Napi::Array::New(env, identity.fieldErrors.size());
+    for (size_t i = 0; i < identity.fieldErrors.size(); ++i) {
+      fieldErrors.Set(static_cast<uint32_t>(i), CallErrorToJs(env, identity.fieldErrors[i]));
+    }
+    device.Set("fieldErrors", fieldErrors);
+    devices.Set(position++, device);
+  }
+  result.Set("devices", devices);
+  return result;
+}
+
+Napi::Error OpenFailureToJs(Napi::Env env, const OpenFailure& failure) {
+  std::string message = failure.message;
+  if (!failure.symbol.empty() && failure.kind == OpenFailure::kNvml) message = failure.symbol + " failed: " + message;
+  Napi::Error error = Napi::Error::New(env, "gpugate: " + message);
+  const char* kind = failure.kind == OpenFailure::kLibraryNotFound   ? "library"
+                     : failure.kind == OpenFailure::kFunctionNotFound ? "function"
+                                                                      : "nvml";
+  error.Set("kind", kind);
+  error.Set("nvmlReturn", Napi::Number::New(env, failure.code));
+  error.Set("fn", failure.symbol.empty() ? env.Null() : Napi::Value(Napi::String::New(env, failure.symbol)));
+  Napi::Array attempts = Napi::Array::New(env, failure.attempts.size());
+  for (size_t i = 0; i < failure.attempts.size(); ++i) {
+    Napi::Object attempt = Napi::Object::New(env);
+    attempt.Set("path", failure.attempts[i].candidate);
+    attempt.Set("error", failure.attempts[i].error);
+    attempts.Set(static_cast<uint32_t>(i), attempt);
+  }
+  error.Set("attempts", attempts);
+  error.Set("simulatorError", NullableString(env, failure.simulatorError));
+  return error;
+}
+
+std::string StringArg(const Napi::CallbackInfo& info, size_t position, const char* name, bool nullable) {
+  if (nullable && (info.Length() <= position || info[position].IsNull() || info[position].IsUndefined())) return "";
+  if (info.Length() <= position || !info[position].IsString()) {
+    ThrowType(info.Env(), std::string("argument '") + name + "' must be a string" + (nullable ? " or null" : ""));
+  }
+  return info[position].As<Napi::String>().Utf8Value();
+}
+
+// Locks the session's NVML mutex for a blocking call, or throws GPUGATE_TIMEOUT.
+std::unique_lock<std::timed_mutex> LockForSyncCall(Napi::Env env, SessionCore& core, double timeoutMs, const char* what) {
+  std::unique_lock<std::timed_mutex> lock(core.nvmlMutex, std::defer_lock);
+  if (!lock.try_lock_for(std::chrono::milliseconds(static_cast<long long>(timeoutMs)))) {
+    throw SessionError(env, "GPUGATE_TIMEOUT",
+                       std::string(what) + " waited " + std::to_string(static_cast<long long>(timeoutMs)) +
+                           " ms for the session's NVML thread, which is still inside an earlier call");
+  }
+  return lock;
+}
+
+}  // namespace
+
+Napi::Value CreateSession(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* handle = new SessionHandle();
+  handle->env = env;
+  handle->link->function = CompletionFunction::New(env, "gpugate-nvml", 0, 1);
+  handle->link->function.Unref(env);
+  std::shared_ptr<Link> link = handle->link;
+  handle->worker = std::make_shared<Worker>([link] { link->Release(); });
+  if (napi_add_env_cleanup_hook(env, OnEnvironmentCleanup, handle) == napi_ok) handle->hookRegistered = true;
+  Napi::External<SessionHandle> external = Napi::External<SessionHandle>::New(env, handle, FinalizeHandle);
+  external.TypeTag(&kSessionTag);
+  return external;
+}
+
+Napi::Value OpenSession(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SessionHandle* handle = HandleArg(info);
+  const std::string path = StringArg(info, 1, "libraryPath", true);
+  if (handle->openRequested || handle->stopped) {
+    throw SessionError(env, "GPUGATE_SESSION_CLOSED", "open() may be called once per session handle");
+  }
+  handle->openRequested = true;
+  Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+  std::shared_ptr<SessionCore> core = handle->core;
+  std::shared_ptr<Link> link = handle->link;
+  handle->worker->Post([core, link, deferred, path] {
+    auto failure = std::make_shared<OpenFailure>(core->Open(path));
+    link->Deliver(new Completion{[core, deferred, failure](Napi::Env env) {
+      if (failure->kind == OpenFailure::kNone) {
+        deferred.Resolve(OpenResultToJs(env, *core));
+      } else {
+        deferred.Reject(OpenFailureToJs(env, *failure).Value());
+      }
+    }});
+  });
+  return deferred.Promise();
+}
+
+Napi::Value Snapshot(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SessionHandle* handle = OpenHandleArg(info);
+  SnapshotRequest request = RequestArgs(info, handle);
+  Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+  std::shared_ptr<SessionCore> core = handle->core;
+  std::shared_ptr<Link> link = handle->link;
+  handle->worker->Post([core, link, deferred, request] {
+    auto encoded = std::make_shared<EncodedSnapshot>();
+    bool opened;
+    {
+      std::lock_guard<std::timed_mutex> lock(core->nvmlMutex);
+      opened = core->Opened();
+      if (opened) core->ReadSnapshot(request, encoded.get());
+    }
+    link->Deliver(new Completion{[deferred, encoded, opened](Napi::Env env) {
+      if (opened) {
+        deferred.Resolve(EncodedToJs(env, *encoded));
+      } else {
+        deferred.Reject(SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed").Value());
+      }
+    }});
+  });
+  return deferred.Promise();
+}
+
+Napi::Value SnapshotSync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SessionHandle* handle = OpenHandleArg(info);
+  SnapshotRequest request = RequestArgs(info, handle);
+  const double timeoutMs = TimeoutArg(info, 4, "lockTimeoutMs");
+  EncodedSnapshot encoded;
+  {
+    auto lock = LockForSyncCall(env, *handle->core, timeoutMs, "snapshotSync");
+    if (!handle->core->Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
+    handle->core->ReadSnapshot(request, &encoded);
+  }
+  return EncodedToJs(env, encoded);
+}
+
+Napi::Value ReadMemorySync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SessionHandle* handle = OpenHandleArg(info);
+  if (info.Length() < 2 || !info[1].IsTypedArray() ||
+      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
+    ThrowType(env, "argument 'out' must be a Float64Array");
+  }
+  Napi::Float64Array out = info[1].As<Napi::Float64Array>();
+  const size_t count = handle->core->DeviceCount();
+  if (out.ElementLength() < count * kMemorySlots) {
+    throw Napi::RangeError::New(env, "gpugate: argument 'out' has " + std::to_string(out.ElementLength()) +
+                                         " elements; " + std::to_string(count * kMemorySlots) + " are needed (" +
+                                         std::to_string(kMemorySlots) + " per device)");
+  }
+  const double timeoutMs = TimeoutArg(info, 2, "lockTimeoutMs");
+  auto lock = LockForSyncCall(env, *handle->core, timeoutMs, "readMemory");
+  if (!handle->core->Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
+  handle->core->ReadAllMemory(out.Data());
+  return Napi::Number::New(env, static_cast<double>(count));
+}
+
+Napi::Value CloseSession(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SessionHandle* handle = HandleArg(info);
+  Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+  if (handle->stopped) {
+    deferred.Resolve(env.Undefined());
+    return deferred.Promise();
+  }
+  handle->stopped = true;
+  RemoveHook(handle);
+  std::shared_ptr<SessionCore> core = handle->core;
+  std::shared_ptr<Link> link = handle->link;
+  std::shared_ptr<Worker> worker = handle->worker;
+  handle->worker->Post([core, link, deferred, worker] {
+    core->Shutdown();
+    link->Deliver(new Completion{[deferred, worker](Napi::Env env) {
+      // The worker has delivered its last result and is ending: joining is immediate.
+      worker->Join();
+      deferred.Resolve(env.Undefined());
+    }});
+  });
+  handle->worker->Stop();
+  return deferred.Promise();
+}
+
+Napi::Value AbandonSession(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SessionHandle* handle = HandleArg(info);
+  if (handle->stopped) return env.Undefined();
+  handle->stopped = true;
+  RemoveHook(handle);
+  std::shared_ptr<SessionCore> core = handle->core;
+  // If the stuck call ever returns, the thread still pairs the init with its shutdown.
+  handle->worker->Post([core] { core->Shutdown(); });
+  handle->worker->Stop();
+  handle->worker->Detach();
+  return env.Undefined();
+}
+
+}  // namespace gpugate

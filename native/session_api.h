@@ -1,0 +1,27 @@
+// The JavaScript face of a session: argument checks, promises, and the thread hand-off.
+//
+// What runs where: every function here is called on the JavaScript thread. createSession()
+// starts the session's NVML worker thread; open/snapshot/close queue work on it and return a
+// promise that the worker settles through one thread-safe function per session. That
+// function is unref'd: a pending NVML call never keeps the process alive by itself (the
+// TypeScript layer holds a ref'd deadline timer instead), so a process whose NVML thread hangs
+// can still exit. snapshotSync/readMemory run on the calling thread under the session's NVML
+// mutex (blocking, bounded only by the lock wait). abandon() poisons a session whose call
+// missed its deadline: the stuck thread is detached, never joined. An environment cleanup
+// hook per session closes it at teardown (main thread or worker_threads): nvmlShutdown once
+// if init succeeded, waiting at most briefly for the worker, detaching it if it is stuck.
+#pragma once
+
+#include <napi.h>
+
+namespace gpugate {
+
+Napi::Value CreateSession(const Napi::CallbackInfo& info);
+Napi::Value OpenSession(const Napi::CallbackInfo& info);
+Napi::Value Snapshot(const Napi::CallbackInfo& info);
+Napi::Value SnapshotSync(const Napi::CallbackInfo& info);
+Napi::Value ReadMemorySync(const Napi::CallbackInfo& info);
+Napi::Value CloseSession(const Napi::CallbackInfo& info);
+Napi::Value AbandonSession(const Napi::CallbackInfo& info);
+
+}  // namespace gpugate

@@ -1,0 +1,77 @@
+// The table of NVML entry points gpugate resolves with dlsym.
+//
+// Each logical function lists its exported candidates newest first, each tagged with the ABI
+// version of the struct it takes (the plain exported names are the oldest ABI: plain
+// nvmlDeviceGetComputeRunningProcesses fills 16-byte entries). The table records which
+// candidate bound, so callers pair the pointer with its own struct and users can see the
+// variant. A missing required function fails the open with NVML_ERROR_FUNCTION_NOT_FOUND;
+// a missing optional one leaves the fields it serves null with that error.
+#pragma once
+
+#include <string>
+
+#include "nvml_abi.h"
+
+namespace gpugate {
+
+enum Fn : int {
+  kInit,
+  kShutdown,
+  kErrorString,
+  kSystemGetDriverVersion,
+  kSystemGetNvmlVersion,
+  kSystemGetCudaDriverVersion,
+  kDeviceGetCount,
+  kDeviceGetHandleByIndex,
+  kDeviceGetName,
+  kDeviceGetUuid,
+  kDeviceGetMinorNumber,
+  kDeviceGetPciInfo,
+  kDeviceGetCudaComputeCapability,
+  kDeviceGetMemoryInfo,
+  kDeviceGetMemoryInfoV1,  // the v1 query, kept as a fallback when the _v2 query is refused
+  kDeviceGetComputeRunningProcesses,
+  kDeviceGetGraphicsRunningProcesses,
+  kDeviceGetMpsComputeRunningProcesses,
+  kDeviceGetPersistenceMode,
+  kDeviceGetComputeMode,
+  kDeviceGetMigMode,
+  kDeviceGetUtilizationRates,
+  kDeviceGetTemperature,
+  kDeviceGetPowerUsage,
+  kDeviceGetMaxMigDeviceCount,
+  kDeviceGetMigDeviceHandleByIndex,
+  kDeviceGetGpuInstanceId,
+  kDeviceGetComputeInstanceId,
+  kSimLastError,  // gpugateSimLastError: only the simulator exports it
+  kFnCount,
+};
+
+struct SymbolCandidate {
+  const char* symbol;
+  int abi;  // version of the struct / calling convention this symbol takes (3, 2, 1)
+};
+
+struct SymbolTable {
+  void* pointer[kFnCount] = {};
+  const SymbolCandidate* bound[kFnCount] = {};
+
+  bool Has(Fn fn) const { return pointer[fn] != nullptr; }
+  int Abi(Fn fn) const { return bound[fn] != nullptr ? bound[fn]->abi : 0; }
+  const char* Symbol(Fn fn) const { return bound[fn] != nullptr ? bound[fn]->symbol : nullptr; }
+  template <typename T>
+  T Get(Fn fn) const {
+    return reinterpret_cast<T>(pointer[fn]);
+  }
+};
+
+// The logical name users see in library.variants (e.g. "getComputeRunningProcesses").
+const char* LogicalName(Fn fn);
+// The newest candidate's symbol: the function named in errors when nothing bound.
+const char* PreferredSymbol(Fn fn);
+bool IsRequired(Fn fn);
+
+// Resolves every function; returns the first required function that did not bind, or kFnCount.
+Fn BindSymbols(void* library, SymbolTable* table);
+
+}  // namespace gpugate

@@ -1,0 +1,152 @@
+/**
+ * NvmlError: every failure of the NVML layer, with a stable `code` and an actionable message.
+ */
+import * as fs from 'node:fs';
+
+const CODE_NAMES: Record<number, string> = {
+  0: 'NVML_SUCCESS',
+  1: 'NVML_ERROR_UNINITIALIZED',
+  2: 'NVML_ERROR_INVALID_ARGUMENT',
+  3: 'NVML_ERROR_NOT_SUPPORTED',
+  4: 'NVML_ERROR_NO_PERMISSION',
+  5: 'NVML_ERROR_ALREADY_INITIALIZED',
+  6: 'NVML_ERROR_NOT_FOUND',
+  7: 'NVML_ERROR_INSUFFICIENT_SIZE',
+  8: 'NVML_ERROR_INSUFFICIENT_POWER',
+  9: 'NVML_ERROR_DRIVER_NOT_LOADED',
+  10: 'NVML_ERROR_TIMEOUT',
+  11: 'NVML_ERROR_IRQ_ISSUE',
+  12: 'NVML_ERROR_LIBRARY_NOT_FOUND',
+  13: 'NVML_ERROR_FUNCTION_NOT_FOUND',
+  14: 'NVML_ERROR_CORRUPTED_INFOROM',
+  15: 'NVML_ERROR_GPU_IS_LOST',
+  16: 'NVML_ERROR_RESET_REQUIRED',
+  17: 'NVML_ERROR_OPERATING_SYSTEM',
+  18: 'NVML_ERROR_LIB_RM_VERSION_MISMATCH',
+  19: 'NVML_ERROR_IN_USE',
+  20: 'NVML_ERROR_MEMORY',
+  21: 'NVML_ERROR_NO_DATA',
+  22: 'NVML_ERROR_VGPU_ECC_NOT_SUPPORTED',
+  23: 'NVML_ERROR_INSUFFICIENT_RESOURCES',
+  24: 'NVML_ERROR_FREQ_NOT_SUPPORTED',
+  25: 'NVML_ERROR_ARGUMENT_VERSION_MISMATCH',
+  26: 'NVML_ERROR_DEPRECATED',
+  27: 'NVML_ERROR_NOT_READY',
+  28: 'NVML_ERROR_GPU_NOT_FOUND',
+  29: 'NVML_ERROR_INVALID_STATE',
+  30: 'NVML_ERROR_RESET_TYPE_NOT_SUPPORTED',
+  999: 'NVML_ERROR_UNKNOWN',
+};
+
+/** gpugate's own codes (no NVML return value behind them). */
+export const GPUGATE_LIBRARY_NOT_FOUND = 'GPUGATE_LIBRARY_NOT_FOUND';
+/** An NVML call missed its deadline; the session is poisoned. */
+export const GPUGATE_TIMEOUT = 'GPUGATE_TIMEOUT';
+/** The session was closed (or poisoned earlier). */
+export const GPUGATE_SESSION_CLOSED = 'GPUGATE_SESSION_CLOSED';
+
+/** The stable name of an nvmlReturn_t value: 'NVML_ERROR_GPU_IS_LOST', or 'NVML_ERROR_<n>' when unlisted. */
+export function nvmlCodeName(nvmlReturn: number): string {
+  return CODE_NAMES[nvmlReturn] ?? `NVML_ERROR_${nvmlReturn}`;
+}
+
+/** Fields of an {@link NvmlError}. */
+export interface NvmlErrorOptions {
+  code: string;
+  nvmlReturn: number | null;
+  fn: string | null;
+  device?: number | null;
+  message: string;
+  dlerrors?: string[];
+  cause?: unknown;
+}
+
+/** A failure of the NVML layer. `instanceof NvmlError` works; `code` is stable for programs. */
+export class NvmlError extends Error {
+  /** 'NVML_ERROR_GPU_IS_LOST', 'NVML_ERROR_<n>', or 'GPUGATE_LIBRARY_NOT_FOUND' / 'GPUGATE_TIMEOUT' / 'GPUGATE_SESSION_CLOSED'. */
+  readonly code: string;
+  /** The raw nvmlReturn_t, or null for gpugate's own codes. */
+  readonly nvmlReturn: number | null;
+  /** The NVML function (exported symbol) or gpugate phase that failed. */
+  readonly fn: string | null;
+  /** The NVML device index concerned, or null. */
+  readonly device: number | null;
+  /** For GPUGATE_LIBRARY_NOT_FOUND: every place tried with its dlerror() text. */
+  readonly dlerrors?: string[];
+
+  constructor(options: NvmlErrorOptions) {
+    super(options.message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'NvmlError';
+    this.code = options.code;
+    this.nvmlReturn = options.nvmlReturn;
+    this.fn = options.fn;
+    this.device = options.device ?? null;
+    if (options.dlerrors !== undefined) this.dlerrors = options.dlerrors;
+  }
+}
+
+const FATAL_CODES = new Set([
+  'NVML_ERROR_GPU_IS_LOST',
+  'NVML_ERROR_RESET_REQUIRED',
+  'NVML_ERROR_GPU_NOT_FOUND',
+  'NVML_ERROR_DRIVER_NOT_LOADED',
+  'NVML_ERROR_LIB_RM_VERSION_MISMATCH',
+  'NVML_ERROR_LIBRARY_NOT_FOUND',
+  'NVML_ERROR_FUNCTION_NOT_FOUND',
+  'NVML_ERROR_NO_PERMISSION',
+  'NVML_ERROR_UNINITIALIZED',
+  GPUGATE_LIBRARY_NOT_FOUND,
+  GPUGATE_TIMEOUT,
+  GPUGATE_SESSION_CLOSED,
+]);
+
+/**
+ * True when waiting cannot help: a lost GPU or one that needs a reset, no library or driver,
+ * a library/driver mismatch, no permission, a hung NVML call, or a closed session.
+ * Accepts an NvmlError or a {@link FieldError}-like object with a `code`.
+ */
+export function isFatalNvmlError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && FATAL_CODES.has(code);
+}
+
+/** True when this process looks like it runs in a container (Docker, Podman, Kubernetes, systemd-nspawn). */
+export function looksLikeContainer(): boolean {
+  try {
+    if (fs.existsSync('/.dockerenv') || fs.existsSync('/run/.containerenv')) return true;
+    if (process.env['container'] !== undefined) return true;
+    const cgroup = fs.readFileSync('/proc/1/cgroup', 'utf8');
+    return /docker|kubepods|containerd|libpod|lxc/.test(cgroup);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What a user should do about an NVML code, or null when NVML's own text is all there is.
+ * `atInit` selects the advice for codes that mean something else during nvmlInit.
+ */
+export function adviceForNvmlCode(nvmlReturn: number, atInit: boolean, inContainer: boolean): string | null {
+  switch (nvmlReturn) {
+    case 9:
+      return 'the NVIDIA kernel driver is not loaded: check `lsmod | grep nvidia` and `dmesg`; after a kernel update the driver module may need rebuilding (DKMS) or the host a reboot';
+    case 18:
+      return 'the NVML library and the loaded kernel driver are different versions: the driver was upgraded without reloading the kernel module; reboot (or stop every GPU user and reload the nvidia modules)';
+    case 4:
+      return 'no permission to use the GPU: check the /dev/nvidia* device permissions and this user\'s groups; in a container, check that the GPUs were passed in (device cgroup)';
+    case 15:
+      return 'the GPU has fallen off the bus: waiting cannot help; look for Xid 79 in `dmesg`, then reset the GPU or reboot the host';
+    case 16:
+      return 'the GPU needs a reset (nvidia-smi --gpu-reset) or the host a reboot: waiting cannot help';
+    case 12:
+      return 'NVML could not find the driver\'s own libraries: the driver installation is incomplete, or this container has only part of it mounted';
+    case 999:
+      if (atInit && inContainer) {
+        return 'inside a container this usually means the container lost its GPU device access, often after `systemctl daemon-reload` on the host (a known NVIDIA container toolkit issue); restart the container, and configure the toolkit/cgroup driver so it does not recur';
+      }
+      return atInit ? 'check `dmesg` for NVIDIA driver errors (Xid) and that /dev/nvidia* exist' : null;
+    default:
+      return null;
+  }
+}

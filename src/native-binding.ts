@@ -1,0 +1,179 @@
+/**
+ * The shape of the native addon (build/Release/gpugate.node) as TypeScript sees it, and the
+ * constants of its flat snapshot encoding. Every native export appears in three places: the
+ * addon's table (native/addon.cc), {@link NATIVE_EXPORT_NAMES} / {@link NativeBinding} here, and
+ * the contract test that compares them with the loaded addon.
+ */
+
+/** An opaque session handle created by the addon (a type-tagged external). */
+export interface NativeSessionHandle {
+  readonly __gpugateNativeSession: unique symbol;
+}
+
+/** A failed NVML call as the addon reports it (per device or per field). */
+export interface NativeCallError {
+  field: string;
+  nvmlReturn: number;
+  fn: string;
+  message: string;
+}
+
+/** A device's identity, read once when the session opened. */
+export interface NativeDeviceIdentity {
+  index: number;
+  name: string;
+  uuid: string;
+  pciBusId: string;
+  minorNumber: number | null;
+  computeCapability: [number, number] | null;
+  /** Set when even the device handle could not be obtained. */
+  error: NativeCallError | null;
+  fieldErrors: NativeCallError[];
+}
+
+/** What `open()` resolves with. */
+export interface NativeOpenResult {
+  path: string;
+  driverVersion: string | null;
+  nvmlVersion: string | null;
+  /** e.g. 13000 for CUDA 13.0. */
+  cudaDriverVersion: number | null;
+  variants: Record<string, string | null>;
+  devices: NativeDeviceIdentity[];
+}
+
+/** The error `open()` rejects with (a plain Error with these properties). */
+export interface NativeOpenError extends Error {
+  kind: 'library' | 'function' | 'nvml';
+  nvmlReturn: number;
+  fn: string | null;
+  attempts: Array<{ path: string; error: string }>;
+  simulatorError: string | null;
+}
+
+/** A snapshot in the flat encoding (see {@link ENCODING}). */
+export interface NativeEncodedSnapshot {
+  numbers: Float64Array;
+  strings: string[];
+}
+
+/** The encoding sizes the addon reports (checked against {@link ENCODING} by the contract test). */
+export interface NativeEncodingLayout {
+  version: number;
+  headerSlots: number;
+  deviceSlots: number;
+  migSlots: number;
+  errorSlots: number;
+  processSlots: number;
+  memorySlots: number;
+}
+
+/** The functions the addon exports. */
+export interface NativeBinding {
+  /** Starts a session's NVML worker thread; nothing is loaded until `open`. */
+  createSession(): NativeSessionHandle;
+  /** Loads the library (explicit path, or the default search when null), inits NVML, reads identities. Once per handle. */
+  open(handle: NativeSessionHandle, libraryPath: string | null): Promise<NativeOpenResult>;
+  /** A snapshot on the worker thread. `devices` are NVML indices (null = all). */
+  snapshot(
+    handle: NativeSessionHandle,
+    processes: boolean,
+    memoryOnly: boolean,
+    devices: number[] | null,
+  ): Promise<NativeEncodedSnapshot>;
+  /** The same on the calling thread (blocking; waits at most `lockTimeoutMs` for the session's NVML lock). */
+  snapshotSync(
+    handle: NativeSessionHandle,
+    processes: boolean,
+    memoryOnly: boolean,
+    devices: number[] | null,
+    lockTimeoutMs?: number,
+  ): NativeEncodedSnapshot;
+  /** Fastest path: memory of every device into `out` (5 slots each: total, free, used, reserved, nvmlReturn). Returns the device count. */
+  readMemory(handle: NativeSessionHandle, out: Float64Array, lockTimeoutMs?: number): number;
+  /** nvmlShutdown (if init succeeded), then ends the worker thread. */
+  close(handle: NativeSessionHandle): Promise<void>;
+  /** Poisons a session whose call missed its deadline: the stuck worker is detached, never joined. */
+  abandon(handle: NativeSessionHandle): void;
+  /** Sends one unix datagram (sd_notify protocol); a leading '@' is the abstract namespace. Throws on failure. */
+  sendNotify(socketPath: string, text: string): void;
+  /** 'NVML_ERROR_GPU_IS_LOST' etc., 'NVML_ERROR_<n>' for unlisted codes. */
+  codeName(code: number): string;
+  encodingLayout(): NativeEncodingLayout;
+  /** Where the loader looks when no explicit path is given, in order. */
+  defaultLibraryCandidates(): string[];
+}
+
+/** Every name the addon exports, in its table order. */
+export const NATIVE_EXPORT_NAMES = [
+  'createSession',
+  'open',
+  'snapshot',
+  'snapshotSync',
+  'readMemory',
+  'close',
+  'abandon',
+  'sendNotify',
+  'codeName',
+  'encodingLayout',
+  'defaultLibraryCandidates',
+] as const satisfies ReadonlyArray<keyof NativeBinding>;
+
+// Compile-time check that the list names every member of the interface (and nothing else).
+type MissingFromList = Exclude<keyof NativeBinding, (typeof NATIVE_EXPORT_NAMES)[number]>;
+const exportListIsComplete: MissingFromList extends never ? true : MissingFromList = true;
+void exportListIsComplete;
+
+/** Slot positions of the flat snapshot encoding (mirrors native/encode.h). */
+export const ENCODING = {
+  version: 1,
+  headerSlots: 2,
+  errorSlots: 4,
+  processSlots: 5,
+  memorySlots: 5,
+  device: {
+    index: 0,
+    memTotal: 1,
+    memFree: 2,
+    memUsed: 3,
+    memReserved: 4,
+    memSource: 5,
+    persistence: 6,
+    computeMode: 7,
+    migMode: 8,
+    utilGpu: 9,
+    utilMemory: 10,
+    temperatureC: 11,
+    powerMilliwatts: 12,
+    errorCode: 13,
+    errorSymbol: 14,
+    errorMessage: 15,
+    fieldErrorCount: 16,
+    processCount: 17,
+    processSymbol: 18,
+    processStride: 19,
+    migCount: 20,
+    slots: 21,
+  },
+  mig: {
+    slot: 0,
+    uuid: 1,
+    gpuInstanceId: 2,
+    computeInstanceId: 3,
+    memTotal: 4,
+    memFree: 5,
+    memUsed: 6,
+    memReserved: 7,
+    memSource: 8,
+    errorCode: 9,
+    errorSymbol: 10,
+    errorMessage: 11,
+    errorField: 12,
+    processCount: 13,
+    processStride: 14,
+    slots: 15,
+  },
+} as const;
+
+/** Bits of a process's kinds in the encoding. */
+export const PROCESS_KIND_BITS = { compute: 1, graphics: 2, mps: 4 } as const;

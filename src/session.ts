@@ -1,0 +1,319 @@
+/**
+ * openNvml(): the typed session API over the native addon. Deadlines live here: every
+ * asynchronous native call races a ref'd timer of `callTimeoutMs`; a missed deadline rejects
+ * with GPUGATE_TIMEOUT and poisons the session (the stuck NVML thread is abandoned, so the
+ * process can still exit).
+ */
+import { loadBinding } from './binding';
+import {
+  adviceForNvmlCode,
+  GPUGATE_LIBRARY_NOT_FOUND,
+  GPUGATE_SESSION_CLOSED,
+  GPUGATE_TIMEOUT,
+  looksLikeContainer,
+  nvmlCodeName,
+  NvmlError,
+} from './errors';
+import { resolveLibraryPath } from './library-path';
+import type { LibraryPathChoice } from './library-path';
+import type {
+  NativeBinding,
+  NativeDeviceIdentity,
+  NativeEncodedSnapshot,
+  NativeOpenError,
+  NativeOpenResult,
+  NativeSessionHandle,
+} from './native-binding';
+import { ENCODING } from './native-binding';
+import { decodeSnapshot } from './snapshot-decode';
+import type { LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from './types';
+
+/** Default deadline of one NVML request, in milliseconds. */
+export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+function checkTimeout(value: unknown): number {
+  if (value === undefined) return DEFAULT_CALL_TIMEOUT_MS;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMEOUT_MS) {
+    throw new RangeError(
+      `gpugate: option 'callTimeoutMs' must be a number of milliseconds between 1 and ${MAX_TIMEOUT_MS}, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+function cudaVersionText(version: number | null): string | null {
+  if (version === null) return null;
+  return `${Math.floor(version / 1000)}.${Math.floor((version % 1000) / 10)}`;
+}
+
+function isNativeOpenError(error: unknown): error is NativeOpenError {
+  return error instanceof Error && typeof (error as Partial<NativeOpenError>).kind === 'string';
+}
+
+/** Turns the addon's open failure into an NvmlError with an actionable message. */
+function openError(error: unknown, choice: LibraryPathChoice): NvmlError {
+  if (!isNativeOpenError(error)) {
+    return new NvmlError({
+      code: GPUGATE_SESSION_CLOSED,
+      nvmlReturn: null,
+      fn: 'open',
+      message: `gpugate: opening NVML failed: ${error instanceof Error ? error.message : String(error)}`,
+      cause: error,
+    });
+  }
+  if (error.kind === 'library') {
+    const dlerrors = error.attempts.map((a) => (a.error.startsWith(a.path) ? a.error : `${a.path}: ${a.error}`));
+    const where =
+      choice.source === 'option'
+        ? `the library given by the libraryPath option (${choice.path ?? ''}) could not be loaded`
+        : choice.source === 'GPUGATE_NVML_LIBRARY'
+          ? `the library named by GPUGATE_NVML_LIBRARY (${choice.path ?? ''}) could not be loaded`
+          : 'the NVML library (libnvidia-ml.so.1) was not found';
+    const hint =
+      choice.source === 'default'
+        ? 'No NVIDIA driver is installed here, or this is a container without the driver mounted ' +
+          '(run it with the NVIDIA container toolkit, e.g. `--gpus all` or the Kubernetes device plugin). ' +
+          'Set GPUGATE_NVML_LIBRARY (or the libraryPath option) to the path of libnvidia-ml.so.1; never a CUDA stubs/ copy.'
+        : 'Check the path, or unset it to search the driver directories.';
+    return new NvmlError({
+      code: GPUGATE_LIBRARY_NOT_FOUND,
+      nvmlReturn: null,
+      fn: 'dlopen',
+      message: `gpugate: ${where}. Tried:\n${dlerrors.map((line) => `  - ${line}`).join('\n')}\n${hint}`,
+      dlerrors,
+    });
+  }
+  const code = nvmlCodeName(error.nvmlReturn);
+  const atInit = error.fn === null || error.fn.startsWith('nvmlInit');
+  const advice = error.kind === 'function' ? null : adviceForNvmlCode(error.nvmlReturn, atInit, looksLikeContainer());
+  let message = `${error.message} [${code}]`;
+  if (advice !== null) message += `: ${advice}`;
+  if (error.simulatorError !== null) message += ` (simulator: ${error.simulatorError})`;
+  return new NvmlError({ code, nvmlReturn: error.nvmlReturn, fn: error.fn, message, cause: error });
+}
+
+/** Races `promise` against a ref'd timer; on expiry calls `onTimeout` and rejects with its error. */
+function withDeadline<T>(promise: Promise<T>, timeoutMs: number, onTimeout: () => NvmlError): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(onTimeout()), timeoutMs);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}
+
+interface CheckedSnapshotOptions {
+  processes: boolean;
+  memoryOnly: boolean;
+  devices: number[] | null;
+}
+
+class Session implements NvmlMemoryReader {
+  readonly library: LibraryInfo;
+  readonly deviceCount: number;
+  readonly #binding: NativeBinding;
+  readonly #handle: NativeSessionHandle;
+  readonly #identities: readonly NativeDeviceIdentity[];
+  readonly #timeoutMs: number;
+  #closed = false;
+  #poisonedBy: NvmlError | null = null;
+
+  constructor(binding: NativeBinding, handle: NativeSessionHandle, opened: NativeOpenResult, timeoutMs: number) {
+    this.#binding = binding;
+    this.#handle = handle;
+    this.#identities = opened.devices;
+    this.#timeoutMs = timeoutMs;
+    this.deviceCount = opened.devices.length;
+    this.library = {
+      path: opened.path,
+      driverVersion: opened.driverVersion,
+      nvmlVersion: opened.nvmlVersion,
+      cudaDriverVersion: cudaVersionText(opened.cudaDriverVersion),
+      variants: opened.variants,
+    };
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  #closedError(what: string): NvmlError {
+    if (this.#poisonedBy !== null) {
+      return new NvmlError({
+        code: GPUGATE_TIMEOUT,
+        nvmlReturn: null,
+        fn: what,
+        message: `gpugate: ${what}: the session is unusable since an earlier NVML call missed its deadline (${this.#poisonedBy.message})`,
+        cause: this.#poisonedBy,
+      });
+    }
+    return new NvmlError({
+      code: GPUGATE_SESSION_CLOSED,
+      nvmlReturn: null,
+      fn: what,
+      message: `gpugate: ${what}: the NVML session is closed; open a new one with openNvml()`,
+    });
+  }
+
+  #poison(what: string): NvmlError {
+    const error = new NvmlError({
+      code: GPUGATE_TIMEOUT,
+      nvmlReturn: null,
+      fn: what,
+      message:
+        `gpugate: ${what} did not answer within ${this.#timeoutMs} ms: an NVML call is stuck in the driver. ` +
+        'The session is closed and its NVML thread abandoned; check `dmesg` for NVIDIA Xid errors and whether nvidia-smi also hangs.',
+    });
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#poisonedBy = error;
+      this.#binding.abandon(this.#handle);
+    }
+    return error;
+  }
+
+  #checkOptions(options: unknown): CheckedSnapshotOptions {
+    if (options === undefined) return { processes: false, memoryOnly: false, devices: null };
+    if (typeof options !== 'object' || options === null) {
+      throw new TypeError('gpugate: snapshot options must be an object like { processes: true, devices: [0, 1] }');
+    }
+    const { processes, memoryOnly, devices } = options as Record<string, unknown>;
+    for (const [name, value] of [
+      ['processes', processes],
+      ['memoryOnly', memoryOnly],
+    ] as const) {
+      if (value !== undefined && typeof value !== 'boolean') {
+        throw new TypeError(`gpugate: snapshot option '${name}' must be a boolean, got ${JSON.stringify(value)}`);
+      }
+    }
+    let indices: number[] | null = null;
+    if (devices !== undefined) {
+      if (!Array.isArray(devices)) {
+        throw new TypeError(`gpugate: snapshot option 'devices' must be an array of NVML indices, got ${JSON.stringify(devices)}`);
+      }
+      for (const index of devices as unknown[]) {
+        if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= this.deviceCount) {
+          throw new RangeError(
+            `gpugate: snapshot option 'devices' contains ${JSON.stringify(index)}, which is not a device index of this host (0..${this.deviceCount - 1})`,
+          );
+        }
+      }
+      indices = devices as number[];
+    }
+    return { processes: processes === true, memoryOnly: memoryOnly === true, devices: indices };
+  }
+
+  #decode(encoded: NativeEncodedSnapshot, processes: boolean, takenAt: number): Snapshot {
+    return decodeSnapshot(encoded, this.#identities, { processes, takenAt });
+  }
+
+  snapshot(options?: SnapshotOptions): Promise<Snapshot> {
+    if (this.#closed) return Promise.reject(this.#closedError('snapshot'));
+    let checked: CheckedSnapshotOptions;
+    try {
+      checked = this.#checkOptions(options);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    const takenAt = Date.now();
+    const pending = this.#binding.snapshot(this.#handle, checked.processes, checked.memoryOnly, checked.devices);
+    const what = checked.processes ? 'snapshot (memory and process lists)' : 'snapshot';
+    return withDeadline(pending, this.#timeoutMs, () => this.#poison(what)).then((encoded) =>
+      this.#decode(encoded, checked.processes, takenAt),
+    );
+  }
+
+  snapshotSync(options?: SnapshotOptions): Snapshot {
+    if (this.#closed) throw this.#closedError('snapshotSync');
+    const checked = this.#checkOptions(options);
+    const takenAt = Date.now();
+    try {
+      const encoded = this.#binding.snapshotSync(
+        this.#handle,
+        checked.processes,
+        checked.memoryOnly,
+        checked.devices,
+        this.#timeoutMs,
+      );
+      return this.#decode(encoded, checked.processes, takenAt);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === GPUGATE_TIMEOUT) throw this.#poison('snapshotSync');
+      throw error;
+    }
+  }
+
+  readMemorySync(out?: Float64Array): Float64Array {
+    if (this.#closed) throw this.#closedError('readMemorySync');
+    const needed = this.deviceCount * ENCODING.memorySlots;
+    const target = out ?? new Float64Array(needed);
+    if (!(target instanceof Float64Array)) {
+      throw new TypeError('gpugate: readMemorySync(out): out must be a Float64Array');
+    }
+    try {
+      this.#binding.readMemory(this.#handle, target, this.#timeoutMs);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === GPUGATE_TIMEOUT) throw this.#poison('readMemorySync');
+      throw error;
+    }
+    return target;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await withDeadline(this.#binding.close(this.#handle), this.#timeoutMs, () => {
+      this.#binding.abandon(this.#handle);
+      return new NvmlError({
+        code: GPUGATE_TIMEOUT,
+        nvmlReturn: null,
+        fn: 'nvmlShutdown',
+        message: `gpugate: close did not finish within ${this.#timeoutMs} ms (a pending call or nvmlShutdown is stuck); its NVML thread was abandoned`,
+      });
+    });
+  }
+}
+
+/**
+ * Opens an NVML session: loads the library (option `libraryPath`, else GPUGATE_NVML_LIBRARY,
+ * else the driver's usual places), initialises NVML once and reads every device's identity.
+ * Rejects with an {@link NvmlError} (GPUGATE_LIBRARY_NOT_FOUND, NVML_ERROR_DRIVER_NOT_LOADED,
+ * GPUGATE_TIMEOUT...) whose message says what to do.
+ */
+export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemoryReader> {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('gpugate: openNvml(options): options must be an object like { libraryPath, callTimeoutMs }');
+  }
+  const timeoutMs = checkTimeout(options.callTimeoutMs);
+  const choice = resolveLibraryPath(options.libraryPath);
+  const binding = loadBinding();
+  const handle = binding.createSession();
+  let timedOut = false;
+  let opened: NativeOpenResult;
+  try {
+    opened = await withDeadline(binding.open(handle, choice.path), timeoutMs, () => {
+      timedOut = true;
+      binding.abandon(handle);
+      return new NvmlError({
+        code: GPUGATE_TIMEOUT,
+        nvmlReturn: null,
+        fn: 'nvmlInit',
+        message:
+          `gpugate: opening NVML (dlopen, nvmlInit, device handles) did not finish within ${timeoutMs} ms: the driver is stuck ` +
+          '(check `dmesg` for Xid errors and whether nvidia-smi hangs too); the NVML thread was abandoned',
+      });
+    });
+  } catch (error) {
+    if (timedOut) throw error;
+    await binding.close(handle);
+    throw openError(error, choice);
+  }
+  return new Session(binding, handle, opened, timeoutMs);
+}

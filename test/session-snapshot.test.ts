@@ -1,0 +1,138 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { openNvml } from '../src/session';
+import type { NvmlMemoryReader } from '../src/types';
+import { bundledScenario, freshSimulator, GiB, useScenario } from './session-helpers';
+
+const open: NvmlMemoryReader[] = [];
+afterEach(async () => {
+  while (open.length > 0) await open.pop()?.close();
+});
+
+async function session(libraryPath: string): Promise<NvmlMemoryReader> {
+  const s = await openNvml({ libraryPath });
+  open.push(s);
+  return s;
+}
+
+/** The bundled 8-GPU host with a vLLM-like load on GPUs 0 and 3 and distinct modes on GPU 7. */
+function busyHost() {
+  const scenario = bundledScenario('idle-8x-rtx-pro-6000.json');
+  const d0 = scenario.devices[0]!;
+  d0['memory'] = { totalBytes: 102641958912, reservedBytes: 493879296, usedBytes: 90 * GiB };
+  d0['processes'] = [
+    { pid: 4242, usedBytes: 60 * GiB, kinds: ['compute'], name: 'VLLM::Worker_TP0' },
+    { pid: 4243, usedBytes: 30 * GiB, kinds: ['compute', 'graphics'], name: 'python3' },
+    { pid: 4244, usedBytes: null, kinds: ['mps'], name: 'nvidia-cuda-mps-server' },
+  ];
+  d0['utilization'] = { gpu: 97, memory: 41 };
+  const d3 = scenario.devices[3]!;
+  d3['memory'] = { totalBytes: 102641958912, reservedBytes: 493879296, usedBytes: 2 * GiB };
+  d3['processes'] = [{ pid: 777, usedBytes: 2 * GiB, kinds: ['graphics'], name: 'Xorg' }];
+  const d7 = scenario.devices[7]!;
+  d7['persistenceMode'] = false;
+  d7['computeMode'] = 'exclusive_process';
+  return scenario;
+}
+
+describe('snapshot of the 8-GPU reference host through the real addon and simulator', () => {
+  it('reports the library, its versions and the newest symbol variants', async () => {
+    useScenario(busyHost());
+    const lib = freshSimulator();
+    const s = await session(lib);
+    expect(s.library.path).toBe(lib);
+    expect(s.library.driverVersion).toBe('580.95.05');
+    expect(s.library.nvmlVersion).toBe('13.580.95.05');
+    expect(s.library.cudaDriverVersion).toBe('13.0');
+    expect(s.library.variants['init']).toBe('nvmlInit_v2');
+    expect(s.library.variants['deviceGetMemoryInfo']).toBe('nvmlDeviceGetMemoryInfo_v2');
+    expect(s.library.variants['deviceGetComputeRunningProcesses']).toBe('nvmlDeviceGetComputeRunningProcesses_v3');
+    expect(s.library.variants['deviceGetPciInfo']).toBe('nvmlDeviceGetPciInfo_v3');
+    expect(s.library.variants['deviceGetCount']).toBe('nvmlDeviceGetCount_v2');
+    expect(s.deviceCount).toBe(8);
+  });
+
+  it('fills every field of every device, identity included', async () => {
+    const scenario = busyHost();
+    useScenario(scenario);
+    const s = await session(freshSimulator());
+    const before = Date.now();
+    const snap = await s.snapshot({ processes: true });
+    expect(snap.takenAt).toBeGreaterThanOrEqual(before - 1);
+    expect(snap.devices).toHaveLength(8);
+    snap.devices.forEach((device, i) => {
+      const source = scenario.devices[i]!;
+      const memory = source['memory'] as { totalBytes: number; reservedBytes: number; usedBytes: number };
+      expect(device.index).toBe(i);
+      expect(device.name).toBe('NVIDIA RTX PRO 6000 Blackwell Server Edition');
+      expect(device.uuid).toBe(source['uuid']);
+      expect(device.pciBusId).toBe(source['pciBusId']);
+      expect(device.minorNumber).toBe(source['minorNumber']);
+      expect(device.computeCapability).toBe('12.0');
+      expect(device.memory).toEqual({
+        totalBytes: memory.totalBytes,
+        reservedBytes: memory.reservedBytes,
+        usedBytes: memory.usedBytes,
+        freeBytes: memory.totalBytes - memory.reservedBytes - memory.usedBytes,
+        source: 'v2',
+      });
+      expect(device.temperatureC).toBe(source['temperatureC']);
+      expect(device.powerWatts).toBeCloseTo(source['powerWatts'] as number, 3);
+      expect(device.migMode).toBe(false);
+      expect(device.error).toBeNull();
+      expect(device.fieldErrors).toEqual({});
+      expect(device.processListSource?.symbol).toBe('nvmlDeviceGetComputeRunningProcesses_v3');
+    });
+    const [d0, , , d3, , , , d7] = snap.devices;
+    expect(d0?.utilization).toEqual({ gpuPercent: 97, memoryPercent: 41 });
+    expect(d0?.persistenceMode).toBe(true);
+    expect(d0?.computeMode).toBe('default');
+    expect(d7?.persistenceMode).toBe(false);
+    expect(d7?.computeMode).toBe('exclusive_process');
+    expect(d0?.processes).toEqual([
+      { pid: 4242, usedBytes: 60 * GiB, kinds: ['compute'], gpuInstanceId: null, computeInstanceId: null },
+      { pid: 4243, usedBytes: 30 * GiB, kinds: ['compute', 'graphics'], gpuInstanceId: null, computeInstanceId: null },
+      { pid: 4244, usedBytes: null, kinds: ['mps'], gpuInstanceId: null, computeInstanceId: null },
+    ]);
+    expect(d0?.processListSource?.strideBytes).toBe(24);
+    expect(d3?.processes).toEqual([
+      { pid: 777, usedBytes: 2 * GiB, kinds: ['graphics'], gpuInstanceId: null, computeInstanceId: null },
+    ]);
+    expect(snap.devices[1]?.processes).toEqual([]);
+    expect(snap.devices[1]?.processListSource?.strideBytes).toBeNull();
+  });
+
+  it('leaves processes out unless asked, and memoryOnly reads memory alone', async () => {
+    useScenario(busyHost());
+    const s = await session(freshSimulator());
+    const plain = await s.snapshot();
+    expect(plain.devices[0]).not.toHaveProperty('processes');
+    expect(plain.devices[0]?.temperatureC).toBe(31);
+    const fast = await s.snapshot({ memoryOnly: true, devices: [3, 0] });
+    expect(fast.devices.map((d) => d.index)).toEqual([3, 0]);
+    expect(fast.devices[1]?.memory?.usedBytes).toBe(90 * GiB);
+    expect(fast.devices[1]?.temperatureC).toBeNull();
+    expect(fast.devices[1]?.utilization).toBeNull();
+  });
+
+  it('gives the same answer from snapshotSync and the readMemorySync fast path', async () => {
+    useScenario(busyHost());
+    const s = await session(freshSimulator());
+    const asyncSnap = await s.snapshot({ processes: true });
+    const syncSnap = s.snapshotSync({ processes: true });
+    expect(syncSnap.devices).toEqual(asyncSnap.devices);
+    const out = s.readMemorySync();
+    expect(out).toHaveLength(8 * 5);
+    expect(Array.from(out.subarray(0, 5))).toEqual([102641958912, 102641958912 - 493879296 - 90 * GiB, 90 * GiB, 493879296, 0]);
+    const reused = new Float64Array(40);
+    expect(s.readMemorySync(reused)).toBe(reused);
+  });
+
+  it('rejects bad snapshot options with errors naming the option', async () => {
+    useScenario(busyHost());
+    const s = await session(freshSimulator());
+    await expect(s.snapshot({ devices: [8] })).rejects.toThrow(/'devices' contains 8.*0\.\.7/);
+    await expect(s.snapshot({ processes: 'yes' as unknown as boolean })).rejects.toThrow(TypeError);
+    expect(() => s.snapshotSync({ devices: [1.5] })).toThrow(RangeError);
+    expect(() => s.readMemorySync(new Float64Array(3))).toThrow(/'out' has 3 elements; 40 are needed/);
+  });
+});
