@@ -13,12 +13,16 @@
  *   nvml_client [--lib PATH] rawprocs INDEX              count and bytes written by the _v3 list
  *   nvml_client [--lib PATH] interactive                 reads "mem I" / "procs I" / "quit" lines
  *   nvml_client [--lib PATH] bench N                     ns per nvmlDeviceGetMemoryInfo_v2 call
+ *   nvml_client [--lib PATH] threads I                   a second thread reads device I's memory
+ *                                                         while the main thread reads device 0's
  *
  * Exit status: 0 when the command ran, 3 when init failed (the rc and the simulator's last
  * error are printed on stdout), 2 for usage errors.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,6 +382,39 @@ static int cmd_bench(long iterations) {
   return 0;
 }
 
+static volatile int side_done = 0;
+
+static void *side_thread(void *arg) {
+  unsigned int index = (unsigned int)(uintptr_t)arg;
+  dev_t_ d = NULL;
+  FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(index, &d);
+  mem_v2 m;
+  memset(&m, 0, sizeof m);
+  m.version = MEM_V2_VERSION;
+  FN(f_mem2, "nvmlDeviceGetMemoryInfo_v2")(d, &m);
+  side_done = 1;
+  return NULL;
+}
+
+static int cmd_threads(unsigned int index) {
+  if (do_init() != 0) return 3;
+  pthread_t t;
+  pthread_create(&t, NULL, side_thread, (void *)(uintptr_t)index);
+  usleep(100 * 1000);
+  dev_t_ d = NULL;
+  FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(0, &d);
+  int ok = 0;
+  for (int i = 0; i < 100; i++) {
+    mem_v2 m;
+    memset(&m, 0, sizeof m);
+    m.version = MEM_V2_VERSION;
+    if (FN(f_mem2, "nvmlDeviceGetMemoryInfo_v2")(d, &m) == 0) ok++;
+  }
+  printf("main-thread-reads-ok=%d side-thread-done=%d\n", ok, side_done);
+  fflush(stdout);
+  _exit(0);  /* the side thread may be hung inside the library: do not join it */
+}
+
 int main(int argc, char **argv) {
   const char *path = "libnvidia-ml.so.1";
   int repeat = 1;
@@ -403,6 +440,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "symbols") == 0) return cmd_symbols(argc - i, argv + i);
   if (strcmp(cmd, "rawprocs") == 0 && i < argc) return cmd_rawprocs((unsigned int)atoi(argv[i]));
   if (strcmp(cmd, "interactive") == 0) return cmd_interactive();
+  if (strcmp(cmd, "threads") == 0 && i < argc) return cmd_threads((unsigned int)atoi(argv[i]));
   if (strcmp(cmd, "bench") == 0 && i < argc) return cmd_bench(atol(argv[i]));
   fprintf(stderr, "nvml_client: unknown command %s\n", cmd);
   return 2;
