@@ -84,3 +84,15 @@ export class ProcRoot {
     rmSync(this.root, { recursive: true, force: true });
   }
 }
+
+/**
+ * A procfs root that shows only the given real processes (each entry a symlink to /proc/PID), so
+ * a test sees exactly the processes it spawned, read through their real /proc files.
+ */
+export function mirrorProcRoot(pids: number[]): { root: string; add(pid: number): void; remove(): void } {
+  const root = mkdtempSync(path.join(tmpdir(), 'gpugate-mirror-'));
+  writeFileSync(path.join(root, 'stat'), readFileSync('/proc/stat', 'utf8'));
+  const add = (pid: number): void => symlinkSync(`/proc/${pid}`, path.join(root, String(pid)));
+  for (const pid of pids) add(pid);
+  return { root, add, remove: () => rmSync(root, { recursive: true, force: true }) };
+}
