@@ -5,6 +5,8 @@ export default defineConfig({
   test: {
     pool: 'forks',
     include: ['test/**/*.test.ts'],
+    // Compiles dist/ once when src/ is newer: the CLI tests run the built command as a subprocess.
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },

@@ -40,7 +40,7 @@ export function demoScenario(workerPid: number, gonePids: readonly number[]): ob
       utilization: { gpu: 0, memory: 0 },
       temperatureC: 38 + index,
       powerWatts: 88.5,
-      processes: [{ pid, usedBytes: HELD_BYTES - 0.6 * GiB, kinds: ['compute'], name: `VLLM::Worker_TP${index}` }],
+      processes: [{ pid, usedBytes: Math.round(HELD_BYTES - 0.6 * GiB), kinds: ['compute'], name: `VLLM::Worker_TP${index}` }],
     };
   });
   const timeline: object[] = [];

@@ -97,7 +97,7 @@ export function gpuJson(gpu: GpuEvaluationView): GpuJson {
     freeBytes: memory?.freeBytes ?? null,
     neededFreeBytes: gpu.neededFreeBytes,
     maxUsedBytes: gpu.maxUsedBytes,
-    stableForMs: gpu.stableForMs,
+    stableForMs: Math.round(gpu.stableForMs),
     ok: gpu.ok,
     reasons: [...gpu.reasons],
     holders: gpu.holders.map(holderJson),

@@ -45,7 +45,9 @@ export class Logger {
   log(priority: PriorityValue, text: string): void {
     if (!this.enabled(priority)) return;
     const prefix = this.journal ? `<${priority}>` : '';
-    this.sink.write(`${prefix}gpugate: ${text.replace(/\r?\n/g, ' | ')}\n`);
+    // Library messages may already start with "gpugate: ": do not say it twice.
+    const body = text.startsWith('gpugate: ') ? text.slice('gpugate: '.length) : text;
+    this.sink.write(`${prefix}gpugate: ${body.replace(/\r?\n/g, ' | ')}\n`);
   }
 
   error(text: string): void { this.log(Priority.err, text); }

@@ -108,7 +108,10 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
       if (bytes !== null && bytes > 0) {
         rows.push([String(device.index), '-', 'unattributed', formatBytes(bytes), '-', '-', '-', '-', 'used memory no listed process accounts for (teardown in progress, or invisible holders)']);
       }
-      if (listed.length === 0 && (bytes === null || bytes <= 0) && (summary?.hiddenHolders.length ?? 0) === 0) {
+      if (device.processes === null || device.processes === undefined) {
+        const failure = device.fieldErrors.processes;
+        rows.push([String(device.index), '-', 'unreadable', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', `NVML's process list could not be read${failure === undefined ? '' : ` (${failure.code})`}: holders unknown`]);
+      } else if (listed.length === 0 && (bytes === null || bytes <= 0) && (summary?.hiddenHolders.length ?? 0) === 0) {
         rows.push([String(device.index), '-', 'none', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', `no holder (${shortBusId(device.pciBusId)})`]);
       }
     }

@@ -1,0 +1,135 @@
+/**
+ * The built `gpugate` command's command line: --version, --help per command with examples,
+ * usage errors (exit 64) that name the bad input, impossible configurations (exit 78).
+ */
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { cliEnv, cliPath, parseJsonOutput, runCli } from './helpers/cli';
+import { simDevice, writeScenario } from './helpers/sim';
+
+const twoIdleGpus = writeScenario({ devices: [simDevice(0), simDevice(1)] });
+
+describe('gpugate command line', () => {
+  it('is an executable file with a node shebang', () => {
+    accessSync(cliPath(), constants.X_OK);
+    expect(readFileSync(cliPath(), 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+  });
+
+  it('prints the package version with --version', async () => {
+    const run = await runCli(['--version']);
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', `file://${__filename}`), 'utf8')) as { version: string };
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toBe(`gpugate ${pkg.version}`);
+  });
+
+  it('lists every command in the top-level help', async () => {
+    const run = await runCli(['--help']);
+    expect(run.code).toBe(0);
+    for (const command of ['wait', 'check', 'status', 'holders', 'demo']) expect(run.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    expect(run.stdout).toContain('75');
+  });
+
+  it.each(['wait', 'check', 'status', 'holders', 'demo'])('gives %s its own --help with examples and exit codes', async (command) => {
+    const run = await runCli([command, '--help']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Usage: gpugate ${command}`);
+    expect(run.stdout).toMatch(/Examples:\n {2}gpugate /);
+    expect(run.stdout).toContain('Exit codes:');
+    expect(run.stderr).toBe('');
+  });
+
+  it('documents every wait flag of the contract in wait --help', async () => {
+    const run = await runCli(['wait', '--help']);
+    for (const flag of ['--gpus', '--min-free', '--margin', '--max-used', '--no-processes', '--ignore', '--stable', '--stable-tolerance',
+      '--timeout', '--interval', '--nvml-timeout', '--stale', '--kill-stale', '--kill-grace', '--dry-run', '--clean-shm', '--json',
+      '--notify', '--report-file', '--quiet', '--verbose', '--library']) {
+      expect(run.stdout).toContain(flag);
+    }
+  });
+
+  it('exits 64 naming an unknown flag', async () => {
+    const run = await runCli(['wait', '--frobnicate'], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain("unknown option '--frobnicate'");
+    expect(run.stderr).toContain('gpugate wait --help');
+  });
+
+  it('exits 64 naming an unknown command', async () => {
+    const run = await runCli(['wiat']);
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain("unknown command 'wiat'");
+  });
+
+  it('exits 64 without a command', async () => {
+    const run = await runCli([]);
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain('missing command');
+  });
+
+  it('exits 64 for a bad size, naming the flag, the value and what was expected', async () => {
+    const run = await runCli(['wait', '--margin', '2 GiBs', '--min-free', '0.9'], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain('--margin "2 GiBs"');
+    expect(run.stderr).toMatch(/expected a size/);
+  });
+
+  it('exits 64 for a bare-number duration and says units are needed', async () => {
+    const run = await runCli(['wait', '--timeout', '30'], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain('--timeout "30"');
+    expect(run.stderr).toMatch(/duration/);
+  });
+
+  it('exits 64 for a flag that needs a value but has none', async () => {
+    const run = await runCli(['check', '--gpus'], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain("option '--gpus' needs a value");
+  });
+
+  it('exits 64 for --stale with an unknown policy', async () => {
+    const run = await runCli(['wait', '--stale', 'sometimes'], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain('expected report, fail or ignore');
+  });
+
+  it('exits 64 for --dry-run without an action to rehearse', async () => {
+    const run = await runCli(['wait', '--dry-run'], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain('--dry-run only applies');
+  });
+
+  it("exits 64 when a command other than wait gets '--'", async () => {
+    const run = await runCli(['check', '--', 'true'], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain("accepted only by 'gpugate wait'");
+  });
+
+  it('exits 64 for a stray argument and hints at -- for wait', async () => {
+    const run = await runCli(['wait', 'vllm'], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain("unexpected argument 'vllm'");
+    expect(run.stderr).toContain("'--'");
+  });
+
+  it('exits 78 when --gpus matches no GPU, listing what exists', async () => {
+    const run = await runCli(['check', '--gpus', '5', '--json'], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(78);
+    expect(run.stderr).toMatch(/5/);
+    expect(run.stderr).toContain('GPU-7e570000-0000-4000-8000-000000000000');
+    const json = parseJsonOutput(run);
+    expect(json.exitCode).toBe(78);
+    expect(json.result).toBe('config-error');
+  });
+
+  it('exits 78 for an empty --gpus (e.g. an unset $SLURM_JOB_GPUS)', async () => {
+    const run = await runCli(['check', '--gpus', ''], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(78);
+    expect(run.stderr).toContain('selects no GPU');
+  });
+
+  it('exits 78 when the free-memory need exceeds the GPU total', async () => {
+    const run = await runCli(['check', '--min-free', '200GiB'], { env: cliEnv(twoIdleGpus) });
+    expect(run.code).toBe(78);
+    expect(run.stderr).toMatch(/200GiB|exceed|above|total/i);
+  });
+});
