@@ -312,6 +312,8 @@ describe('real-library behaviour', () => {
       const result = await runClient(['--lib', simLibraryPath(), 'rawprocs', '0'], simEnv(file));
       expect(result.stdout.trim()).toBe(`rc=0 count=3 bytesWritten=${3 * stride} pids=7001,7002,7003`);
     }
+    const bundled = await runClient(['--lib', simLibraryPath(), 'rawprocs', '1'], simEnv(bundledScenario('r535-stride')));
+    expect(bundled.stdout.trim()).toBe('rc=0 count=3 bytesWritten=96 pids=30111,30112,30113');
     const [snap] = await dump(writeScenario({ devices: [simDevice(0, { processes: procs })] }));
     expect(snap?.devices[0]?.processes?.map((p) => p.usedBytes)).toEqual([GiB, GiB, null]);
   });
@@ -337,6 +339,33 @@ describe('real-library behaviour', () => {
     ]);
     expect(snap?.devices[0]?.memory).toEqual({ totalBytes: 80 * GiB, freeBytes: 80 * GiB - 512 * MiB - 6 * GiB, usedBytes: 6 * GiB + 512 * MiB });
     expect(snap?.devices[0]?.pciBusId).toBe('0000:10:00.0');
+  });
+
+  it('finds handles by UUID and by PCI bus id (long and legacy forms), and reads names, modes, power and versions', async () => {
+    const p = await probe(bundledScenario('restart-race'));
+    expect(p.get('handle_by_uuid')).toEqual(['0', 'same']);
+    expect(p.get('handle_by_uuid_unknown')).toEqual(['6']);
+    expect(p.get('handle_by_pci')).toEqual(['0', 'same']);
+    expect(p.get('handle_by_pci_legacy')).toEqual(['0', 'same', '0000:18:00.0']);
+    expect(p.get('handle_by_pci_garbage')).toEqual(['2']);
+    expect(p.get('pci_info')).toEqual(['00000000:18:00.0', '0', '24', '0', '0x2BB510DE']);
+    expect(p.get('process_name')?.join(' ')).toBe('0 VLLM::Worker_TP0');
+    expect(p.get('process_name_unknown')).toEqual(['6']);
+    expect(p.get('modes')).toEqual(['index=0', 'persistence=0:1', 'computeMode=0:0', 'utilization=0:0/0', 'powerMw=0:62500', 'cuda=0:13000']);
+    expect(p.get('version_short')).toEqual(['7']);
+    expect(p.get('temperature')).toEqual(['0', '31']);
+    expect(p.get('mig_mode')).toEqual(['0', '0', '0']);
+  });
+
+  it('answers NOT_SUPPORTED for fields the scenario sets to null', async () => {
+    const file = writeScenario({
+      devices: [simDevice(0, { persistenceMode: null, computeMode: null, utilization: null, powerWatts: null, temperatureC: null, migMode: null })],
+    });
+    const p = await probe(file);
+    expect(p.get('modes')).toEqual(['index=0', 'persistence=3:9', 'computeMode=3:9', 'utilization=3:0/0', 'powerMw=3:0', 'cuda=0:13000']);
+    expect(p.get('temperature')?.[0]).toBe('3');
+    expect(p.get('mig_mode')).toEqual(['3', '9', '9']);
+    expect(p.get('mig_max')).toEqual(['3', '0']);
   });
 
   it('serves MIG devices by slot, with NOT_FOUND for holes, their own uuid, ids, memory and processes', async () => {
@@ -413,6 +442,28 @@ describe('timeline, faults, reload and statistics', () => {
     const snaps = await dump(file, ['--repeat', '3']);
     // Calls of nvmlDeviceGetMemoryInfo_v2 alternate device 0, 1: indices 0..5; 2 and 3 fail only on device 1.
     expect(snaps.map((s) => s.devices.map((d) => d.memoryRc))).toEqual([[0, 0], [0, 10], [0, 0]]);
+  });
+
+  it('a timeline entry can replace the fault list, and "all" changes every device', async () => {
+    const file = writeScenario({
+      devices: [simDevice(0), simDevice(1)],
+      timeline: [
+        { atCall: 1, function: 'nvmlDeviceGetCount_v2', set: { faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 0, return: 3 }] } },
+        { atCall: 2, function: 'nvmlDeviceGetCount_v2', device: 'all', set: { memory: { usedBytes: GiB } } },
+        { atCall: 2, function: 'nvmlDeviceGetCount_v2', set: { faults: [] } },
+      ],
+    });
+    const snaps = await dump(file, ['--repeat', '3']);
+    expect(snaps.map((s) => s.devices.map((d) => d.memoryRc))).toEqual([[0, 0], [3, 0], [0, 0]]);
+    expect(snaps.map((s) => s.devices.map((d) => d.memory?.usedBytes))).toEqual([[0, 0], [undefined, 0], [GiB, GiB]]);
+  });
+
+  it('a fault on nvmlInit_v2 makes init fail with that code and leaves the library uninitialised', async () => {
+    const file = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlInit_v2', return: 18, untilCall: 1 }] });
+    const result = await runClient(['--lib', simLibraryPath(), 'dump'], simEnv(file));
+    expect(result.code).toBe(3);
+    expect(result.stdout.trim()).toBe('init-failed rc=18 lastError=');
+    expect(result.stderr).toBe('');
   });
 
   it('delayMs delays the answer; hang blocks that call forever while other threads keep working', async () => {

@@ -244,6 +244,45 @@ static int cmd_probe(void) {
   n = 0;
   printf("procs_bad_handle %d\n", procs((dev_t_)&local, &n, NULL));
 
+  if (needed > 0) {
+    char pname[64];
+    rc = ((rc_t(*)(unsigned int, char *, unsigned int))sym("nvmlSystemGetProcessName"))(list[0].pid, pname, sizeof pname);
+    printf("process_name %d %s\n", rc, rc == 0 ? pname : "");
+  }
+  printf("process_name_unknown %d\n", ((rc_t(*)(unsigned int, char *, unsigned int))sym("nvmlSystemGetProcessName"))(1u, buf, sizeof buf));
+
+  char id[96];
+  dev_t_ other = NULL;
+  typedef rc_t (*f_bystr)(const char *, dev_t_ *);
+  if (uuid(d, id, sizeof id) == 0) {
+    rc = FN(f_bystr, "nvmlDeviceGetHandleByUUID")(id, &other);
+    printf("handle_by_uuid %d %s\n", rc, other == d ? "same" : "other");
+  }
+  printf("handle_by_uuid_unknown %d\n", FN(f_bystr, "nvmlDeviceGetHandleByUUID")("GPU-not-there", &other));
+  pci_info pci;
+  memset(&pci, 0, sizeof pci);
+  if (FN(f_pci, "nvmlDeviceGetPciInfo_v3")(d, &pci) == 0) {
+    other = NULL;
+    rc = FN(f_bystr, "nvmlDeviceGetHandleByPciBusId_v2")(pci.busId, &other);
+    printf("handle_by_pci %d %s\n", rc, other == d ? "same" : "other");
+    other = NULL;
+    rc = FN(f_bystr, "nvmlDeviceGetHandleByPciBusId_v2")(pci.legacy, &other);
+    printf("handle_by_pci_legacy %d %s %s\n", rc, other == d ? "same" : "other", pci.legacy);
+    printf("pci_info %s %u %u %u 0x%08X\n", pci.busId, pci.domain, pci.bus, pci.device, pci.pciDeviceId);
+  }
+  printf("handle_by_pci_garbage %d\n", FN(f_bystr, "nvmlDeviceGetHandleByPciBusId_v2")("not-a-bus-id", &other));
+  unsigned int idx = 99, pm = 9, util[2] = {0, 0}, mw = 0;
+  int cm = 9, cuda = 0;
+  FN(f_devuint, "nvmlDeviceGetIndex")(d, &idx);
+  rc_t pmrc = ((rc_t(*)(dev_t_, unsigned int *))sym("nvmlDeviceGetPersistenceMode"))(d, &pm);
+  rc_t cmrc = ((rc_t(*)(dev_t_, int *))sym("nvmlDeviceGetComputeMode"))(d, &cm);
+  rc_t urc = ((rc_t(*)(dev_t_, unsigned int *))sym("nvmlDeviceGetUtilizationRates"))(d, util);
+  rc_t prc = FN(f_devuint, "nvmlDeviceGetPowerUsage")(d, &mw);
+  rc_t crc = ((rc_t(*)(int *))sym("nvmlSystemGetCudaDriverVersion_v2"))(&cuda);
+  printf("modes index=%u persistence=%d:%u computeMode=%d:%d utilization=%d:%u/%u powerMw=%d:%u cuda=%d:%d\n", idx, pmrc, pm,
+         cmrc, cm, urc, util[0], util[1], prc, mw, crc, cuda);
+  printf("version_short %d\n", FN(f_sysstr, "nvmlSystemGetDriverVersion")(buf, 4));
+
   unsigned int t;
   printf("temperature_bad_sensor %d\n", FN(f_temp, "nvmlDeviceGetTemperature")(d, 7, &t));
   rc = FN(f_temp, "nvmlDeviceGetTemperature")(d, 0, &t);
