@@ -8,11 +8,12 @@ import type { BenchReport, GoalResult, LatencyRow } from './report-types';
 const LABELS: Record<string, string> = {
   cFloorMemory: 'C floor, memory',
   cFloorProcesses: 'C floor, memory + process lists',
-  nativeRead: 'addon native read into Float64Array',
+  nativeRead: 'readMemorySync(Float64Array): native read',
   snapshotSyncMemory: 'snapshotSync(), memory only',
   snapshotAsyncMemory: 'snapshot(), memory only',
-  snapshotSyncProcesses: 'snapshotSync({ processes: true })',
-  snapshotAsyncProcesses: 'snapshot({ processes: true })',
+  snapshotSyncProcesses: 'snapshotSync(), memory + processes',
+  snapshotAsyncProcesses: 'snapshot(), memory + processes',
+  snapshotAsyncFull: 'snapshot({ processes: true }), all fields',
   subprocessExecFile: 'nvidia-smi style: execFile per poll',
   subprocessShellLoop: 'nvidia-smi style: shell loop per poll',
 };
@@ -40,7 +41,7 @@ function find(rows: readonly LatencyRow[], contender: string, size: string): Lat
 }
 
 function floorFor(rows: readonly LatencyRow[], row: LatencyRow): LatencyRow | undefined {
-  const contender = row.contender.endsWith('Processes') ? 'cFloorProcesses' : 'cFloorMemory';
+  const contender = row.contender.endsWith('Processes') || row.contender.endsWith('Full') ? 'cFloorProcesses' : 'cFloorMemory';
   return find(rows, contender, row.size);
 }
 
@@ -119,8 +120,9 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
   lines.push('');
   lines.push('In-process rows time batches of calls (a sample = a batch lasting ≥ 20 µs, divided by its size);');
   lines.push('subprocess rows time every spawn. Process-list rows compare with the C floor that also reads the lists.');
+  lines.push('"memory only" is `{ memoryOnly: true }`; "all fields" adds modes, utilisation, temperature and power (what `gpugate wait` polls).');
   if (report.nativeReadPath === null) lines.push('The addon offered no typed-array memory read: that contender is missing.');
-  else lines.push(`Native read path: ${report.nativeReadPath}.`);
+  else lines.push(`Native read path: \`${report.nativeReadPath}\`.`);
   lines.push('');
   lines.push('## Event loop while a process-list call takes 5 ms (8 GPUs × 2 processes)', '');
   lines.push('| path | snapshots | mean snapshot | delay p50 | delay p99 | delay max |');

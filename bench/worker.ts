@@ -10,12 +10,11 @@
  *   rss       {count}: resident memory before and after `count` snapshots (run with --expose-gc)
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { NvmlSession, OpenNvmlOptions, Snapshot } from '../src/types';
+import type { NvmlMemoryReader, OpenNvmlOptions, Snapshot } from '../src/types';
 import { packageEntry } from './paths';
 import { measureAsync, measureSync, type BatchPlan, type LatencySummaryNs } from './stats';
-import { findNativeMemoryReader } from './native-reader';
 
-type OpenNvml = (options?: OpenNvmlOptions) => Promise<NvmlSession>;
+type OpenNvml = (options?: OpenNvmlOptions) => Promise<NvmlMemoryReader>;
 
 function loadGpugate(): { openNvml: OpenNvml } {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -39,6 +38,17 @@ function checkSnapshot(snapshot: Snapshot, processesPerDevice: number | null): v
   }
 }
 
+/** The typed-array read must agree with the decoded snapshot (5 slots per device; used at slot 2). */
+function checkMemoryArray(out: Float64Array, snapshot: Snapshot): void {
+  const slots = out.length / snapshot.devices.length;
+  for (const device of snapshot.devices) {
+    const used = out[device.index * slots + 2];
+    if (used !== device.memory?.usedBytes) {
+      throw new Error(`gpugate bench: readMemorySync gave ${used} used bytes for device ${device.index}, the snapshot ${device.memory?.usedBytes}`);
+    }
+  }
+}
+
 interface LatencyParams extends BatchPlan {
   processesPerDevice: number;
 }
@@ -46,25 +56,27 @@ interface LatencyParams extends BatchPlan {
 async function latency(params: LatencyParams): Promise<unknown> {
   const session = await loadGpugate().openNvml();
   try {
-    const first = session.snapshotSync();
+    const memoryOnly = { memoryOnly: true };
+    const withProcesses = { memoryOnly: true, processes: true };
+    const first = session.snapshotSync(memoryOnly);
     const deviceCount = first.devices.length;
     checkSnapshot(first, null);
-    checkSnapshot(session.snapshotSync({ processes: true }), params.processesPerDevice);
+    checkSnapshot(session.snapshotSync(withProcesses), params.processesPerDevice);
+    checkSnapshot(await session.snapshot(withProcesses), params.processesPerDevice);
     checkSnapshot(await session.snapshot({ processes: true }), params.processesPerDevice);
+    const out = session.readMemorySync();
+    checkMemoryArray(out, first);
 
     const contenders: Record<string, LatencySummaryNs> = {};
-    const reader = findNativeMemoryReader(session, deviceCount);
-    if (reader !== null) {
-      reader.check();
-      contenders['nativeRead'] = measureSync(reader.read, params);
-    }
-    contenders['snapshotSyncMemory'] = measureSync(() => session.snapshotSync(), params);
-    contenders['snapshotAsyncMemory'] = await measureAsync(() => session.snapshot(), params);
-    contenders['snapshotSyncProcesses'] = measureSync(() => session.snapshotSync({ processes: true }), params);
-    contenders['snapshotAsyncProcesses'] = await measureAsync(() => session.snapshot({ processes: true }), params);
+    contenders['nativeRead'] = measureSync(() => session.readMemorySync(out), params);
+    contenders['snapshotSyncMemory'] = measureSync(() => session.snapshotSync(memoryOnly), params);
+    contenders['snapshotAsyncMemory'] = await measureAsync(() => session.snapshot(memoryOnly), params);
+    contenders['snapshotSyncProcesses'] = measureSync(() => session.snapshotSync(withProcesses), params);
+    contenders['snapshotAsyncProcesses'] = await measureAsync(() => session.snapshot(withProcesses), params);
+    contenders['snapshotAsyncFull'] = await measureAsync(() => session.snapshot({ processes: true }), params);
     return {
       deviceCount,
-      nativeReadPath: reader?.description ?? null,
+      nativeReadPath: 'session.readMemorySync(out: Float64Array)',
       contenders,
     };
   } finally {
@@ -76,7 +88,8 @@ async function eventLoop(params: { durationMs: number }): Promise<unknown> {
   const resolutionMs = 1;
   const session = await loadGpugate().openNvml();
   try {
-    session.snapshotSync({ processes: true });
+    const withProcesses = { memoryOnly: true, processes: true };
+    session.snapshotSync(withProcesses);
     const measure = async (op: () => Promise<unknown>): Promise<Record<string, number>> => {
       const histogram = monitorEventLoopDelay({ resolution: resolutionMs });
       histogram.enable();
@@ -99,10 +112,10 @@ async function eventLoop(params: { durationMs: number }): Promise<unknown> {
         delayMaxMs: delayMs(histogram.max),
       };
     };
-    const asyncPath = await measure(() => session.snapshot({ processes: true }));
+    const asyncPath = await measure(() => session.snapshot(withProcesses));
     // The contrast: the blocking path, yielding to the event loop between snapshots.
     const syncPath = await measure(async () => {
-      session.snapshotSync({ processes: true });
+      session.snapshotSync(withProcesses);
       await new Promise<void>((resolve) => setImmediate(resolve));
     });
     return { resolutionMs, asyncPath, syncPath };
@@ -116,17 +129,18 @@ async function residentMemory(params: { count: number }): Promise<unknown> {
   if (gc === undefined) throw new Error('gpugate bench: the rss mode needs node --expose-gc');
   const session = await loadGpugate().openNvml();
   try {
-    for (let i = 0; i < 10_000; i++) session.snapshotSync();
+    const memoryOnly = { memoryOnly: true };
+    for (let i = 0; i < 10_000; i++) session.snapshotSync(memoryOnly);
     gc();
     const before = process.memoryUsage();
     const start = performance.now();
-    for (let i = 0; i < params.count; i++) session.snapshotSync();
+    for (let i = 0; i < params.count; i++) session.snapshotSync(memoryOnly);
     const elapsedMs = performance.now() - start;
     gc();
     const after = process.memoryUsage();
     return {
       count: params.count,
-      path: 'snapshotSync, memory only',
+      path: 'snapshotSync({ memoryOnly: true })',
       elapsedMs,
       rssBeforeBytes: before.rss,
       rssAfterBytes: after.rss,

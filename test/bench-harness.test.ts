@@ -1,0 +1,83 @@
+/**
+ * `npm run bench -- --quick` as a user runs it: the real harness, the real C programs compiled
+ * with cc, the real addon and CLI against the simulator. Pins that every contender and figure is
+ * reported and that the JSON matches the markdown; the speed goals are the benchmark's business,
+ * not this test's (it asserts no time).
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { repoRoot } from '../bench/paths';
+import type { BenchReport } from '../bench/report-types';
+
+const run = promisify(execFile);
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpugate-bench-run-'));
+
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+describe('npm run bench -- --quick', () => {
+  it('prints the table with every contender at every size, the goals, and writes the same figures as JSON', { timeout: 180_000 }, async () => {
+    const out = path.join(dir, 'latest.json');
+    const { stdout } = await run('npm', ['run', '--silent', 'bench', '--', '--quick', '--out', out], {
+      cwd: repoRoot(),
+      maxBuffer: 16 << 20,
+      timeout: 170_000,
+    });
+    const report = JSON.parse(fs.readFileSync(out, 'utf8')) as BenchReport;
+    expect(report.quick).toBe(true);
+    expect(stdout).toContain('# gpugate poll-latency benchmark (--quick)');
+
+    const inProcess = [
+      'cFloorMemory',
+      'cFloorProcesses',
+      'nativeRead',
+      'snapshotSyncMemory',
+      'snapshotAsyncMemory',
+      'snapshotSyncProcesses',
+      'snapshotAsyncProcesses',
+      'snapshotAsyncFull',
+    ];
+    for (const devices of [1, 8, 16]) {
+      for (const processesPerDevice of [0, 2, 8]) {
+        for (const contender of inProcess) {
+          const row = report.rows.find((r) => r.contender === contender && r.devices === devices && r.processesPerDevice === processesPerDevice);
+          expect(row, `${contender} at ${devices}x${processesPerDevice}`).toBeDefined();
+          expect(row!.ns.median).toBeGreaterThan(0);
+          expect(row!.ns.p99).toBeGreaterThanOrEqual(row!.ns.median);
+        }
+      }
+      for (const contender of ['subprocessExecFile', 'subprocessShellLoop']) {
+        expect(report.rows.some((r) => r.contender === contender && r.devices === devices)).toBe(true);
+      }
+    }
+    for (const label of [
+      'C floor, memory',
+      'readMemorySync(Float64Array): native read',
+      'snapshotSync(), memory only',
+      'snapshot(), memory only',
+      'snapshot(), memory + processes',
+      'snapshot({ processes: true }), all fields',
+      'nvidia-smi style: execFile per poll',
+      'nvidia-smi style: shell loop per poll',
+      '`gpugate check`',
+      "`node -e ''`",
+    ]) {
+      expect(stdout).toContain(label);
+    }
+    // Ratios against the C floor and against the subprocess poll are in the same table.
+    expect(stdout).toContain('| × C floor | subprocess poll ÷ this |');
+
+    // Figures that are facts, not speeds: one NVML initialisation in every measuring process.
+    expect(report.initCounts.length).toBeGreaterThanOrEqual(11);
+    expect(report.initCounts.map((entry) => entry.inits)).toEqual(report.initCounts.map(() => 1));
+    expect(report.eventLoop.asyncPath.snapshots).toBeGreaterThan(0);
+    expect(report.eventLoop.asyncPath.snapshotMeanMs).toBeGreaterThanOrEqual(5); // the injected 5 ms call ran
+    expect(report.rss.count).toBeGreaterThan(0);
+    expect(report.startup?.error).toBeNull();
+    expect(report.goals.length).toBe(12);
+    for (const goal of report.goals) expect(stdout).toContain(`| ${goal.goal} | ${goal.measured} |`);
+  });
+});
