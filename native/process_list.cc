@@ -15,6 +15,7 @@ constexpr size_t kWidestEntryBytes = 32;
 constexpr int kFillAttempts = 4;
 constexpr unsigned kMaxPlausibleInstanceId = 255;
 constexpr size_t kStrides[] = {16, 24, 32};
+constexpr unsigned kPidMaxLimit = 4194304;  // PID_MAX_LIMIT on 64-bit Linux: no pid is larger
 
 struct RawEntry {
   unsigned pid;
@@ -61,12 +62,12 @@ std::vector<RawEntry> Decode(const std::vector<unsigned char>& buffer, unsigned 
 
 bool InstanceIdPlausible(unsigned id) { return id == GPUGATE_NVML_INSTANCE_ID_NONE || id <= kMaxPlausibleInstanceId; }
 
-// Every entry must look like a process; the memory sum must fit under `memoryBound` (if known).
-bool Plausible(const std::vector<RawEntry>& entries, double memoryBound) {
-  const unsigned pidMax = PidMax();
+// Every entry must look like a process (pid within `pidBound`, instance ids "none" or small)
+// and the memory sum must fit under `memoryBound` (if known).
+bool Plausible(const std::vector<RawEntry>& entries, unsigned pidBound, double memoryBound) {
   double sum = 0;
   for (const RawEntry& entry : entries) {
-    if (entry.pid == 0 || entry.pid > pidMax) return false;
+    if (entry.pid == 0 || entry.pid > pidBound) return false;
     if (entry.hasInstanceIds &&
         (!InstanceIdPlausible(entry.gpuInstanceId) || !InstanceIdPlausible(entry.computeInstanceId))) {
       return false;
@@ -128,12 +129,18 @@ RawList ReadOneList(const SymbolTable& symbols, Fn fn, nvmlDevice_t device, doub
   const size_t measured = MeasuredStride(buffer, count, declared);
   std::vector<size_t> order{measured, declared};
   for (size_t stride : kStrides) order.push_back(stride);
-  // First choice: within the used memory; second: within the total (scenarios and drivers
-  // that account memory loosely); otherwise the list cannot be trusted.
-  for (double bound : {usedBytes, totalBytes}) {
+  // Strict check first (pids within this kernel's pid_max, memory within the device's used
+  // memory); then a relaxed one (pids within the kernel's absolute limit, which a host with a
+  // larger pid_max than ours, e.g. outside this container, may use; memory within the total,
+  // for drivers that account memory loosely). Otherwise the list cannot be trusted.
+  const struct {
+    unsigned pidBound;
+    double memoryBound;
+  } checks[] = {{PidMax(), usedBytes}, {kPidMaxLimit, totalBytes}};
+  for (const auto& check : checks) {
     for (size_t stride : order) {
       std::vector<RawEntry> entries = Decode(buffer, count, stride);
-      if (Plausible(entries, bound)) {
+      if (Plausible(entries, check.pidBound, check.memoryBound)) {
         list.strideBytes = stride;
         list.entries = std::move(entries);
         return list;
@@ -174,7 +181,7 @@ void Merge(const RawList& list, unsigned kindBit, std::vector<ProcessReading>* m
 
 unsigned PidMax() {
   static const unsigned pidMax = [] {
-    unsigned value = 4194304;  // the kernel's upper limit on 64-bit
+    unsigned value = kPidMaxLimit;
     if (FILE* file = std::fopen("/proc/sys/kernel/pid_max", "r")) {
       unsigned read = 0;
       if (std::fscanf(file, "%u", &read) == 1 && read > 0) value = read;
