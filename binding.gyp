@@ -44,7 +44,7 @@
         "sim/scenario_reader.cc",
         "sim/symbols.cc"
       ],
-      "ldflags": ["-Wl,--version-script=<(module_root_dir)/sim/exports.map"],
+      "ldflags": ["-Xlinker", "--version-script", "-Xlinker", "<!(node -p \"require('path').resolve('sim/exports.map')\")"],
       "libraries": ["-lpthread"]
     },
     {
@@ -64,7 +64,7 @@
         "sim/symbols.cc"
       ],
       "defines": ["GPUGATE_SIM_LEGACY"],
-      "ldflags": ["-Wl,--version-script=<(module_root_dir)/sim/exports.map"],
+      "ldflags": ["-Xlinker", "--version-script", "-Xlinker", "<!(node -p \"require('path').resolve('sim/exports.map')\")"],
       "libraries": ["-lpthread"]
     },
     {
