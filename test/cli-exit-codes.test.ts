@@ -1,0 +1,130 @@
+/**
+ * Each exit code of the contract's table, produced by a real situation: the built command as a
+ * subprocess, reading the NVML simulator through the real addon, with real processes as holders.
+ * (64 and 78 are in cli-usage.test.ts; 130/143 in cli-signals.test.ts.)
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
+import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
+
+const GiB = 1024 ** 3;
+const children: ChildProcess[] = [];
+
+/** A real process to stand as a GPU holder (killed after the tests). */
+function startHolder(): number {
+  const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+  children.push(child);
+  if (child.pid === undefined) throw new Error('could not start sleep');
+  return child.pid;
+}
+
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+describe('gpugate exit codes', () => {
+  it('exits 0 from check when every GPU is idle', async () => {
+    const scenario = writeScenario({ devices: [simDevice(0), simDevice(1)] });
+    const run = await runCli(['check'], { env: cliEnv(scenario) });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/^gpugate: ready gpus=0,1 /m);
+  });
+
+  it('exits 75 from check when a real process holds the GPU, naming it', async () => {
+    const pid = startHolder();
+    const scenario = writeScenario({
+      devices: [
+        simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 40 * GiB }, processes: [{ pid, usedBytes: 40 * GiB, kinds: ['compute'] }] }),
+        simDevice(1),
+      ],
+    });
+    const run = await runCli(['check', '--max-used', '1GiB', '--json'], { env: cliEnv(scenario) });
+    expect(run.code).toBe(75);
+    expect(run.stderr).toMatch(new RegExp(`busy gpu=0 .*holders=${pid}/sleep/active`));
+    const json = parseJsonOutput(run);
+    expect(json.result).toBe('busy');
+    const gpus = json.gpus as Array<{ index: number; ok: boolean; holders: Array<{ pid: number; class: string }> }>;
+    expect(gpus.map((gpu) => [gpu.index, gpu.ok])).toEqual([[0, false], [1, true]]);
+    expect(gpus[0]?.holders).toEqual([expect.objectContaining({ pid, class: 'active' })]);
+  });
+
+  it('exits 75 when wait times out, and the JSON names the GPU and its holder', async () => {
+    const pid = startHolder();
+    const scenario = writeScenario({
+      devices: [
+        simDevice(0),
+        simDevice(1, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 90 * GiB }, processes: [{ pid, usedBytes: 90 * GiB, kinds: ['compute'] }] }),
+      ],
+    });
+    const run = await runCli(['wait', '--min-free', '0.9', '--stable', '200ms', '--timeout', '1s', '--interval', '100ms', '--json'], { env: cliEnv(scenario) });
+    expect(run.code).toBe(75);
+    const json = parseJsonOutput(run);
+    expect(json).toMatchObject({ command: 'wait', result: 'timeout', exitCode: 75 });
+    const busy = (json.gpus as Array<{ index: number; uuid: string; ok: boolean; reasons: string[]; holders: Array<{ pid: number; class: string; name: string }> }>).filter((gpu) => !gpu.ok);
+    expect(busy).toHaveLength(1);
+    expect(busy[0]).toMatchObject({ index: 1, uuid: 'GPU-7e570000-0000-4000-8000-000000000001', reasons: ['memory'] });
+    expect(busy[0]?.holders).toEqual([expect.objectContaining({ pid, class: 'active', name: 'sleep' })]);
+    expect(String(json.reason)).toContain('GPU-7e570000-0000-4000-8000-000000000001');
+    expect(run.stderr).toMatch(new RegExp(`^gpugate: timeout gpu=1 .*holders=${pid}/sleep/active`, 'm'));
+  });
+
+  it('exits 69 when an NVML call hangs, within --nvml-timeout plus a second', async () => {
+    const scenario = writeScenario({
+      devices: [simDevice(0)],
+      // The first snapshots answer; from the 4th memory query on, the driver never answers.
+      faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', hang: true, fromCall: 4 }],
+    });
+    const run = await runCli(['wait', '--max-used', '1GiB', '--stable', '10s', '--interval', '100ms', '--nvml-timeout', '1s', '--json'], { env: cliEnv(scenario), killAfterMs: 25_000 });
+    expect(run.signal).toBeNull();
+    expect(run.code).toBe(69);
+    const json = parseJsonOutput(run);
+    expect(json.result).toBe('unavailable');
+    // Generous: the deadline is 1 s, the stall is detected at most 1 s later; node start-up on a busy machine on top.
+    expect(run.elapsedMs).toBeLessThan(9000);
+  });
+
+  it('exits 69 when nvmlInit hangs', async () => {
+    const scenario = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlInit_v2', hang: true }] });
+    const run = await runCli(['check', '--nvml-timeout', '1s'], { env: cliEnv(scenario), killAfterMs: 25_000 });
+    expect(run.signal).toBeNull();
+    expect(run.code).toBe(69);
+    expect(run.elapsedMs).toBeLessThan(9000);
+  });
+
+  it('exits 69 when the NVML library is missing, naming the path tried', async () => {
+    const scenario = writeScenario({ devices: [simDevice(0)] });
+    const run = await runCli(['wait', '--library', '/nonexistent/libnvidia-ml.so.1'], { env: cliEnv(scenario) });
+    expect(run.code).toBe(69);
+    expect(run.stderr).toContain('/nonexistent/libnvidia-ml.so.1');
+    expect(run.stderr).toContain('(exit 69/UNAVAILABLE)');
+  });
+
+  it('exits 69 at once when a selected GPU has fallen off the bus', async () => {
+    const run = await runCli(['wait', '--timeout', '20s', '--json'], { env: cliEnv(bundledScenario('lost-gpu')) });
+    expect(run.code).toBe(69);
+    expect(parseJsonOutput(run).error).toMatchObject({ code: 'NVML_ERROR_GPU_IS_LOST' });
+    expect(run.elapsedMs).toBeLessThan(15_000);
+  });
+
+  it('exits 0 for the same lost-GPU host when only healthy GPUs are selected', async () => {
+    const run = await runCli(['check', '--gpus', '0,1'], { env: cliEnv(bundledScenario('lost-gpu')) });
+    expect(run.code).toBe(0);
+  });
+
+  it('writes the final reason to --report-file', async () => {
+    const pid = startHolder();
+    const scenario = writeScenario({
+      devices: [simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 8 * GiB }, processes: [{ pid, usedBytes: 8 * GiB, kinds: ['compute'] }] })],
+    });
+    const report = `${writeScenario('')}.reason`;
+    const run = await runCli(['wait', '--timeout', '500ms', '--report-file', report], { env: cliEnv(scenario) });
+    expect(run.code).toBe(75);
+    const line = readFileSync(report, 'utf8');
+    expect(line.endsWith('\n')).toBe(true);
+    expect(line.trim().split('\n')).toHaveLength(1);
+    expect(line).toContain('GPU 0 (GPU-7e570000-0000-4000-8000-000000000000)');
+    expect(line).toContain('used 8GiB > allowed 1GiB');
+  });
+});
