@@ -14,14 +14,7 @@ import { GpuWaitTimeoutError } from './wait-timeout-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from './procfs';
 import { NvmlError, isFatalNvmlError } from './errors';
-
-// TEMPORARY until src/session.ts lands: loaded lazily so this file compiles first.
-interface SessionModule {
-  openNvml(options?: OpenNvmlOptions): Promise<NvmlSession> | NvmlSession;
-}
-function openNvml(options: OpenNvmlOptions): Promise<NvmlSession> | NvmlSession {
-  return (require('./session') as SessionModule).openNvml(options);
-}
+import { openNvml } from './session';
 
 /** Options of waitForGpusFree (and checkGpusOnce, which ignores the timing ones). */
 export interface WaitOptions extends CriteriaOptions {
@@ -129,7 +122,7 @@ async function acquireSession(options: WaitOptions): Promise<{ session: NvmlSess
     const openOptions: OpenNvmlOptions = {};
     if (options.libraryPath !== undefined) openOptions.libraryPath = options.libraryPath;
     if (options.callTimeoutMs !== undefined) openOptions.callTimeoutMs = options.callTimeoutMs;
-    entry = { session: Promise.resolve(openNvml(openOptions)), refs: 0 };
+    entry = { session: openNvml(openOptions), refs: 0 };
     sharedSessions.set(key, entry);
   }
   const current = entry;

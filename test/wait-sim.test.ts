@@ -1,0 +1,150 @@
+/**
+ * waitForGpusFree through the real addon and the NVML simulator (each test loads its own copy
+ * of the simulator library, so timelines and call counts start at zero): the restart race
+ * resolves only once memory is free and stable, moving memory times out as 'unstable', a lost
+ * GPU rejects at once, abort is prompt, and two waiters share one poll per interval.
+ */
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { checkGpusOnce, waitForGpusFree, type Evaluation } from '../src/wait';
+import { GpuWaitTimeoutError } from '../src/wait-timeout-error';
+import { NvmlError } from '../src/errors';
+import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
+
+const TOTAL = 96 * GiB;
+
+function gpu(index: number, usedBytes: number, processes: Array<{ pid: number; usedBytes: number }> = []): Record<string, unknown> {
+  return {
+    name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition',
+    uuid: `GPU-${String(index).padStart(8, '0')}-1111-2222-3333-444455556666`,
+    pciBusId: `00000000:${(0x18 + index * 0x10).toString(16).toUpperCase()}:00.0`,
+    minorNumber: index,
+    computeCapability: [12, 0],
+    memory: { totalBytes: TOTAL, reservedBytes: 0, usedBytes },
+    persistenceMode: true,
+    computeMode: 'default',
+    migMode: false,
+    utilization: { gpu: 0, memory: 0 },
+    temperatureC: 30,
+    powerWatts: 60,
+    processes: processes.map((p) => ({ ...p, kinds: ['compute'] })),
+  };
+}
+
+function statsOf(file: string): Record<string, number> {
+  return (JSON.parse(readFileSync(file, 'utf8')) as { calls: Record<string, number> }).calls;
+}
+
+describe('waitForGpusFree on the simulator', () => {
+  it('restart race: resolves only after memory is free on every GPU and has stayed stable', async () => {
+    useScenario(bundledScenario('restart-race.json'));
+    const libraryPath = freshSimulator();
+    const seen: Evaluation[] = [];
+    const result = await waitForGpusFree({
+      libraryPath,
+      minFree: { fraction: 0.9 },
+      stableMs: 800,
+      intervalMs: 100,
+      timeoutMs: 25_000,
+      env: {},
+      onPoll: (evaluation) => seen.push(evaluation),
+    });
+    expect(result.devices).toHaveLength(8);
+    for (const device of result.devices) {
+      expect(device.ok).toBe(true);
+      expect(device.memory!.usedBytes).toBe(0);
+      expect(device.stableForMs).toBeGreaterThanOrEqual(800);
+    }
+    const before = seen.slice(0, -1);
+    expect(before.every((e) => !e.ok)).toBe(true);
+    // The workers were listed and gone from /proc at first; memory was short; then free
+    // everywhere but not yet stable; GPU 6, whose memory moved last, was the last to settle.
+    expect(seen[0]!.devices[0]!.holders.map((h) => [h.pid, h.class])).toEqual([[48211, 'gone']]);
+    expect(before.some((e) => e.devices[0]!.reasons.includes('memory'))).toBe(true);
+    expect(before.some((e) => e.devices[6]!.reasons.join() === 'unstable' && e.devices.filter((d) => d.index !== 6).every((d) => d.ok))).toBe(true);
+    expect(before.some((e) => e.devices.every((d) => d.reasons.join() === 'unstable'))).toBe(true);
+    expect(result.polls).toBe(seen.length);
+  });
+
+  it('memory that keeps moving times out with reason unstable', async () => {
+    // Used memory flips between 0 and 2 GiB every 50 ms for a minute: always enough free, never steady.
+    const timeline = Array.from({ length: 1200 }, (_, i) => ({ atMs: i * 50, device: 0, set: { memory: { usedBytes: (i % 2) * 2 * GiB } } }));
+    useScenario({ devices: [gpu(0, 0)], timeline });
+    const error = await waitForGpusFree({ libraryPath: freshSimulator(), minFree: { fraction: 0.5 }, stableMs: 400, intervalMs: 30, timeoutMs: 1500, env: {} }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GpuWaitTimeoutError);
+    const timeout = error as GpuWaitTimeoutError;
+    expect(timeout.evaluation!.devices[0]!.reasons).toEqual(['unstable']);
+    expect(timeout.evaluation!.devices[0]!.stableForMs).toBeLessThan(400);
+    expect(timeout.message).toMatch(/GPU 0 .*unstable/);
+  });
+
+  it('a lost GPU rejects at once with the NvmlError', async () => {
+    useScenario(bundledScenario('lost-gpu.json'));
+    const started = Date.now();
+    const error = await waitForGpusFree({ libraryPath: freshSimulator(), timeoutMs: 20_000, intervalMs: 100, env: {} }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NvmlError);
+    expect((error as NvmlError).code).toBe('NVML_ERROR_GPU_IS_LOST');
+    expect((error as NvmlError).device).toBe(5);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    // The other GPUs alone are fine.
+    const evaluation = await checkGpusOnce({ libraryPath: freshSimulator(), gpus: ['0', '7'] });
+    expect(evaluation.ok).toBe(true);
+  });
+
+  it('an abort signal rejects promptly with AbortError and the last evaluation', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB)] });
+    const controller = new AbortController();
+    let polls = 0;
+    const waiting = waitForGpusFree({
+      libraryPath: freshSimulator(),
+      intervalMs: 50,
+      signal: controller.signal,
+      env: {},
+      onPoll: () => {
+        polls += 1;
+        if (polls === 3) controller.abort();
+      },
+    });
+    const error = (await waiting.catch((e: unknown) => e)) as Error & { evaluation?: Evaluation };
+    expect(error.name).toBe('AbortError');
+    expect(error.evaluation!.devices[0]!.reasons).toEqual(['memory']);
+    expect(polls).toBe(3);
+  });
+
+  it('two concurrent waiters cause one poll per interval (simulator call counts) and one NVML init', async () => {
+    const statsDir = tempDir();
+    const run = async (waiters: number, statsName: string): Promise<{ processCalls: number; inits: number; polls: number }> => {
+      useScenario({ devices: [gpu(0, 50 * GiB), gpu(1, 50 * GiB)] });
+      const stats = path.join(statsDir, statsName);
+      process.env['GPUGATE_SIM_STATS'] = stats;
+      const libraryPath = freshSimulator();
+      const results = await Promise.all(
+        Array.from({ length: waiters }, () => waitForGpusFree({ libraryPath, gpus: ['0'], intervalMs: 100, timeoutMs: 1200 }).catch((e: unknown) => e as GpuWaitTimeoutError)),
+      );
+      delete process.env['GPUGATE_SIM_STATS'];
+      const calls = statsOf(stats);
+      const processCalls = Object.entries(calls)
+        .filter(([name]) => /RunningProcesses/.test(name))
+        .reduce((sum, [, n]) => sum + n, 0);
+      return { processCalls, inits: calls['nvmlInit_v2'] ?? calls['nvmlInit'] ?? 0, polls: Math.max(...results.map((r) => r.evaluation!.polls)) };
+    };
+    const one = await run(1, 'one.json');
+    const two = await run(2, 'two.json');
+    expect(one.polls).toBeGreaterThan(4);
+    expect(two.polls).toBeGreaterThan(4);
+    const perPollOne = one.processCalls / one.polls;
+    expect(perPollOne).toBeGreaterThan(0);
+    // Separate polls would double the process-list calls; a shared poll keeps the per-poll cost.
+    expect(two.processCalls / two.polls).toBeLessThan(perPollOne * 1.5);
+    expect(two.inits).toBe(1);
+  });
+
+  it('checkGpusOnce opens, samples once and closes its own session', async () => {
+    useScenario({ devices: [gpu(0, 2 * GiB, [{ pid: 999_999, usedBytes: 2 * GiB }])] });
+    const evaluation = await checkGpusOnce({ libraryPath: freshSimulator(), maxUsed: { bytes: GiB }, env: {} });
+    expect(evaluation.ok).toBe(false);
+    expect(evaluation.devices[0]).toMatchObject({ index: 0, reasons: ['memory'], maxUsedBytes: GiB, unattributedBytes: 0 });
+    expect(evaluation.devices[0]!.holders.map((h) => h.class)).toEqual(['gone']);
+  });
+});
