@@ -66,7 +66,8 @@ describe('journald priority prefixes', () => {
     await startCli(['--version'], { stderrFile }).done;
     const scenario = writeScenario({
       devices: [simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 20 * GiB } })],
-      timeline: [{ atMs: 600, device: 0, set: { memory: { usedBytes: 0 } } }],
+      // Deterministic: memory frees after the 6th memory query, whatever the machine's speed.
+      timeline: [{ atCall: 6, function: 'nvmlDeviceGetMemoryInfo_v2', device: 0, set: { memory: { usedBytes: 0 } } }],
     });
     const run = await runCli(['wait', '--stable', '300ms', '--interval', '100ms'], {
       env: cliEnv(scenario, { JOURNAL_STREAM: journalStreamOf(stderrFile) }),

@@ -1,0 +1,240 @@
+/**
+ * What the built command reports: the restart race end to end (exit 0 only once the simulated
+ * memory is free and stable; 75 with a short timeout), --json against the scenario's numbers,
+ * `status` (table, JSON, Prometheus), `holders` with a real orphaned engine worker, and --notify
+ * delivering STATUS= to a real unix datagram socket.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
+import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
+
+const GiB = 1024 ** 3;
+const work = mkdtempSync(join(tmpdir(), 'gpugate-cli-output-'));
+const children: ChildProcess[] = [];
+const orphans: number[] = [];
+
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL');
+  for (const pid of orphans) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(work, { recursive: true, force: true });
+});
+
+interface TimelineEntry { atMs: number; device: number | 'all'; set: { memory?: { usedBytes?: number } } }
+interface ScenarioFile { devices: Array<{ uuid: string; pciBusId: string; memory: { totalBytes: number; reservedBytes: number; usedBytes: number } }>; timeline: TimelineEntry[] }
+
+/** The used memory of each device once the whole timeline has played, and when it last changed. */
+function finalState(scenario: ScenarioFile): { usedBytes: number[]; lastChangeMs: number } {
+  const usedBytes = scenario.devices.map((device) => device.memory.usedBytes);
+  let lastChangeMs = 0;
+  for (const entry of [...scenario.timeline].sort((a, b) => a.atMs - b.atMs)) {
+    const used = entry.set.memory?.usedBytes;
+    if (used === undefined) continue;
+    lastChangeMs = Math.max(lastChangeMs, entry.atMs);
+    for (let i = 0; i < usedBytes.length; i += 1) if (entry.device === 'all' || entry.device === i) usedBytes[i] = used;
+  }
+  return { usedBytes, lastChangeMs };
+}
+
+interface GpuJson { index: number; uuid: string; pciBusId: string; totalBytes: number; usedBytes: number; reservedBytes: number; freeBytes: number; stableForMs: number; ok: boolean; neededFreeBytes: number }
+
+describe('the restart race, end to end', () => {
+  const path = bundledScenario('restart-race');
+  const scenario = JSON.parse(readFileSync(path, 'utf8')) as ScenarioFile;
+  const final = finalState(scenario);
+
+  it('wait --min-free 0.9 --stable 1s exits 0 only after the memory is free and stable', async () => {
+    const run = await runCli(['wait', '--min-free', '0.9', '--stable', '1s', '--json'], { env: cliEnv(path) });
+    expect(run.code).toBe(0);
+    const json = parseJsonOutput(run);
+    expect(json.result).toBe('ready');
+    const gpus = json.gpus as GpuJson[];
+    expect(gpus.map((gpu) => gpu.usedBytes)).toEqual(final.usedBytes);
+    for (const gpu of gpus) {
+      expect(gpu.ok).toBe(true);
+      expect(gpu.freeBytes).toBeGreaterThanOrEqual(gpu.neededFreeBytes);
+      expect(gpu.stableForMs).toBeGreaterThanOrEqual(1000);
+    }
+    // The simulator's clock starts at NVML init, after gpugate started: the wait cannot end
+    // before the last drain step plus the stability window.
+    expect(json.elapsedMs as number).toBeGreaterThanOrEqual(final.lastChangeMs + 1000);
+    expect(run.stderr).toMatch(/^gpugate: waiting gpu=6 uuid=GPU-\S+ bus=0000:ba:00\.0 used=\S+ free=\S+ need_free=86GiB/m);
+    expect(run.stderr).toMatch(/^gpugate: ready gpus=0,1,2,3,4,5,6,7 /m);
+  });
+
+  it('the same wait with --timeout 1s exits 75 while the memory is still held', async () => {
+    const run = await runCli(['wait', '--min-free', '0.9', '--stable', '1s', '--timeout', '1s', '--json'], { env: cliEnv(path) });
+    expect(run.code).toBe(75);
+    const json = parseJsonOutput(run);
+    expect(json.result).toBe('timeout');
+    const gpus = json.gpus as Array<GpuJson & { reasons: string[] }>;
+    expect(gpus).toHaveLength(8);
+    for (const gpu of gpus) {
+      expect(gpu.ok).toBe(false);
+      expect(gpu.reasons).toContain('memory');
+      expect(gpu.usedBytes).toBe(scenario.devices[gpu.index]?.memory.usedBytes);
+    }
+  });
+});
+
+describe('--json', () => {
+  it('matches the snapshot: identity and memory numbers of every selected GPU', async () => {
+    const devices = [
+      simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 512 * 2 ** 20, usedBytes: 3 * GiB } }),
+      simDevice(1, { memory: { totalBytes: 80 * GiB, reservedBytes: 256 * 2 ** 20, usedBytes: 0 } }),
+      simDevice(2, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 7 * GiB } }),
+    ];
+    const run = await runCli(['check', '--gpus', '2,0', '--max-used', '4GiB', '--json'], { env: cliEnv(writeScenario({ devices })) });
+    expect(run.code).toBe(75);
+    const json = parseJsonOutput(run);
+    expect(json).toMatchObject({ command: 'check', result: 'busy', exitCode: 75, selection: expect.objectContaining({ source: 'option' }) });
+    expect(typeof json.elapsedMs).toBe('number');
+    const gpus = json.gpus as GpuJson[];
+    expect(gpus.map((gpu) => gpu.index)).toEqual([2, 0]);
+    for (const gpu of gpus) {
+      const device = devices[gpu.index] as { uuid: string; pciBusId: string; memory: { totalBytes: number; reservedBytes: number; usedBytes: number } };
+      expect(gpu).toMatchObject({
+        uuid: device.uuid,
+        pciBusId: device.pciBusId,
+        totalBytes: device.memory.totalBytes,
+        usedBytes: device.memory.usedBytes,
+        reservedBytes: device.memory.reservedBytes,
+        freeBytes: device.memory.totalBytes - device.memory.reservedBytes - device.memory.usedBytes,
+        maxUsedBytes: 4 * GiB,
+      });
+    }
+    expect(gpus.map((gpu) => gpu.ok)).toEqual([false, true]);
+    expect(json.stale).toEqual({ holders: [], shm: expect.objectContaining({ leaked: expect.any(Array) }) });
+  });
+});
+
+describe('gpugate status', () => {
+  const devices = [
+    simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 12 * GiB }, persistenceMode: true, computeMode: 'exclusive_process' }),
+    simDevice(1),
+  ];
+  const scenario = writeScenario({ devices, system: { driverVersion: '580.95.05', nvmlVersion: '13.580.95.05', cudaDriverVersion: 13000 } });
+
+  it('shows devices, memory, modes and versions as a table', async () => {
+    const run = await runCli(['status'], { env: cliEnv(scenario) });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('driver 580.95.05');
+    expect(run.stdout).toContain('NVML 13.580.95.05');
+    expect(run.stdout).toMatch(/^0 +NVIDIA RTX PRO 6000 Blackwell Server Edition +0000:10:00\.0 +12GiB +84GiB .*exclusive_process/m);
+    expect(run.stdout).toContain('GPU-7e570000-0000-4000-8000-000000000001');
+  });
+
+  it('prints the snapshot as JSON', async () => {
+    const run = await runCli(['status', '--json'], { env: cliEnv(scenario) });
+    expect(run.code).toBe(0);
+    const json = parseJsonOutput(run);
+    expect(json.library).toMatchObject({ driverVersion: '580.95.05', cudaDriverVersion: '13.0' });
+    const reported = json.devices as Array<{ uuid: string; memory: { usedBytes: number }; computeMode: string }>;
+    expect(reported.map((device) => device.uuid)).toEqual(devices.map((device) => device.uuid));
+    expect(reported[0]).toMatchObject({ memory: { usedBytes: 12 * GiB }, computeMode: 'exclusive_process' });
+  });
+
+  it('writes the node_exporter textfile format', async () => {
+    const run = await runCli(['status', '--format', 'prometheus'], { env: cliEnv(scenario) });
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trim().split('\n');
+    for (const line of lines) expect(line).toMatch(/^(# (HELP|TYPE) gpugate_\w+ .+|gpugate_\w+(\{[^}]*\})? [-+0-9.eE]+|gpugate_\w+(\{[^}]*\})? (NaN|[+-]Inf))$/);
+    expect(lines).toContain(`gpugate_gpu_memory_used_bytes{gpu="0",uuid="${String(devices[0]?.uuid)}"} ${12 * GiB}`);
+    expect(lines).toContain('# TYPE gpugate_gpu_memory_free_bytes gauge');
+    expect(lines.filter((line) => line.startsWith('# TYPE gpugate_gpu_memory_used_bytes'))).toHaveLength(1);
+  });
+
+  it('rejects --json together with --format prometheus (exit 64)', async () => {
+    const run = await runCli(['status', '--json', '--format', 'prometheus'], { env: cliEnv(scenario) });
+    expect(run.code).toBe(64);
+  });
+});
+
+describe('gpugate holders', () => {
+  it('classifies a real reparented engine worker as an orphan, in the table, JSON and Prometheus', async () => {
+    const started = spawnSync('bash', ['-c', 'exec -a VLLM::Worker_TP3 sleep 60 </dev/null >/dev/null 2>&1 & echo $!'], { encoding: 'utf8' });
+    const pid = Number(started.stdout.trim());
+    orphans.push(pid);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const scenario = writeScenario({
+      devices: [simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 60 * GiB }, processes: [{ pid, usedBytes: 50 * GiB, kinds: ['compute'] }] })],
+    });
+    const table = await runCli(['holders'], { env: cliEnv(scenario) });
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(new RegExp(`^0 +${pid} +orphan +50GiB .*VLLM::Worker_TP3`, 'm'));
+    expect(table.stdout).toMatch(/^0 +- +unattributed +10GiB/m);
+    expect(table.stderr).toMatch(new RegExp(`^gpugate: stale gpu=0 pid=${pid} class=orphan`, 'm'));
+
+    const json = parseJsonOutput(await runCli(['holders', '--json'], { env: cliEnv(scenario) }));
+    const gpu = (json.gpus as Array<{ holders: Array<{ pid: number; class: string; name: string }>; unattributedBytes: number }>)[0];
+    expect(gpu?.holders).toEqual([expect.objectContaining({ pid, class: 'orphan', name: 'VLLM::Worker_TP3' })]);
+    expect(gpu?.unattributedBytes).toBe(10 * GiB);
+
+    const prom = await runCli(['holders', '--format', 'prometheus'], { env: cliEnv(scenario) });
+    expect(prom.stdout).toContain(`gpugate_gpu_holders{gpu="0",uuid="GPU-7e570000-0000-4000-8000-000000000000",class="orphan"} 1`);
+    expect(prom.stdout).toContain(`gpugate_gpu_unattributed_bytes{gpu="0",uuid="GPU-7e570000-0000-4000-8000-000000000000"} ${10 * GiB}`);
+  });
+});
+
+describe('--notify', () => {
+  /** A real unix datagram socket (Python: Node has none) printing each datagram it receives. */
+  function receiver(address: string): { child: ChildProcess; ready: Promise<void>; received: () => string } {
+    const code = [
+      'import socket, sys',
+      'address = sys.argv[1]',
+      "bind_to = '\\0' + address[1:] if address.startswith('@') else address",
+      's = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)',
+      's.bind(bind_to)',
+      "print('READY', flush=True)",
+      'while True:',
+      '    data = s.recv(65536)',
+      "    print(repr(data.decode()), flush=True)",
+    ].join('\n');
+    const child = spawn('python3', ['-c', code, address], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    const ready = new Promise<void>((resolve) => {
+      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+        out += chunk;
+        if (out.includes('READY')) resolve();
+      });
+    });
+    return { child, ready, received: () => out };
+  }
+
+  it.each([
+    ['a socket path', () => join(work, 'notify.sock')],
+    ['the abstract namespace (@)', () => `@gpugate-test-${process.pid}`],
+  ])('delivers STATUS= lines to %s', async (_what, address) => {
+    const socket = address();
+    const listener = receiver(socket);
+    await listener.ready;
+    const scenario = writeScenario({
+      devices: [simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 30 * GiB } })],
+      // Deterministic: memory frees after the 6th memory query, whatever the machine's speed.
+      timeline: [{ atCall: 6, function: 'nvmlDeviceGetMemoryInfo_v2', device: 0, set: { memory: { usedBytes: 0 } } }],
+    });
+    const run = await runCli(['wait', '--notify', '--stable', '300ms', '--interval', '100ms'], { env: cliEnv(scenario, { NOTIFY_SOCKET: socket }) });
+    expect(run.code).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    listener.child.kill('SIGKILL');
+    const received = listener.received();
+    expect(received).toMatch(/'STATUS=waiting: GPU 0 memory\+unstable 30GiB used/);
+    expect(received).toMatch(/'STATUS=GPUs 0 free and stable after .*; starting'/);
+    expect(received).not.toContain('READY=1');
+  });
+
+  it('is a no-op without NOTIFY_SOCKET', async () => {
+    const run = await runCli(['wait', '--notify', '--stable', '0s'], { env: cliEnv(writeScenario({ devices: [simDevice(0)] })) });
+    expect(run.code).toBe(0);
+  });
+});
