@@ -218,13 +218,14 @@ gpu_field() {
 
 # tail_of FILE: the last lines of a log, on one line, for a step summary.
 tail_of() {
-  tail -n 3 -- "$1" 2>/dev/null | tr '\n' ' ' | cut -c1-400
+  tail -n 3 -- "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ *$//' | cut -c1-400
 }
 
 # ---------------------------------------------------------------------------------------------
 # Which gpugate, which nvidia-smi
 
 GPUGATE=()
+PACKAGE_ROOT=""   # the gpugate package whose public API library-info.cjs reads, when known
 install_tarball() {
   local prefix="$SCRATCH/prefix" pkg npm_bin
   mkdir -p "$prefix"
@@ -253,11 +254,13 @@ resolve_gpugate() {
   fi
   if [[ -n $PACKAGE_DIR ]]; then
     [[ -f $PACKAGE_DIR/dist/cli/main.js ]] || die 69 "--package $PACKAGE_DIR: no dist/cli/main.js there (expected an installed gpugate package)"
-    GPUGATE=("$NODE_BIN" "$(cd -- "$PACKAGE_DIR" && pwd)/dist/cli/main.js")
+    PACKAGE_ROOT=$(cd -- "$PACKAGE_DIR" && pwd)
+    GPUGATE=("$NODE_BIN" "$PACKAGE_ROOT/dist/cli/main.js")
   elif [[ -n $GPUGATE_CMD ]]; then
     GPUGATE=("$GPUGATE_CMD")
   elif [[ $MODE == simulate ]]; then
     [[ -f $REPO_ROOT/dist/cli/main.js ]] || die 69 "--simulate needs this checkout built: $REPO_ROOT/dist/cli/main.js is missing (run: npm run build)"
+    PACKAGE_ROOT=$REPO_ROOT
     GPUGATE=("$NODE_BIN" "$REPO_ROOT/dist/cli/main.js")
   else
     local found
@@ -342,6 +345,11 @@ step_identity() {
   fi
   local extra=()
   [[ -n $smi_note ]] && extra=(--smi-note "$smi_note")
+  # Which symbol variants bound: from the package's public API (session.library).
+  if [[ -n $PACKAGE_ROOT ]] && bounded 30 "$NODE_BIN" "$HELPERS/library-info.cjs" "$PACKAGE_ROOT" \
+    >"$LOGS/library.json" 2>"$LOGS/library.err"; then
+    extra+=(--library "$LOGS/library.json")
+  fi
   helper 10-identity.json identity identity.cjs --status "$LOGS/status.json" --smi "$LOGS/nvidia-smi.csv" \
     --used-tolerance-mib "$USED_TOLERANCE_MIB" "${py_args[@]}" "${extra[@]}"
 

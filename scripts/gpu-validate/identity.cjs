@@ -6,7 +6,7 @@
  * within a tolerance (memory moves on a live host). Prints the library gpugate bound, its symbol
  * variants and the driver version.
  *
- * usage: node identity.cjs --status FILE --smi FILE --used-tolerance-mib N --out FILE
+ * usage: node identity.cjs --status FILE --smi FILE --used-tolerance-mib N --out FILE [--library FILE]
  *        [--smi-note TEXT] [--pynvml FILE | --pynvml-skip REASON | --pynvml-error TEXT]
  */
 const { StepResult, parseOptions, readJson, readText, mib, MIB } = require('./step-result.cjs');
@@ -65,7 +65,7 @@ function compareIdentity(step, who, gpugate, other, totalsWithinMiB, toleranceBy
 }
 
 function main() {
-  const o = parseOptions(process.argv.slice(2), ['status', 'smi', 'smi-note', 'pynvml', 'pynvml-skip', 'pynvml-error', 'used-tolerance-mib', 'out']);
+  const o = parseOptions(process.argv.slice(2), ['status', 'library', 'smi', 'smi-note', 'pynvml', 'pynvml-skip', 'pynvml-error', 'used-tolerance-mib', 'out']);
   for (const required of ['status', 'smi', 'used-tolerance-mib', 'out']) {
     if (o[required] === undefined) {
       process.stderr.write(`identity.cjs: --${required} is required\n`);
@@ -88,7 +88,12 @@ function main() {
   for (const g of gpugate) {
     if (g.error !== null) step.check(`gpugate: GPU ${g.index} readable`, false, `${g.error.code ?? ''} ${g.error.message ?? JSON.stringify(g.error)}`);
   }
-  const library = statusLibrary(status.value);
+  // The variants come from the status JSON when it carries them, else from library-info.cjs.
+  let library = statusLibrary(status.value);
+  if (o.library !== undefined && (library === null || library.variants === undefined)) {
+    const info = readJson(o.library);
+    if (info.error === undefined) library = { ...(library ?? {}), ...info.value };
+  }
   step.data.gpus = gpugate.map((g) => ({ index: g.index, name: g.name, uuid: g.uuid, pciBusId: g.pciBusId, totalBytes: g.totalBytes, memorySource: g.memorySource }));
   step.data.library = library;
   if (library !== null) {

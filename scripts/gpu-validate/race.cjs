@@ -14,8 +14,12 @@
 const { StepResult, parseOptions, readJson, readText } = require('./step-result.cjs');
 const { parseLogLine, holdersInLogLine } = require('./gpugate-json.cjs');
 
-/** The states gpugate's progress lines show for `pid`, consecutive repeats folded. */
-function statesSeen(stderrText, pid, exitCode) {
+/**
+ * The states gpugate's progress lines (`waiting`, `ready`, and `poll` with -v) show for `pid` on
+ * GPU `gpu`, consecutive repeats folded: the holder's class while gpugate lists it, `released`
+ * while the GPU is still not ready with the pid no longer listed, `free` once gpugate found it ready.
+ */
+function statesSeen(stderrText, pid, gpu, exitCode) {
   const states = [];
   const push = (state) => {
     if (states[states.length - 1] !== state) states.push(state);
@@ -23,11 +27,12 @@ function statesSeen(stderrText, pid, exitCode) {
   let parsedLines = 0;
   for (const line of stderrText.split('\n')) {
     const parsed = parseLogLine(line);
-    if (parsed === null) continue;
+    if (parsed === null || Number(parsed.fields.gpu) !== gpu) continue;
     parsedLines += 1;
     const mine = holdersInLogLine(parsed.fields).find((h) => h.pid === pid);
     if (mine !== undefined) push(mine.class);
-    else if (parsed.event === 'waiting' && states.length > 0) push('released');
+    else if (parsed.event === 'ready') push('free');
+    else if (parsed.fields.why !== undefined && states.length > 0) push('released');
   }
   if (exitCode === 0) push('free');
   return { states, parsedLines };
@@ -53,7 +58,7 @@ function main() {
   const lastHeldMs = Number(o['last-held-ms']);
   const releasedMs = o['released-ms'] === 'none' ? null : Number(o['released-ms']);
   const step = new StepResult('race');
-  const { states, parsedLines } = statesSeen(readText(o['wait-stderr']), pid, rc);
+  const { states, parsedLines } = statesSeen(readText(o['wait-stderr']), pid, Number(o['gpu-index']), rc);
   step.data = {
     pid,
     gpu: Number(o['gpu-index']),
