@@ -46,19 +46,25 @@ function holdersOf(report) {
 }
 
 /**
- * The figures gpu-validate reports from `gpugate bench --json`: gpugate's per-snapshot median and
- * p99 and nvidia-smi's median per query, in milliseconds.
+ * The figures gpu-validate reports from `gpugate bench --json` (a BenchResult of src/bench.ts,
+ * possibly inside the command's result object): gpugate's memory-only snapshot median / p99 and
+ * the with-processes median, nvidia-smi's median per run, in milliseconds.
  */
 function benchFigures(doc) {
-  const gpugate = doc.gpugate ?? doc.snapshot ?? null;
-  if (gpugate === null || typeof gpugate !== 'object') throw new Error('gpugate bench --json has no "gpugate" figures');
-  const nvidiaSmi = doc.nvidiaSmi ?? null;
+  const candidates = [doc, ...Object.values(doc).filter((v) => v !== null && typeof v === 'object')];
+  const result = candidates.find((c) => c.memoryOnly?.perSnapshot !== undefined);
+  if (result === undefined) throw new Error('gpugate bench --json has no memoryOnly.perSnapshot figures');
+  const toMs = (us) => (typeof us === 'number' ? us / 1000 : null);
+  const smi = result.nvidiaSmi ?? null;
   return {
-    devices: doc.devices ?? null,
-    gpugateMedianMs: gpugate.medianMs ?? null,
-    gpugateP99Ms: gpugate.p99Ms ?? null,
-    nvidiaSmiMedianMs: nvidiaSmi?.medianMs ?? null,
-    nvidiaSmiSkipped: nvidiaSmi === null ? 'not reported' : (nvidiaSmi.skipped ?? null),
+    devices: result.deviceCount ?? null,
+    samples: result.memoryOnly.perSnapshot.samples ?? null,
+    gpugateMedianMs: toMs(result.memoryOnly.perSnapshot.medianUs),
+    gpugateP99Ms: toMs(result.memoryOnly.perSnapshot.p99Us),
+    gpugateWithProcessesMedianMs: toMs(result.withProcesses?.perSnapshot?.medianUs),
+    nvidiaSmiMedianMs: toMs(smi?.perRun?.medianUs),
+    nvidiaSmiSkipped: smi === null ? 'gpugate bench found no nvidia-smi' : (smi.error ?? null),
+    stoppedByDuration: result.stoppedByDuration ?? null,
   };
 }
 

@@ -42,7 +42,7 @@ function main() {
   }
   step.data = figures;
   step.check('gpugate poll latency measured', typeof figures.gpugateMedianMs === 'number',
-    `median ${ms(figures.gpugateMedianMs)}, p99 ${ms(figures.gpugateP99Ms)} per snapshot of ${figures.devices ?? '?'} GPU(s)`);
+    `memory-only snapshot of ${figures.devices ?? '?'} GPU(s): median ${ms(figures.gpugateMedianMs)}, p99 ${ms(figures.gpugateP99Ms)}; with process lists: median ${ms(figures.gpugateWithProcessesMedianMs)}`);
   let versus = 'nvidia-smi not measured';
   if (typeof figures.nvidiaSmiMedianMs === 'number' && typeof figures.gpugateMedianMs === 'number' && figures.gpugateMedianMs > 0) {
     figures.ratio = figures.nvidiaSmiMedianMs / figures.gpugateMedianMs;
