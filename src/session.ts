@@ -312,7 +312,8 @@ export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemor
     });
   } catch (error) {
     if (timedOut) throw error;
-    await binding.close(handle);
+    // The ref'd deadline keeps the process alive until the close settles (the addon's completions are unref'd).
+    await withDeadline(binding.close(handle), timeoutMs, () => openError(error, choice)).catch(() => undefined);
     throw openError(error, choice);
   }
   return new Session(binding, handle, opened, timeoutMs);
