@@ -54,7 +54,7 @@ export function demoScenario(workerPid: number, gonePids: readonly number[]): ob
   };
   // The gone workers' memory comes back first, staggered as the driver tears contexts down.
   for (let device = 0; device < BUS_IDS.length; device += 1) {
-    if (device !== DEMO_WORKER_GPU) drain(device, 600 + device * 150, 500);
+    if (device !== DEMO_WORKER_GPU) drain(device, 1500 + device * 150, 500);
   }
   // The orphan's memory only starts to drain once the demo has ended it.
   drain(DEMO_WORKER_GPU, DEMO_WORKER_EXIT_MS + 200, 700);
