@@ -23,7 +23,6 @@ GPUGATE_SIM_API nvmlReturn_t nvmlShutdown(void) { return shutdown(); }
 
 GPUGATE_SIM_API const char* nvmlErrorString(nvmlReturn_t result) {
   runtime().counts[kSym_nvmlErrorString].fetch_add(1, std::memory_order_relaxed);
-  runtime().totalCalls.fetch_add(1, std::memory_order_relaxed);
   switch (result) {
     case NVML_SUCCESS: return "Success";
     case NVML_ERROR_UNINITIALIZED: return "Uninitialized";

@@ -18,6 +18,11 @@ constexpr int64_t kStatIntervalNs = 5 * 1000 * 1000;  // re-check the scenario f
 }  // namespace
 
 Runtime::Runtime() {
+  timespec res;
+  if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0 && res.tv_nsec <= 4 * 1000 * 1000) {
+    hotClock = CLOCK_MONOTONIC_COARSE;
+    hotClockLagNs = res.tv_nsec;
+  }
   for (auto& c : counts) c.store(0, std::memory_order_relaxed);
   for (auto& f : faulty) f.store(false, std::memory_order_relaxed);
   for (int i = 0; i < kMaxDevices; i++) {
@@ -76,8 +81,12 @@ int64_t elapsedMs(const Runtime& rt, int64_t now) { return rt.originSet ? (now -
 
 bool entryReached(const Runtime& rt, const SimTimelineEntry& e, int64_t now) {
   if (e.byCall) {
-    long long made = e.function >= 0 ? rt.counts[e.function].load(std::memory_order_relaxed)
-                                     : rt.totalCalls.load(std::memory_order_relaxed);
+    long long made = 0;
+    if (e.function >= 0) {
+      made = rt.counts[e.function].load(std::memory_order_relaxed);
+    } else {
+      for (const auto& c : rt.counts) made += c.load(std::memory_order_relaxed);
+    }
     return made > e.at;
   }
   return rt.originSet && now - rt.originNs >= e.at * 1000000;
@@ -89,7 +98,10 @@ void applyEntry(Runtime& rt, const SimTimelineEntry& e) {
   } else if (e.device >= 0 && static_cast<size_t>(e.device) < rt.live.devices.size()) {
     applyDevicePatch(rt.live.devices[static_cast<size_t>(e.device)], e.patch, e.mask);
   }
-  if (e.setsFaults) rt.live.faults = e.faults;
+  if (e.setsFaults) {
+    rt.live.faults = e.faults;
+    rt.faultsChanged = true;
+  }
 }
 
 /** Applies reached timeline entries (file order) and recomputes the hot-path flags. */
@@ -111,7 +123,7 @@ void advance(Runtime& rt, int64_t now) {
       if (at < nextMsTrigger) nextMsTrigger = at;
     }
   }
-  for (int s = 0; s < kSymbolCount; s++) {
+  for (int s = 0; rt.faultsChanged && s < kSymbolCount; s++) {
     bool any = false;
     for (const auto& f : rt.live.faults) {
       if (f.symbols[static_cast<size_t>(s)]) {
@@ -121,9 +133,10 @@ void advance(Runtime& rt, int64_t now) {
     }
     rt.faulty[s].store(any, std::memory_order_relaxed);
   }
+  rt.faultsChanged = false;
   rt.callTriggersPending.store(pendingCalls, std::memory_order_relaxed);
   int64_t next = rt.nextStatNs < nextMsTrigger ? rt.nextStatNs : nextMsTrigger;
-  rt.nextCheckNs.store(next, std::memory_order_relaxed);
+  rt.nextCheckNs.store(next == kNever ? kNever : next - rt.hotClockLagNs, std::memory_order_relaxed);
 }
 
 /** Reads the scenario file into the live state. Caller holds mu. */
@@ -138,8 +151,11 @@ bool load(Runtime& rt, int64_t now) {
   }
   rt.live = std::move(s);
   rt.applied.assign(rt.live.timeline.size(), false);
+  rt.faultsChanged = true;
   rt.fileId = haveId ? id : Runtime::FileId{};
   rt.loaded = true;
+  rt.lastError.clear();
+  rt.lastPrinted.clear();
   rt.nextStatNs = now + kStatIntervalNs;
   advance(rt, now);
   return true;
@@ -160,7 +176,10 @@ void maybeReload(Runtime& rt, int64_t now) {
   }
   rt.live = std::move(s);
   rt.applied.assign(rt.live.timeline.size(), false);
+  rt.faultsChanged = true;
   rt.fileId = id;
+  rt.lastError.clear();
+  rt.lastPrinted.clear();
 }
 
 struct FaultOutcome {
@@ -222,7 +241,6 @@ bool gateSlow(int sym, int device, long long callIndex, nvmlReturn_t* rc) {
 nvmlReturn_t initialize(int sym) {
   Runtime& rt = runtime();
   long long callIndex = rt.counts[sym].fetch_add(1, std::memory_order_relaxed);
-  rt.totalCalls.fetch_add(1, std::memory_order_relaxed);
   FaultOutcome outcome;
   {
     std::lock_guard<std::mutex> lock(rt.mu);

@@ -27,20 +27,34 @@ struct gpugateNvmlDevice {
 
 namespace gpugate_sim {
 
+/** The precise monotonic clock (used on the slow path to decide what is due). */
 inline int64_t monotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+/**
+ * The clock the hot path compares against: CLOCK_MONOTONIC_COARSE (same time base, read
+ * without touching the TSC, a few ns) when its resolution is fine enough, else the precise
+ * clock. The coarse clock lags by at most its resolution, so the hot path compares against
+ * "next check minus resolution" and the slow path decides with the precise clock.
+ */
+inline int64_t hotClockNs(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 struct Runtime {
   // --- hot-path atomics ---
   std::atomic<int> refCount{0};
-  std::atomic<long long> counts[kSymbolCount];
-  std::atomic<long long> totalCalls{0};
+  std::atomic<long long> counts[kSymbolCount];  // calls per symbol (their sum is the total)
   std::atomic<bool> callTriggersPending{false};  // an unapplied atCall timeline entry exists
   std::atomic<bool> faulty[kSymbolCount];          // a fault names this symbol
-  std::atomic<int64_t> nextCheckNs{0};             // next stat of the file or atMs trigger
+  std::atomic<int64_t> nextCheckNs{0};             // hot clock value at which the slow path must run
+  clockid_t hotClock = CLOCK_MONOTONIC;            // set once in the constructor
+  int64_t hotClockLagNs = 0;                       // how far the hot clock may lag the precise one
 
   // --- guarded by mu ---
   std::mutex mu;
@@ -55,6 +69,7 @@ struct Runtime {
   } fileId;
   Scenario live;
   std::vector<bool> applied;
+  bool faultsChanged = true;  // live.faults changed since `faulty` was last computed
   bool originSet = false;
   int64_t originNs = 0;  // first successful init
   int64_t nextStatNs = 0;
@@ -106,13 +121,12 @@ bool gateSlow(int sym, int device, long long callIndex, nvmlReturn_t* rc);
 inline bool gate(int sym, int device, nvmlReturn_t* rc) {
   Runtime& rt = runtime();
   long long index = rt.counts[sym].fetch_add(1, std::memory_order_relaxed);
-  rt.totalCalls.fetch_add(1, std::memory_order_relaxed);
   if (rt.refCount.load(std::memory_order_acquire) <= 0) {
     *rc = NVML_ERROR_UNINITIALIZED;
     return true;
   }
   if (!rt.callTriggersPending.load(std::memory_order_relaxed) && !rt.faulty[sym].load(std::memory_order_relaxed) &&
-      monotonicNs() < rt.nextCheckNs.load(std::memory_order_relaxed)) {
+      hotClockNs(rt.hotClock) < rt.nextCheckNs.load(std::memory_order_relaxed)) {
     return false;
   }
   return gateSlow(sym, device, index, rc);

@@ -522,6 +522,17 @@ describe('timeline, faults, reload and statistics', () => {
     expect(stats.calls['nvmlDeviceGetMemoryInfo']).toBeUndefined();
   });
 
+  it('writes the statistics file at process exit too, when the client never shuts down', async () => {
+    const statsFile = path.join(dir, 'stats-exit.json');
+    const scenario = writeScenario({ devices: [simDevice(0)] });
+    const result = await runClient(['--lib', simLibraryPath(), '--no-shutdown', 'dump'], simEnv(scenario, { GPUGATE_SIM_STATS: statsFile }));
+    expect(result.code).toBe(0);
+    const stats = JSON.parse(fs.readFileSync(statsFile, 'utf8')) as { calls: Record<string, number> };
+    expect(stats.calls['nvmlInit_v2']).toBe(1);
+    expect(stats.calls['nvmlShutdown']).toBeUndefined();
+    expect(stats.calls['nvmlDeviceGetMemoryInfo_v2']).toBe(1);
+  });
+
   it('a memory read costs well under a microsecond (goal: 100 ns; the bound here is generous for a noisy machine)', async () => {
     const result = await runClient(['--lib', simLibraryPath(), 'bench', '200000'], simEnv(bundledScenario('idle-8x-rtx-pro-6000')));
     const ns = Number(/nsPerCall=([\d.]+)/.exec(result.stdout)?.[1]);

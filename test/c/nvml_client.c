@@ -5,7 +5,8 @@
  * gpugate's header), loads the library with dlopen (a path given with --lib, else the name
  * libnvidia-ml.so.1 through the normal search path), and prints what it reads:
  *
- *   nvml_client [--lib PATH] [--v1] [--repeat N] dump   devices, memory and processes as JSON
+ *   nvml_client [--lib PATH] [--v1] [--repeat N] [--no-shutdown] dump
+ *                                                        devices, memory and processes as JSON
  *                                                         (memory _v2 and processes _v3; --v1 uses
  *                                                         the plain oldest symbols instead)
  *   nvml_client [--lib PATH] probe                       one line per protocol probe: "name rc ..."
@@ -74,6 +75,7 @@ typedef const char *(*f_errstr)(rc_t);
 typedef const char *(*f_lasterr)(void);
 
 static int use_v1 = 0;
+static int skip_shutdown = 0;
 
 static rc_t do_init(void) {
   rc_t rc = use_v1 ? FN(f_void, "nvmlInit")() : FN(f_void, "nvmlInit_v2")();
@@ -173,7 +175,7 @@ static int cmd_dump(int repeat) {
     }
     printf("]}\n");
   }
-  FN(f_void, "nvmlShutdown")();
+  if (!skip_shutdown) FN(f_void, "nvmlShutdown")();
   return 0;
 }
 
@@ -461,6 +463,7 @@ int main(int argc, char **argv) {
   for (; i < argc; i++) {
     if (strcmp(argv[i], "--lib") == 0 && i + 1 < argc) path = argv[++i];
     else if (strcmp(argv[i], "--v1") == 0) use_v1 = 1;
+    else if (strcmp(argv[i], "--no-shutdown") == 0) skip_shutdown = 1;
     else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = atoi(argv[++i]);
     else break;
   }
