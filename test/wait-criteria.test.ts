@@ -1,0 +1,124 @@
+/**
+ * The per-GPU criteria policy (src/criteria.ts): vLLM's own start check for minFree, the maxUsed
+ * default, ignore lists, impossible configurations, and the stability window; with property tests.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { DEFAULT_MAX_USED_BYTES, StabilityTracker, maxUsedBytes, neededFreeBytes, resolveCriteria } from '../src/criteria';
+import { ConfigError } from '../src/config-error';
+
+const SEED = { seed: 1129, numRuns: 500 };
+const GiB = 1024 ** 3;
+
+describe('resolveCriteria', () => {
+  it('maxUsed defaults to 1 GiB only when no criterion is given', () => {
+    expect(resolveCriteria({}).maxUsed).toEqual({ bytes: DEFAULT_MAX_USED_BYTES });
+    expect(resolveCriteria({ minFree: { fraction: 0.9 } }).maxUsed).toBeNull();
+    expect(resolveCriteria({ noProcesses: true }).maxUsed).toBeNull();
+    expect(resolveCriteria({ maxUsed: { bytes: 5 } }).maxUsed).toEqual({ bytes: 5 });
+  });
+
+  it('always ignores the caller; ignores the NVIDIA daemons unless told not to; pids and names from ignore', () => {
+    const criteria = resolveCriteria({ ignore: [4242, '77', 'my-daemon'] }, 1000);
+    expect([...criteria.ignorePids].sort()).toEqual([1000, 4242, 77].sort());
+    expect([...criteria.ignoreNames].sort()).toEqual(['dcgm-exporter', 'my-daemon', 'nv-hostengine', 'nvidia-persistenced']);
+    const bare = resolveCriteria({ ignoreDefaults: false }, 1000);
+    expect([...bare.ignoreNames]).toEqual([]);
+    expect([...bare.ignorePids]).toEqual([1000]);
+  });
+
+  it('rejects impossible values with ConfigError naming the option', () => {
+    for (const options of [{ minFree: { fraction: 0 } }, { minFree: { fraction: 1.01 } }, { maxUsed: { fraction: 2 } }, { marginBytes: -1 }, { stableMs: -5 }, { minFree: { bytes: 1.5 } }]) {
+      expect(() => resolveCriteria(options)).toThrow(ConfigError);
+    }
+    try {
+      resolveCriteria({ minFree: { fraction: 1.5 } });
+    } catch (error) {
+      expect((error as ConfigError).option).toBe('minFree');
+      expect((error as Error).message).toMatch(/1\.5/);
+    }
+  });
+});
+
+describe('thresholds', () => {
+  it('minFree is exactly vLLM\'s check, ceil(total * f) + margin, and never above total (property)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2 ** 42 }), fc.integer({ min: 1, max: 1000 }), fc.nat(4 * GiB), (total, permille, margin) => {
+        const fraction = permille / 1000;
+        const criteria = resolveCriteria({ minFree: { fraction }, marginBytes: margin });
+        const expected = Math.ceil(total * fraction) + margin;
+        if (expected > total) {
+          expect(() => neededFreeBytes(criteria, total)).toThrow(ConfigError);
+        } else {
+          const needed = neededFreeBytes(criteria, total)!;
+          expect(needed).toBe(expected);
+          // vLLM starts iff free >= ceil(total * f): free = needed passes, one byte less fails.
+          expect(needed - margin).toBeGreaterThanOrEqual(total * fraction);
+          expect(needed - margin - 1).toBeLessThan(total * fraction);
+        }
+      }),
+      SEED,
+    );
+  });
+
+  it('maxUsed as a fraction floors, as bytes is taken as is (property)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2 ** 42 }), fc.integer({ min: 0, max: 1000 }), (total, permille) => {
+        const fraction = permille / 1000;
+        const allowed = maxUsedBytes(resolveCriteria({ maxUsed: { fraction } }), total)!;
+        expect(allowed).toBeLessThanOrEqual(total * fraction);
+        expect(allowed + 1).toBeGreaterThan(total * fraction);
+      }),
+      SEED,
+    );
+    expect(maxUsedBytes(resolveCriteria({ maxUsed: { bytes: 7 } }), 100)).toBe(7);
+    expect(maxUsedBytes(resolveCriteria({ minFree: { bytes: 7 } }), 100)).toBeNull();
+  });
+
+  it('a byte minFree above the total is a ConfigError naming both sizes', () => {
+    expect(() => neededFreeBytes(resolveCriteria({ minFree: { bytes: 100 * GiB } }), 96 * GiB, 'GPU 3')).toThrow(/GPU 3: minFree needs 100GiB .* only 96GiB/);
+  });
+});
+
+describe('StabilityTracker', () => {
+  it('counts time since the window start; restarts when the spread exceeds the tolerance', () => {
+    const tracker = new StabilityTracker(100);
+    expect(tracker.update('0', 1000, 0)).toBe(0);
+    expect(tracker.update('0', 1050, 10)).toBe(10);
+    expect(tracker.update('0', 950, 20)).toBe(20);
+    expect(tracker.update('0', 1060, 30)).toBe(0); // spread 950..1060 > 100
+    expect(tracker.update('0', 1060, 45)).toBe(15);
+    expect(tracker.update('1', 5, 45)).toBe(0);
+    tracker.reset('0');
+    expect(tracker.update('0', 1060, 50)).toBe(0);
+  });
+
+  it('stable time equals the time since the last sample that broke the tolerance (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 1, maxLength: 60 }), fc.integer({ min: 0, max: 300 }), (values, tolerance) => {
+        const tracker = new StabilityTracker(tolerance);
+        let windowStart = 0;
+        let lo = values[0]!;
+        let hi = values[0]!;
+        values.forEach((value, i) => {
+          const stable = tracker.update('g', value, i * 10);
+          if (i > 0) {
+            const nlo = Math.min(lo, value);
+            const nhi = Math.max(hi, value);
+            if (nhi - nlo > tolerance) {
+              windowStart = i;
+              lo = value;
+              hi = value;
+            } else {
+              lo = nlo;
+              hi = nhi;
+            }
+          }
+          expect(stable).toBe((i - windowStart) * 10);
+          expect(hi - lo).toBeLessThanOrEqual(tolerance);
+        });
+      }),
+      SEED,
+    );
+  });
+});
