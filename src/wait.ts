@@ -185,14 +185,16 @@ function unitsOf(selection: DeviceSelection, devices: GpuDevice[]): Array<{ inde
 }
 
 function fatalFromDevice(device: GpuDevice): Error | null {
-  if (!device.error) return null;
-  if (!FATAL_DEVICE_CODES.has(device.error.code) && !isFatalNvmlError(device.error)) return null;
+  // A fatal code on the memory read (the one field every criterion needs) ends the wait too.
+  const error = device.error ?? device.fieldErrors['memory'] ?? null;
+  if (!error) return null;
+  if (!FATAL_DEVICE_CODES.has(error.code) && !isFatalNvmlError(error)) return null;
   return new NvmlError({
-    code: device.error.code,
-    nvmlReturn: device.error.nvmlReturn,
-    fn: device.error.fn,
+    code: error.code,
+    nvmlReturn: error.nvmlReturn,
+    fn: error.fn,
     device: device.index,
-    message: `GPU ${device.index} (${device.uuid}, ${device.pciBusId}): ${device.error.message}; waiting cannot help`,
+    message: `GPU ${device.index} (${device.uuid}, ${device.pciBusId}): ${error.message}; waiting cannot help`,
   });
 }
 
