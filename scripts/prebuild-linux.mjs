@@ -63,6 +63,8 @@ function main() {
 
   const env = { ...process.env };
   env.PREBUILD_NODE_GYP = require.resolve('node-gyp/bin/node-gyp.js');
+  // node-gyp compiles one file at a time unless told otherwise.
+  if (!env.JOBS && !env.npm_config_jobs) env.JOBS = 'max';
   if (!env.npm_config_nodedir && runningMajor === major) {
     // Offline-friendly: use the headers of the running Node instead of downloading them.
     const nodedir = localNodeDir();

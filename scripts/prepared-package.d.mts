@@ -1,0 +1,13 @@
+// Types of prepared-package.mjs, for the TypeScript tests that import it.
+export declare const repoRoot: string;
+export declare function stagedPaths(): string[];
+export declare function stagingKey(): string;
+export interface PreparedPackage {
+  /** The staging copy (with dist/, prebuilds/ and build/). */
+  dir: string;
+  /** The `npm pack` tarball. */
+  tarball: string;
+  /** Paths inside the tarball. */
+  files: string[];
+}
+export declare function preparePackage(options?: { timeoutMs?: number }): PreparedPackage;

@@ -1,0 +1,160 @@
+/**
+ * The two native builds cannot drift apart: binding.gyp is strict JSON and the single source of
+ * truth, CMakeLists.txt builds exactly its targets from exactly its sources with its defines (checked
+ * through CMake's compile_commands.json, configure only: nothing is compiled here), the sanitizer
+ * option adds ASan + UBSan, an unknown gyp key stops the CMake configure with a message naming it,
+ * and package.json's binary.napi_versions agrees with the NAPI_VERSION define.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REQUIRED_NAPI_VERSION } from '../src/native-load-error';
+
+const root = resolve(__dirname, '..');
+const requireFromRoot = createRequire(join(root, 'package.json'));
+
+interface GypTarget {
+  target_name: string;
+  type?: string;
+  sources?: string[];
+  defines?: string[];
+}
+interface Gyp {
+  variables?: Record<string, string>;
+  target_defaults?: { defines?: string[] };
+  targets: GypTarget[];
+}
+interface CompileCommand {
+  file: string;
+  /** The compiler command line; its `-o CMakeFiles/<target>.dir/...` names the target. */
+  command: string;
+}
+
+const gypText = readFileSync(join(root, 'binding.gyp'), 'utf8');
+const temps: string[] = [];
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'gpugate-cmake-'));
+  temps.push(d);
+  return d;
+}
+
+/** The node-addon-api and Node-API header directories, as cmake-js passes them in CMAKE_JS_INC. */
+function cmakeJsInc(): string {
+  const napi = (requireFromRoot('node-addon-api') as { include_dir: string }).include_dir;
+  const headers = (requireFromRoot('node-api-headers') as { include_dir: string }).include_dir;
+  return `${join(root, napi)};${headers}`;
+}
+
+function configure(sourceDir: string, extra: string[] = []): { status: number | null; output: string; buildDir: string } {
+  const buildDir = tempDir();
+  const r = spawnSync('cmake', ['-S', sourceDir, '-B', buildDir, '-G', 'Unix Makefiles',
+    '-DCMAKE_EXPORT_COMPILE_COMMANDS=ON', `-DCMAKE_JS_INC=${cmakeJsInc()}`, ...extra], { encoding: 'utf8', timeout: 120_000 });
+  return { status: r.status, output: `${r.stdout}\n${r.stderr}`, buildDir };
+}
+
+function compileCommands(buildDir: string): CompileCommand[] {
+  return JSON.parse(readFileSync(join(buildDir, 'compile_commands.json'), 'utf8')) as CompileCommand[];
+}
+
+/** gyp's <(var) expansion for the top-level variables. */
+function expand(value: string, gyp: Gyp): string {
+  return value.replace(/<\((\w+)\)/g, (_, name: string) => gyp.variables?.[name] ?? `<(${name})`);
+}
+
+afterAll(() => {
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
+
+describe('binding.gyp and package.json', () => {
+  it('binding.gyp is strict JSON (JSON.parse and CMake string(JSON) read it)', () => {
+    expect(() => JSON.parse(gypText) as unknown).not.toThrow();
+  });
+
+  it('package.json binary.napi_versions, the NAPI_VERSION define and the load error agree', () => {
+    const gyp = JSON.parse(gypText) as Gyp;
+    const define = (gyp.target_defaults?.defines ?? []).map((d) => expand(d, gyp)).find((d) => d.startsWith('NAPI_VERSION='));
+    expect(define).toBeDefined();
+    const napi = Number(define?.split('=')[1]);
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { binary?: { napi_versions?: number[] } };
+    expect(pkg.binary?.napi_versions).toEqual([napi]);
+    expect(REQUIRED_NAPI_VERSION).toBe(napi);
+  });
+
+  it('package.json points exports, types, bin and engines at files the build makes', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      exports: Record<string, unknown>; bin: Record<string, string>; engines: { node: string }; files: string[];
+      scripts: Record<string, string>;
+    };
+    expect(pkg.exports['.']).toEqual({
+      import: { types: './dist/index.d.mts', default: './dist/index.mjs' },
+      require: { types: './dist/index.d.ts', default: './dist/index.js' },
+    });
+    // "types" must come first in each condition block for TypeScript to use it.
+    const dot = pkg.exports['.'] as Record<string, Record<string, string>>;
+    for (const cond of ['import', 'require']) expect(Object.keys(dot[cond] ?? {})[0]).toBe('types');
+    expect(pkg.bin['gpugate']).toBe('dist/cli/main.js');
+    expect(pkg.engines.node).toBe('>=20');
+    expect(pkg.files).toEqual(expect.arrayContaining(['dist', 'prebuilds', 'native', 'sim', 'binding.gyp', 'CMakeLists.txt', 'scenarios', 'contrib', 'LICENSE']));
+    // npm would run a script named "prebuild" before every "build".
+    expect(pkg.scripts['prebuild']).toBeUndefined();
+  });
+});
+
+describe('CMakeLists.txt reads binding.gyp', () => {
+  it('configures the same targets, from the same sources, with the same defines', () => {
+    const gyp = JSON.parse(gypText) as Gyp;
+    const { status, output, buildDir } = configure(root);
+    expect(status, output).toBe(0);
+    const built = gyp.targets.filter((t) => (t.type ?? 'loadable_module') !== 'none');
+    expect(output).toContain(`gpugate: targets from binding.gyp: ${gyp.targets.map((t) => t.target_name).join(';')}`);
+    const commands = compileCommands(buildDir);
+    const common = (gyp.target_defaults?.defines ?? []).map((d) => expand(d, gyp));
+    for (const target of built) {
+      const own = commands.filter((c) => c.command.includes(`CMakeFiles/${target.target_name}.dir/`));
+      expect(own.map((c) => c.file).sort(), target.target_name).toEqual((target.sources ?? []).map((s) => join(root, s)).sort());
+      for (const c of own) {
+        for (const d of [...common, ...(target.defines ?? [])].map((x) => expand(x, gyp))) {
+          expect(c.command, `${target.target_name} ${c.file}`).toContain(`-D${d}`);
+        }
+        expect(c.command).not.toContain('-fsanitize');
+      }
+    }
+    // Exactly the gyp sources are compiled: nothing listed twice, nothing extra.
+    const allSources = built.flatMap((t) => (t.sources ?? []).map((s) => `${t.target_name}:${join(root, s)}`));
+    expect(commands.length).toBe(allSources.length);
+  });
+
+  it('-DGPUGATE_SANITIZE=ON compiles every source with ASan and UBSan', () => {
+    const { status, output, buildDir } = configure(root, ['-DGPUGATE_SANITIZE=ON']);
+    expect(status, output).toBe(0);
+    expect(output).toContain('sanitizer build');
+    const commands = compileCommands(buildDir);
+    expect(commands.length).toBeGreaterThan(0);
+    for (const c of commands) expect(c.command, c.file).toContain('-fsanitize=address,undefined');
+  });
+
+  it('stops with a message naming a gyp key it does not understand', () => {
+    const src = tempDir();
+    cpSync(join(root, 'CMakeLists.txt'), join(src, 'CMakeLists.txt'));
+    writeFileSync(join(src, 'a.cc'), 'int a() { return 1; }\n');
+    writeFileSync(join(src, 'binding.gyp'), JSON.stringify({
+      targets: [{ target_name: 'x', type: 'shared_library', sources: ['a.cc'], frobnicate_flags: ['-O9'] }],
+    }));
+    const { status, output } = configure(src);
+    expect(status).not.toBe(0);
+    expect(output).toContain('frobnicate_flags');
+  });
+
+  it('stops with a message naming binding.gyp when it is not strict JSON', () => {
+    const src = tempDir();
+    cpSync(join(root, 'CMakeLists.txt'), join(src, 'CMakeLists.txt'));
+    writeFileSync(join(src, 'binding.gyp'), "{ 'targets': [] }\n");
+    const { status, output } = configure(src);
+    expect(status).not.toBe(0);
+    expect(output).toMatch(/binding\.gyp: expected a strict JSON object/);
+  });
+});
