@@ -41,6 +41,8 @@ export interface BenchReport {
   command: string;
   quick: boolean;
   machine: { nproc: number; cpuModel: string; node: string; platform: string };
+  /** 1-minute load average when the run started and when it ended (the machine may be shared). */
+  loadAverage: { start: number; end: number };
   library: string;
   settings: Record<string, unknown>;
   /** The library's own cost of one memory read (C tight loop, one handle). */
@@ -48,7 +50,7 @@ export interface BenchReport {
   /** How the "addon, memory only" contender reached the native read (null: not offered). */
   nativeReadPath: string | null;
   rows: LatencyRow[];
-  eventLoop: { resolutionMs: number; asyncPath: EventLoopFigures; syncPath: EventLoopFigures };
+  eventLoop: { resolutionMs: number; idle: EventLoopFigures; asyncPath: EventLoopFigures; syncPath: EventLoopFigures };
   rss: {
     count: number;
     path: string;

@@ -14,6 +14,7 @@ const LABELS: Record<string, string> = {
   snapshotSyncProcesses: 'snapshotSync(), memory + processes',
   snapshotAsyncProcesses: 'snapshot(), memory + processes',
   snapshotAsyncFull: 'snapshot({ processes: true }), all fields',
+  prototypeMemory: '(prototype) readMemorySync + objects built in JS',
   subprocessExecFile: 'nvidia-smi style: execFile per poll',
   subprocessShellLoop: 'nvidia-smi style: shell loop per poll',
 };
@@ -96,6 +97,7 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
   lines.push(`# gpugate poll-latency benchmark${report.quick ? ' (--quick)' : ''}`, '');
   lines.push(`- date: ${report.date}`);
   lines.push(`- machine: ${report.machine.nproc} CPUs, ${report.machine.cpuModel}, ${report.machine.platform}, Node ${report.machine.node}`);
+  lines.push(`- load average (1 min) at start / end: ${report.loadAverage.start.toFixed(2)} / ${report.loadAverage.end.toFixed(2)}`);
   lines.push(`- command: \`${report.command}\``);
   lines.push('- library: the simulator (build/Release/gpugate_sim.so), read by every contender');
   if (report.quick) {
@@ -125,14 +127,15 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
   else lines.push(`Native read path: \`${report.nativeReadPath}\`.`);
   lines.push('');
   lines.push('## Event loop while a process-list call takes 5 ms (8 GPUs × 2 processes)', '');
-  lines.push('| path | snapshots | mean snapshot | delay p50 | delay p99 | delay max |');
+  lines.push('| what the loop does | snapshots | mean snapshot | delay p50 | delay p99 | delay max |');
   lines.push('|---|---:|---:|---:|---:|---:|');
   for (const [label, figures] of [
-    ['snapshot({ processes: true }) (async)', report.eventLoop.asyncPath],
-    ['snapshotSync({ processes: true }) (blocking, for contrast)', report.eventLoop.syncPath],
+    ['no NVML call: the loop only waits (machine jitter, for reference)', report.eventLoop.idle],
+    ['snapshot(), memory + processes (async)', report.eventLoop.asyncPath],
+    ['snapshotSync(), memory + processes (blocking, for contrast)', report.eventLoop.syncPath],
   ] as const) {
     lines.push(
-      `| ${label} | ${figures.snapshots} | ${figures.snapshotMeanMs.toFixed(2)} ms | ${figures.delayP50Ms.toFixed(3)} ms | ${figures.delayP99Ms.toFixed(3)} ms | ${figures.delayMaxMs.toFixed(3)} ms |`,
+      `| ${label} | ${figures === report.eventLoop.idle ? '–' : figures.snapshots} | ${figures === report.eventLoop.idle ? '–' : `${figures.snapshotMeanMs.toFixed(2)} ms`} | ${figures.delayP50Ms.toFixed(3)} ms | ${figures.delayP99Ms.toFixed(3)} ms | ${figures.delayMaxMs.toFixed(3)} ms |`,
     );
   }
   lines.push('', `perf_hooks.monitorEventLoopDelay at ${report.eventLoop.resolutionMs} ms resolution; the nominal interval is subtracted.`, '');

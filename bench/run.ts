@@ -135,6 +135,7 @@ function log(line: string): void {
 async function main(): Promise<void> {
   const settings = parseArgs(process.argv.slice(2));
   const started = Date.now();
+  const loadAtStart = os.loadavg()[0] ?? 0;
   const root = repoRoot();
   requireFile(simulatorLibrary(root), 'build the native targets first (npx node-gyp rebuild, or npm run build)');
   requireFile(packageEntry(root), 'compile the TypeScript first (npm run build:ts)');
@@ -286,6 +287,7 @@ async function main(): Promise<void> {
       node: process.version,
       platform: `${os.type()} ${os.release()} ${os.arch()}`,
     },
+    loadAverage: { start: loadAtStart, end: os.loadavg()[0] ?? 0 },
     library: simulatorLibrary(root),
     settings: { ...settings, out: path.relative(root, settings.out) },
     memoryReadNs,

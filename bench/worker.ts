@@ -12,6 +12,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { NvmlMemoryReader, OpenNvmlOptions, Snapshot } from '../src/types';
 import { packageEntry } from './paths';
+import { prototypeMemorySnapshot } from './prototype-snapshot';
 import { measureAsync, measureSync, type BatchPlan, type LatencySummaryNs } from './stats';
 
 type OpenNvml = (options?: OpenNvmlOptions) => Promise<NvmlMemoryReader>;
@@ -49,6 +50,14 @@ function checkMemoryArray(out: Float64Array, snapshot: Snapshot): void {
   }
 }
 
+/** The prototype must report what snapshotSync reports (memory is static in bench scenarios). */
+function checkSameMemory(prototype: Snapshot, real: Snapshot): void {
+  const strip = (s: Snapshot): string => JSON.stringify(s.devices.map((d) => ({ ...d, processListSource: undefined })));
+  if (strip(prototype) !== strip(real)) {
+    throw new Error(`gpugate bench: the prototype snapshot differs from snapshotSync:\n${strip(prototype)}\n${strip(real)}`);
+  }
+}
+
 interface LatencyParams extends BatchPlan {
   processesPerDevice: number;
 }
@@ -74,6 +83,9 @@ async function latency(params: LatencyParams): Promise<unknown> {
     contenders['snapshotSyncProcesses'] = measureSync(() => session.snapshotSync(withProcesses), params);
     contenders['snapshotAsyncProcesses'] = await measureAsync(() => session.snapshot(withProcesses), params);
     contenders['snapshotAsyncFull'] = await measureAsync(() => session.snapshot({ processes: true }), params);
+    const prototype = prototypeMemorySnapshot(session, first);
+    checkSameMemory(prototype(), session.snapshotSync(memoryOnly));
+    contenders['prototypeMemory'] = measureSync(prototype, params);
     return {
       deviceCount,
       nativeReadPath: 'session.readMemorySync(out: Float64Array)',
@@ -112,13 +124,15 @@ async function eventLoop(params: { durationMs: number }): Promise<unknown> {
         delayMaxMs: delayMs(histogram.max),
       };
     };
+    // The machine's own timer jitter: the same histogram while the loop only waits.
+    const idle = await measure(() => new Promise<void>((resolve) => setTimeout(resolve, 20)));
     const asyncPath = await measure(() => session.snapshot(withProcesses));
     // The contrast: the blocking path, yielding to the event loop between snapshots.
     const syncPath = await measure(async () => {
       session.snapshotSync(withProcesses);
       await new Promise<void>((resolve) => setImmediate(resolve));
     });
-    return { resolutionMs, asyncPath, syncPath };
+    return { resolutionMs, idle, asyncPath, syncPath };
   } finally {
     await session.close();
   }
