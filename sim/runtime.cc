@@ -83,9 +83,9 @@ bool entryReached(const Runtime& rt, const SimTimelineEntry& e, int64_t now) {
   if (e.byCall) {
     long long made = 0;
     if (e.function >= 0) {
-      made = rt.counts[e.function].load(std::memory_order_relaxed);
+      made = rt.counts[e.function].load(std::memory_order_relaxed) - rt.countBase[e.function];
     } else {
-      for (const auto& c : rt.counts) made += c.load(std::memory_order_relaxed);
+      for (int s = 0; s < kSymbolCount; s++) made += rt.counts[s].load(std::memory_order_relaxed) - rt.countBase[s];
     }
     return made > e.at;
   }
@@ -157,7 +157,6 @@ bool load(Runtime& rt, int64_t now) {
   rt.lastError.clear();
   rt.lastPrinted.clear();
   rt.nextStatNs = now + kStatIntervalNs;
-  advance(rt, now);
   return true;
 }
 
@@ -233,7 +232,9 @@ bool gateSlow(int sym, int device, long long callIndex, nvmlReturn_t* rc) {
     int64_t now = monotonicNs();
     if (now >= rt.nextStatNs) maybeReload(rt, now);
     advance(rt, now);
-    if (rt.faulty[sym].load(std::memory_order_relaxed)) outcome = evaluateFaults(rt, sym, device, callIndex, now);
+    if (rt.faulty[sym].load(std::memory_order_relaxed)) {
+      outcome = evaluateFaults(rt, sym, device, callIndex - rt.countBase[sym], now);
+    }
   }
   return applyOutcome(outcome, rc);
 }
@@ -256,15 +257,16 @@ nvmlReturn_t initialize(int sym) {
       if (changed) {
         rt.path = env;
         if (!load(rt, now)) return NVML_ERROR_UNKNOWN;
-      }
-      if (!rt.originSet) {
+        // A scenario read at init starts its own clock and call counts; this init is call 0.
         rt.originSet = true;
         rt.originNs = now;
+        for (int s = 0; s < kSymbolCount; s++) rt.countBase[s] = rt.counts[s].load(std::memory_order_relaxed);
+        rt.countBase[sym] = callIndex;
       }
       rt.nextStatNs = now + kStatIntervalNs;
       advance(rt, now);
     }
-    outcome = evaluateFaults(rt, sym, -1, callIndex, now);
+    outcome = evaluateFaults(rt, sym, -1, callIndex - rt.countBase[sym], now);
   }
   nvmlReturn_t rc = NVML_SUCCESS;
   if (applyOutcome(outcome, &rc) && rc != NVML_SUCCESS) return rc;

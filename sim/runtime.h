@@ -70,8 +70,11 @@ struct Runtime {
   Scenario live;
   std::vector<bool> applied;
   bool faultsChanged = true;  // live.faults changed since `faulty` was last computed
+  // The scenario's own time origin and call-count base: set when nvmlInit reads a scenario
+  // (not by a reload on rename, which continues the same run).
   bool originSet = false;
-  int64_t originNs = 0;  // first successful init
+  int64_t originNs = 0;
+  long long countBase[kSymbolCount] = {};
   int64_t nextStatNs = 0;
   std::string lastError;
   std::string lastPrinted;

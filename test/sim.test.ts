@@ -434,6 +434,29 @@ describe('timeline, faults, reload and statistics', () => {
     expect(runs[1]).toEqual(runs[0]);
   });
 
+  it('a scenario read by a later nvmlInit in the same process starts its own call counts', async () => {
+    const scenario = {
+      devices: [simDevice(0)],
+      timeline: [{ atCall: 1, function: 'nvmlDeviceGetMemoryInfo_v2', device: 0, set: { memory: { usedBytes: 3 * GiB } } }],
+    };
+    const first = writeScenario(scenario);
+    const second = writeScenario(scenario);
+    const snaps = await dump(first, ['--repeat', '2', '--then', second]);
+    expect(snaps.map((s) => s.devices[0]?.memory?.usedBytes)).toEqual([0, 3 * GiB, 0, 3 * GiB]);
+  });
+
+  it('faults are bounded in time by atMs/untilMs (measured from the init that read the scenario)', async () => {
+    const file = writeScenario({
+      devices: [simDevice(0), simDevice(1)],
+      faults: [
+        { function: 'nvmlDeviceGetMemoryInfo_v2', device: 0, return: 3, untilMs: 60_000 },
+        { function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, return: 3, atMs: 60_000 },
+      ],
+    });
+    const [snap] = await dump(file);
+    expect(snap?.devices.map((d) => d.memoryRc)).toEqual([3, 0]);
+  });
+
   it('faults return a code only within fromCall/untilCall, and per device', async () => {
     const file = writeScenario({
       devices: [simDevice(0), simDevice(1)],

@@ -5,8 +5,10 @@
  * gpugate's header), loads the library with dlopen (a path given with --lib, else the name
  * libnvidia-ml.so.1 through the normal search path), and prints what it reads:
  *
- *   nvml_client [--lib PATH] [--v1] [--repeat N] [--no-shutdown] dump
+ *   nvml_client [--lib PATH] [--v1] [--repeat N] [--no-shutdown] [--then SCENARIO] dump
  *                                                        devices, memory and processes as JSON
+ *                                                         (--then: shut down, point
+ *                                                         GPUGATE_SIM_SCENARIO at SCENARIO, dump again)
  *                                                         (memory _v2 and processes _v3; --v1 uses
  *                                                         the plain oldest symbols instead)
  *   nvml_client [--lib PATH] probe                       one line per protocol probe: "name rc ..."
@@ -76,6 +78,7 @@ typedef const char *(*f_lasterr)(void);
 
 static int use_v1 = 0;
 static int skip_shutdown = 0;
+static const char *then_scenario = NULL;
 
 static rc_t do_init(void) {
   rc_t rc = use_v1 ? FN(f_void, "nvmlInit")() : FN(f_void, "nvmlInit_v2")();
@@ -176,6 +179,12 @@ static int cmd_dump(int repeat) {
     printf("]}\n");
   }
   if (!skip_shutdown) FN(f_void, "nvmlShutdown")();
+  if (then_scenario != NULL) {
+    /* A second session in the same process, reading another scenario. */
+    setenv("GPUGATE_SIM_SCENARIO", then_scenario, 1);
+    then_scenario = NULL;
+    return cmd_dump(repeat);
+  }
   return 0;
 }
 
@@ -464,6 +473,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--lib") == 0 && i + 1 < argc) path = argv[++i];
     else if (strcmp(argv[i], "--v1") == 0) use_v1 = 1;
     else if (strcmp(argv[i], "--no-shutdown") == 0) skip_shutdown = 1;
+    else if (strcmp(argv[i], "--then") == 0 && i + 1 < argc) then_scenario = argv[++i];
     else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = atoi(argv[++i]);
     else break;
   }
