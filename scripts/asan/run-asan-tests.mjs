@@ -6,8 +6,10 @@
 //
 // How the pieces fit:
 // - node itself is not instrumented, so libasan is put in front of it with LD_PRELOAD;
-// - node-gyp-build honours GPUGATE_PREBUILD=<dir> (it then loads <dir>/build/Release/gpugate.node),
-//   and src/sim-library.ts looks there first for the simulator, so the tests load the sanitizer build;
+// - the tests run in a temporary copy of the working tree (node_modules linked) whose build/Release
+//   holds the sanitizer build, so every way a test finds the addon or the simulator (node-gyp-build,
+//   findSimLibrary, a literal build/Release path) finds the sanitizer build, and the working tree's
+//   own build/ is left alone;
 // - node leaks its V8 heap at exit: scripts/asan/lsan-node.supp suppresses those, and the log parser
 //   (sanitizer-report.mjs) attributes each remaining leak by who allocated it;
 // - vitest stops its workers with SIGTERM, which would skip the exit-time leak check, so the workers
@@ -17,7 +19,7 @@
 // Usage: node scripts/asan/run-asan-tests.mjs [--no-build] [extra vitest arguments]
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -89,7 +91,6 @@ function sanitizerEnv(libasan, logDir) {
       process.env.LSAN_OPTIONS].filter(Boolean).join(':'),
     UBSAN_OPTIONS: [`log_path=${join(logDir, 'asan')}`, 'print_stacktrace=1', 'halt_on_error=1',
       process.env.UBSAN_OPTIONS].filter(Boolean).join(':'),
-    GPUGATE_PREBUILD: sanitizeDir,
   };
 }
 
@@ -142,6 +143,28 @@ function checkCanary(libasan, workDir) {
   console.error('test:asan: the canary leak was reported and attributed to our code');
 }
 
+/** Paths of the working tree that are not copied (build output, dependencies, history). */
+const NOT_COPIED = new Set(['.git', 'node_modules', 'build', 'prebuilds', '.tmp']);
+
+/** A copy of the working tree whose build/Release is the sanitizer build. */
+function makeTestTree(workDir) {
+  const tree = join(workDir, 'tree');
+  mkdirSync(tree);
+  for (const name of readdirSync(root)) {
+    if (NOT_COPIED.has(name) || name.endsWith('.tgz')) continue;
+    cpSync(join(root, name), join(tree, name), { recursive: true, preserveTimestamps: true });
+  }
+  symlinkSync(join(root, 'node_modules'), join(tree, 'node_modules'), 'dir');
+  const release = join(tree, 'build', 'Release');
+  mkdirSync(release, { recursive: true });
+  for (const name of readdirSync(sanitizeRelease)) {
+    if (/\.(node|so)$/.test(name) || name === 'sim') {
+      cpSync(join(sanitizeRelease, name), join(release, name), { recursive: true });
+    }
+  }
+  return tree;
+}
+
 function findTests(extraArgs) {
   const explicit = extraArgs.filter((a) => a.endsWith('.test.ts'));
   if (explicit.length > 0) return [];
@@ -163,12 +186,13 @@ function main() {
 
   const workDir = mkdtempSync(join(tmpdir(), 'gpugate-asan-'));
   try {
-    // node-gyp-build must pick the sanitizer build through GPUGATE_PREBUILD.
+    const tree = makeTestTree(workDir);
+    // node-gyp-build, as src/binding.ts calls it, must pick the sanitizer build in the copy.
     const resolved = execFileSync(process.execPath, ['-e',
-      `process.stdout.write(require('node-gyp-build').resolve(${JSON.stringify(root)}))`],
-    { cwd: root, env: { ...process.env, GPUGATE_PREBUILD: sanitizeDir }, encoding: 'utf8' });
-    if (resolve(resolved) !== join(sanitizeRelease, 'gpugate.node')) {
-      fail(`node-gyp-build resolves ${resolved}, not the sanitizer build in ${sanitizeRelease}`);
+      `process.stdout.write(require('node-gyp-build').resolve(${JSON.stringify(tree)}))`],
+    { cwd: tree, env: { ...process.env, GPUGATE_PREBUILD: '', PREBUILDS_ONLY: '' }, encoding: 'utf8' });
+    if (!readFileSync(resolved).equals(readFileSync(join(sanitizeRelease, 'gpugate.node')))) {
+      fail(`node-gyp-build resolves ${resolved}, which is not the sanitizer build from ${sanitizeRelease}`);
     }
 
     checkCanary(libasan, workDir);
@@ -180,7 +204,7 @@ function main() {
     const vitest = require.resolve('vitest/vitest.mjs');
     const r = spawnSync(process.execPath, [vitest, 'run', ...files, ...vitestArgs,
       `--execArgv=--require=${join(here, 'exit-on-sigterm.cjs')}`], {
-      cwd: root, stdio: 'inherit', env: sanitizerEnv(libasan, logDir),
+      cwd: tree, stdio: 'inherit', env: { ...sanitizerEnv(libasan, logDir), GPUGATE_PREBUILD: '', PREBUILDS_ONLY: '' },
     });
     const ours = summarise(logDir, 'test:asan');
     if (r.status !== 0) fail(`vitest failed (${r.status ?? r.signal}) under the sanitizers`);
