@@ -188,10 +188,17 @@ time_left_s() { echo $((TOTAL_BUDGET_S - $(elapsed_s))); }
 say() { printf '%s\n' "$*"; }
 heading() { printf '\n== %s (%ss elapsed)\n' "$*" "$(elapsed_s)"; }
 
-# bounded SECONDS CMD...: run CMD, killing it after SECONDS (and SIGKILL 5 s later).
+# bounded SECONDS CMD...: run CMD, killing it after SECONDS (and SIGKILL 5 s later), or sooner
+# when the run's whole budget would be spent: no command can push the run past TOTAL_BUDGET_S.
 bounded() {
-  local seconds=$1
+  local seconds=$1 left
   shift
+  left=$((TOTAL_BUDGET_S - $(elapsed_s) - 5))
+  if ((left < 1)); then
+    printf 'gpu-validate: time budget spent, not running: %s\n' "$*" >&2
+    return 124
+  fi
+  ((seconds <= left)) || seconds=$left
   timeout --kill-after=5 "$seconds" "$@"
 }
 
@@ -241,6 +248,11 @@ install_tarball() {
     rm -rf -- "$pkg"
     mkdir -p "$pkg"
     tar -xzf "$TARBALL" -C "$pkg" --strip-components=1 || die 69 "--tarball $TARBALL: not a gzipped npm package tarball"
+  fi
+  local platform
+  platform=$("$NODE_BIN" -p 'process.platform + "-" + process.arch')
+  if [[ ! -d $pkg/prebuilds/$platform ]]; then
+    say "  note: the tarball has no prebuilds/$platform: the addon would have to be compiled (see npm-install.log)"
   fi
   if ! "$NODE_BIN" -e 'require.resolve("node-gyp-build", { paths: [process.argv[1]] })' "$pkg" 2>/dev/null; then
     die 69 "gpugate's runtime dependency node-gyp-build is not installed next to $pkg and npm could not install it offline; install the tarball where a registry or npm cache is reachable and pass --package DIR, or put a node_modules holding node-gyp-build on NODE_PATH"
@@ -441,6 +453,12 @@ wait_for_ready() {
 
 step_processes() {
   heading "processes: a CUDA context holding a known amount"
+  local left
+  left=$(time_left_s)
+  if ((left < 60)); then
+    write_step 20 processes skip "only ${left}s of the ${TOTAL_BUDGET_S}s budget left"
+    return 1
+  fi
   if [[ -z $HOLD_MIB ]]; then
     HOLD_MIB=$((GPU_TOTAL_BYTES / 1048576 / 5))
   fi

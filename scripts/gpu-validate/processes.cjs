@@ -43,7 +43,9 @@ function main() {
   const seen = holders.map((h) => `${h.pid}/${h.class}/gpus=${(h.gpus ?? []).join('+')}`).join(', ') || 'none';
   if (!step.check('gpugate lists the holder', listed, `pid ${pid} on GPU ${gpu}; gpugate lists ${seen}`)) return write('');
   step.data.gpugate = { class: holder.class, usedBytes: holder.usedBytes ?? null, comm: holder.comm ?? null, reason: holder.reason ?? null };
-  step.check('classified active', holder.class === 'active', `class ${holder.class}${holder.reason ? ` (${holder.reason})` : ''}`);
+  // Inside a systemd service every other process of that service is a leftover by design.
+  const hint = holder.class === 'leftover' ? ': gpu-validate runs inside a systemd service, so gpugate counts its holder as a leftover of that service; run it from a login shell' : '';
+  step.check('classified active', holder.class === 'active', `class ${holder.class}${holder.reason ? ` (${holder.reason})` : ''}${hint}`);
 
   const used = typeof holder.usedBytes === 'number' ? holder.usedBytes : null;
   step.check('holds at least what it allocated', used !== null && used + toleranceBytes >= holdBytes,
