@@ -5,6 +5,7 @@
  * holders (/dev/nvidiaN open or mapped but not listed), and leaked /dev/shm segments. All of it is
  * read from procfs under configurable roots; nothing here signals or removes anything.
  */
+import { promises as fsp, type Dirent } from 'node:fs';
 import * as path from 'node:path';
 import type { GpuDevice, Snapshot } from './types';
 import {
@@ -13,6 +14,7 @@ import {
   parseBootTime,
   parseMountinfo,
   parseNSpid,
+  listPids,
   readFdTargets,
   readMappedPaths,
   readOtherThreadStates,
@@ -85,13 +87,28 @@ export interface HolderReport {
   unitCgroup: string | null;
   /** True when gpugate runs in a nested PID namespace (NVML's pids cannot be looked up). */
   nestedPidNamespace: boolean;
+  /**
+   * Every other process in the unit cgroup (not the caller or its ancestors), listed by NVML or
+   * not: the previous attempt's leftovers. Empty when there is no unit cgroup.
+   */
+  unitProcesses: UnitProcess[];
+}
+
+/** A process in the caller's unit cgroup other than the caller and its ancestors. */
+export interface UnitProcess {
+  pid: number;
+  comm: string | null;
+  cmdline: string | null;
+  state: string | null;
+  /** True when NVML lists it on a selected GPU (it is then also in `holders`). */
+  listed: boolean;
 }
 
 /** Where and how to look. Every root is configurable so tests can use prepared directories. */
 export interface InspectOptions {
   /** Default /proc. */
   procRoot?: string;
-  /** Default /sys/fs/cgroup (reserved for cgroup membership reads). */
+  /** Default /sys/fs/cgroup: where the unit cgroup's members (cgroup.procs) are read. */
   cgroupRoot?: string;
   /** Default /dev/shm. */
   shmRoot?: string;
@@ -354,6 +371,45 @@ function hiddenHoldersOf(device: GpuDevice, openFiles: OpenFiles[], names: Map<n
   return hidden;
 }
 
+async function cgroupProcs(dir: string): Promise<number[] | null> {
+  let text: string;
+  try {
+    text = await fsp.readFile(path.join(dir, 'cgroup.procs'), 'utf8');
+  } catch {
+    return null;
+  }
+  const pids = text.split('\n').filter((line) => /^\d+$/.test(line.trim())).map(Number);
+  let entries: Dirent[] = [];
+  try {
+    entries = await fsp.readdir(dir, { withFileTypes: true });
+  } catch {
+    // No sub-cgroups readable.
+  }
+  for (const entry of entries) {
+    if (!entry.isDirectory()) continue;
+    const sub = await cgroupProcs(path.join(dir, entry.name));
+    if (sub) pids.push(...sub);
+  }
+  return pids;
+}
+
+/**
+ * The pids in `unitCgroup` and below: from cgroup.procs under cgroupRoot (unified, or systemd's
+ * v1 tree), else by reading every /proc/PID/cgroup under procRoot.
+ */
+export async function unitCgroupMembers(unitCgroup: string, procRoot = '/proc', cgroupRoot = '/sys/fs/cgroup'): Promise<number[]> {
+  for (const base of [cgroupRoot, path.join(cgroupRoot, 'systemd'), path.join(cgroupRoot, 'unified')]) {
+    const pids = await cgroupProcs(path.join(base, unitCgroup));
+    if (pids) return [...new Set(pids)].sort((a, b) => a - b);
+  }
+  const members: number[] = [];
+  for (const pid of await listPids(procRoot).catch(() => [] as number[])) {
+    const info = await readProcess(pid, procRoot);
+    if (info.kind === 'ok' && info.cgroup !== null && (info.cgroup === unitCgroup || info.cgroup.startsWith(`${unitCgroup}/`))) members.push(pid);
+  }
+  return members;
+}
+
 /**
  * Classifies every process NVML lists on the selected GPUs (the snapshot must include process
  * lists), computes per GPU the memory no listed process accounts for and the hidden holders, and
@@ -392,5 +448,21 @@ export async function inspectHolders(snapshot: Snapshot, options: InspectOptions
     const found = await findLeakedShm({ shmRoot: options.shmRoot ?? '/dev/shm', procRoot: ctx.procRoot, patterns, openFiles });
     shm = { leaked: found.leaked, tmpfsFreeBytes: found.tmpfsFreeBytes, tmpfsTotalBytes: found.tmpfsTotalBytes };
   }
-  return { holders, perGpu, shm, unitCgroup: ctx.unitCgroup, nestedPidNamespace: ctx.nestedPidNamespace };
+  const unitProcesses: UnitProcess[] = [];
+  if (ctx.unitCgroup !== null) {
+    const listed = new Set(holders.map((h) => h.pid));
+    for (const pid of await unitCgroupMembers(ctx.unitCgroup, ctx.procRoot, options.cgroupRoot ?? '/sys/fs/cgroup')) {
+      if (ctx.protectedPids.has(pid)) continue;
+      const info = await readProcess(pid, ctx.procRoot);
+      if (info.kind === 'missing') continue;
+      unitProcesses.push({
+        pid,
+        comm: info.kind === 'ok' ? info.comm : null,
+        cmdline: info.kind === 'ok' ? info.cmdline : null,
+        state: info.kind === 'ok' ? info.stat.state : null,
+        listed: listed.has(pid),
+      });
+    }
+  }
+  return { holders, perGpu, shm, unitCgroup: ctx.unitCgroup, nestedPidNamespace: ctx.nestedPidNamespace, unitProcesses };
 }

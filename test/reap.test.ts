@@ -55,7 +55,7 @@ function holder(pid: number, klass: Holder['class']): Holder {
 }
 
 function reportOf(holders: Holder[]): HolderReport {
-  return { holders, perGpu: [], shm: { leaked: [], tmpfsFreeBytes: null, tmpfsTotalBytes: null }, unitCgroup: null, nestedPidNamespace: false };
+  return { holders, perGpu: [], shm: { leaked: [], tmpfsFreeBytes: null, tmpfsTotalBytes: null }, unitCgroup: null, nestedPidNamespace: false, unitProcesses: [] };
 }
 
 describe('reapStale', () => {

@@ -120,12 +120,38 @@ describe('inspectHolders with prepared /proc trees', () => {
     const root = prepared('/system.slice/vllm.service');
     root.add({ pid: leftover, copyFrom: leftover, cgroup: '0::/system.slice/vllm.service\n', fds: { '3': '/dev/nvidiactl', '4': '/dev/nvidia0' } });
     root.add({ pid: other, copyFrom: other, cgroup: '0::/system.slice/other.service\n', fds: { '3': '/dev/nvidia0' } });
-    const report = await inspectHolders(snapshotOf([{ pid: leftover, usedBytes: GiB }, { pid: other, usedBytes: GiB }]), { procRoot: root.root, shmPatterns: [] });
+    const report = await inspectHolders(snapshotOf([{ pid: leftover, usedBytes: GiB }, { pid: other, usedBytes: GiB }]), {
+      procRoot: root.root,
+      cgroupRoot: path.join(root.root, 'no-cgroupfs'),
+      shmPatterns: [],
+    });
     expect(report.unitCgroup).toBe('/system.slice/vllm.service');
     const l = byPid(report.holders, leftover);
     expect(l).toMatchObject({ class: 'leftover', unit: 'vllm.service', cgroup: '/system.slice/vllm.service' });
     expect(l.reason).not.toMatch(/suspect/);
     expect(byPid(report.holders, other)).toMatchObject({ class: 'foreign', unit: 'other.service' });
+    // Without a readable cgroupfs, the unit's members come from /proc/PID/cgroup: the caller is not one.
+    expect(report.unitProcesses).toEqual([{ pid: leftover, comm: 'sleep', cmdline: expect.stringMatching(/^VLLM::Worker_TP0/), state: 'S', listed: true }]);
+  });
+
+  it('lists every other process of the unit cgroup from cgroup.procs, listed by NVML or not', async () => {
+    const listedPid = await spawnSleeper('VLLM::Worker_TP0');
+    const unlisted = await spawnSleeper('VLLM::Worker_TP1');
+    const root = prepared('/system.slice/vllm.service');
+    root.add({ pid: listedPid, copyFrom: listedPid, cgroup: '0::/system.slice/vllm.service\n', fds: { '4': '/dev/nvidia0' } });
+    root.add({ pid: unlisted, copyFrom: unlisted, cgroup: '0::/system.slice/vllm.service/worker\n', fds: {} });
+    const cgroupRoot = mkdtempSync(path.join(tmpdir(), 'gpugate-cgroup-'));
+    cleanups.push(() => rmSync(cgroupRoot, { recursive: true, force: true }));
+    const unit = path.join(cgroupRoot, 'system.slice', 'vllm.service');
+    mkdirSync(path.join(unit, 'worker'), { recursive: true });
+    writeFileSync(path.join(unit, 'cgroup.procs'), `${process.pid}\n${listedPid}\n`);
+    writeFileSync(path.join(unit, 'worker', 'cgroup.procs'), `${unlisted}\n`);
+    const report = await inspectHolders(snapshotOf([{ pid: listedPid, usedBytes: GiB }]), { procRoot: root.root, cgroupRoot, shmPatterns: [], scanHidden: false });
+    expect(report.unitProcesses.map((p) => [p.pid, p.listed])).toEqual([
+      [listedPid, true],
+      [unlisted, false],
+    ]);
+    expect(byPid(report.holders, listedPid).class).toBe('leftover');
   });
 
   it('a login session or a container root cgroup makes nothing a leftover', async () => {
