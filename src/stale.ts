@@ -308,11 +308,16 @@ export async function classifyHolder(listed: ListedProcess, takenAt: number | nu
     return { ...holder, class: 'draining', reason: join(`${why}: memory will come back; never signalled`, notes) };
   }
 
-  const [fds, maps] = await Promise.all([readFdTargets(listed.pid, ctx.procRoot), readMappedPaths(listed.pid, ctx.procRoot)]);
+  const fds = await readFdTargets(listed.pid, ctx.procRoot);
   if (fds.kind === 'unreadable') {
     return { ...holder, class: 'unverifiable', reason: join(`${fds.reason}: cannot confirm it holds /dev/nvidia* (another user's process? run as root)`, notes) };
   }
-  const holdsDevice = (fds.kind === 'ok' && fds.targets.some(isNvidiaDevicePath)) || (maps.kind === 'ok' && maps.paths.some(isNvidiaDevicePath));
+  // maps is large for a CUDA process: read it only when no descriptor already answers.
+  let holdsDevice = fds.kind === 'ok' && fds.targets.some(isNvidiaDevicePath);
+  if (!holdsDevice) {
+    const maps = await readMappedPaths(listed.pid, ctx.procRoot);
+    holdsDevice = maps.kind === 'ok' && maps.paths.some(isNvidiaDevicePath);
+  }
   if (!holdsDevice && fds.kind === 'ok') notes.push('suspect: no /dev/nvidia* descriptor (pid reuse?)');
 
   if (ctx.protectedPids.has(listed.pid)) {

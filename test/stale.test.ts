@@ -201,6 +201,17 @@ describe('inspectHolders with prepared /proc trees', () => {
     expect(byPid(report.holders, 905)).toMatchObject({ class: 'unverifiable', reason: expect.stringMatching(/malformed/) });
   });
 
+  it('a holder with /dev/nvidia* only mapped (no descriptor) is not suspect; one with neither is', async () => {
+    const mapped = await spawnSleeper();
+    const bare = await spawnSleeper();
+    const root = prepared('/');
+    root.add({ pid: mapped, copyFrom: mapped, fds: { '0': '/dev/null' }, maps: '7f00-7f01 rw-s 00000000 00:05 12 /dev/nvidia0\n' });
+    root.add({ pid: bare, copyFrom: bare, fds: { '0': '/dev/null' }, maps: '7f00-7f01 r--p 00000000 08:01 9 /usr/bin/sleep\n' });
+    const report = await inspectHolders(snapshotOf([{ pid: mapped, usedBytes: GiB }, { pid: bare, usedBytes: GiB }]), { procRoot: root.root, shmPatterns: [], scanHidden: false });
+    expect(byPid(report.holders, mapped).reason).not.toMatch(/suspect/);
+    expect(byPid(report.holders, bare).reason).toMatch(/suspect: no \/dev\/nvidia\* descriptor/);
+  });
+
   it('a holder that started after the snapshot is flagged as pid reuse', async () => {
     const pid = await spawnSleeper();
     const snapshot = snapshotOf([{ pid, usedBytes: GiB }]);
