@@ -363,7 +363,7 @@ step_identity() {
     extra+=(--library "$LOGS/library.json")
   fi
   helper 10-identity.json identity identity.cjs --status "$LOGS/status.json" --smi "$LOGS/nvidia-smi.csv" \
-    --used-tolerance-mib "$USED_TOLERANCE_MIB" "${py_args[@]}" "${extra[@]}"
+    --used-tolerance-mib "$USED_TOLERANCE_MIB" "${py_args[@]}" ${extra[@]+"${extra[@]}"}
 
   # The GPU the next steps use, as gpugate saw it.
   if ! GPU_UUID=$(gpu_field uuid) || ! GPU_TOTAL_BYTES=$(gpu_field totalBytes) || ! GPU_FREE_BYTES=$(gpu_field freeBytes); then
@@ -572,9 +572,18 @@ step_latency() {
   # gpugate bench compares with the nvidia-smi it finds on PATH: make that the one in use here.
   mkdir -p "$SCRATCH/bin"
   ln -sf "$(command -v "$NVSMI")" "$SCRATCH/bin/nvidia-smi"
-  PATH="$SCRATCH/bin:$PATH" bounded $((left < 60 ? left - 5 : 60)) "${GPUGATE[@]}" bench --json \
-    >"$LOGS/bench.json" 2>"$LOGS/bench.err" || rc=$?
-  helper 40-latency.json latency latency.cjs --bench "$LOGS/bench.json" --bench-rc "$rc" \
+  local args=() format=text
+  if grep -q -- '--json' "$LOGS/bench-help.txt"; then
+    args+=(--json)
+    format=json
+  fi
+  # The simulator needs no long series; a real host gets gpugate bench's own defaults.
+  if [[ $MODE == simulate ]] && grep -q -- '--iterations' "$LOGS/bench-help.txt"; then
+    args+=(--iterations 40)
+  fi
+  PATH="$SCRATCH/bin:$PATH" bounded 60 "${GPUGATE[@]}" bench ${args[@]+"${args[@]}"} \
+    >"$LOGS/bench.out" 2>"$LOGS/bench.err" || rc=$?
+  helper 40-latency.json latency latency.cjs --bench "$LOGS/bench.out" --format "$format" --bench-rc "$rc" \
     --bench-stderr "$LOGS/bench.err"
 }
 

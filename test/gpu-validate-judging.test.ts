@@ -186,16 +186,30 @@ describe('race judging', () => {
 
 describe('latency judging', () => {
   it('fails a benchmark that timed out, with its last words', () => {
-    const { record } = judge('latency.cjs', ['--bench', file(''), '--bench-rc', '124', '--bench-stderr', file('gpugate: measuring\n')]);
+    const { record } = judge('latency.cjs', ['--bench', file(''), '--format', 'json', '--bench-rc', '124', '--bench-stderr', file('gpugate: measuring\n')]);
     expect(record.status).toBe('fail');
     expect(record.summary).toContain('exit 124 (timed out): gpugate: measuring');
   });
 
   it('reports gpugate against nvidia-smi with the ratio of medians', () => {
     const bench = { deviceCount: 8, memoryOnly: { perSnapshot: { samples: 200, medianUs: 95, p99Us: 180 } }, withProcesses: { perSnapshot: { medianUs: 4200 } }, nvidiaSmi: { perRun: { medianUs: 19000 }, error: null } };
-    const { record } = judge('latency.cjs', ['--bench', file(bench), '--bench-rc', '0', '--bench-stderr', file('')]);
+    const { record } = judge('latency.cjs', ['--bench', file(bench), '--format', 'json', '--bench-rc', '0', '--bench-stderr', file('')]);
     expect(record.status).toBe('pass');
     expect(record.data).toMatchObject({ gpugateMedianMs: 0.095, nvidiaSmiMedianMs: 19, ratio: 200 });
     expect(record.summary).toContain('gpugate 200x faster');
+  });
+
+  it('reports the table lines of a bench without --json', () => {
+    const text = [
+      'gpugate bench: 8 GPU(s), library /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1, driver 570.86.15',
+      'measure                              samples   median      p99      max',
+      'gpugate snapshot, memory only            200  95.0 µs   180 µs   300 µs',
+      '  per device                             200  11.9 µs  22.5 µs  37.5 µs',
+      'nvidia-smi --query-gpu=memory.used       200  19.0 ms  25.0 ms  30.0 ms',
+      'ratio: one memory-only snapshot is 200× faster than one nvidia-smi run (medians)',
+    ].join('\n');
+    const { record } = judge('latency.cjs', ['--bench', file(text), '--format', 'text', '--bench-rc', '0', '--bench-stderr', file('')]);
+    expect(record.status).toBe('pass');
+    expect(record.summary).toBe('gpugate snapshot, memory only  200  95.0 µs  180 µs  300 µs | nvidia-smi --query-gpu=memory.used  200  19.0 ms  25.0 ms  30.0 ms | ratio: one memory-only snapshot is 200× faster than one nvidia-smi run (medians)');
   });
 });

@@ -6,7 +6,10 @@
  * (performance.md's real-host goal, >= 50x faster than one warm nvidia-smi query, is shown next
  * to the measured ratio).
  *
- * usage: node latency.cjs --bench FILE --bench-rc N --bench-stderr FILE --out FILE
+ * With `--format text` (a gpugate whose bench has no --json) the step reports bench's own
+ * table lines for the snapshot, nvidia-smi and the ratio, as printed.
+ *
+ * usage: node latency.cjs --bench FILE --format json|text --bench-rc N --bench-stderr FILE --out FILE
  */
 const { StepResult, parseOptions, readJson, readText } = require('./step-result.cjs');
 const { benchFigures } = require('./gpugate-json.cjs');
@@ -17,7 +20,7 @@ function ms(value) {
 }
 
 function main() {
-  const known = ['bench', 'bench-rc', 'bench-stderr', 'out'];
+  const known = ['bench', 'format', 'bench-rc', 'bench-stderr', 'out'];
   const o = parseOptions(process.argv.slice(2), known);
   for (const required of known) {
     if (o[required] === undefined) {
@@ -30,6 +33,13 @@ function main() {
   const stderrTail = readText(o['bench-stderr']).trim().split('\n').slice(-3).join(' | ');
   if (!step.check('gpugate bench runs', rc === 0, rc === 0 ? 'exit 0' : `exit ${rc}${rc === 124 ? ' (timed out)' : ''}: ${stderrTail}`)) {
     return step.write(o.out, '');
+  }
+  if (o.format === 'text') {
+    const lines = readText(o.bench).split('\n').map((l) => l.trim().replace(/\s{2,}/g, '  '));
+    const picked = lines.filter((l) => /^(gpugate snapshot, memory only|nvidia-smi|ratio:)/.test(l));
+    step.data = { text: picked };
+    step.check('gpugate bench reports a poll latency', picked.some((l) => l.startsWith('gpugate snapshot')), picked.join(' | ') || 'no snapshot line in its output');
+    return step.write(o.out, picked.join(' | '));
   }
   const doc = readJson(o.bench);
   if (!step.check('gpugate bench --json parses', doc.error === undefined, doc.error ?? 'one JSON object')) return step.write(o.out, '');
