@@ -92,6 +92,15 @@ describe('waitForGpusFree on the simulator', () => {
     expect(evaluation.ok).toBe(true);
   });
 
+  it('a hung NVML call rejects with the NvmlError once the call deadline passes, not at the wait timeout', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB)], faults: [{ function: '*', hang: true, atMs: 300 }] });
+    const started = Date.now();
+    const error = await waitForGpusFree({ libraryPath: freshSimulator(), callTimeoutMs: 400, intervalMs: 50, timeoutMs: 25_000, env: {} }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NvmlError);
+    expect((error as NvmlError).code).toBe('GPUGATE_TIMEOUT');
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
   it('an abort signal rejects promptly with AbortError and the last evaluation', async () => {
     useScenario({ devices: [gpu(0, 50 * GiB)] });
     const controller = new AbortController();
