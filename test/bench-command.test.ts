@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, simulatorLibrary } from '../bench/paths';
 import { writeBenchScenario } from '../bench/scenarios';
-import { findOnPath, formatBenchResult, runBench } from '../src/bench';
+import { findOnPath, formatBenchResult, runBench, runBenchCommand } from '../src/bench';
 import { UsageError } from '../src/usage-error';
 
 const run = promisify(execFile);
@@ -129,5 +129,45 @@ describe('findOnPath', () => {
     fs.chmodSync(path.join(b, 'tool'), 0o755);
     expect(findOnPath('tool', `${a}${path.delimiter}${b}`)).toBe(path.join(b, 'tool'));
     expect(findOnPath('tool', undefined)).toBeNull();
+  });
+});
+
+describe('runBenchCommand (what `gpugate bench` runs)', () => {
+  function sink(): { text: string; write(chunk: string): void } {
+    return { text: '', write(chunk: string) { this.text += chunk; } };
+  }
+
+  it('prints the table with both numbers and the ratio when nvidia-smi is on PATH', async () => {
+    const out = sink();
+    const env = envWithPath(`${smiDir}${path.delimiter}${process.env['PATH'] ?? ''}`);
+    const code = await runBenchCommand({ iterations: '8', duration: '30s' }, out, env);
+    expect(code).toBe(0);
+    expect(out.text).toMatch(/gpugate snapshot, memory only\s+8\s/);
+    expect(out.text).toMatch(/nvidia-smi --query-gpu=memory.used\s+8\s/);
+    expect(out.text).toMatch(/ratio: one memory-only snapshot is [\d.]+× faster/);
+  });
+
+  it('prints one JSON object with --json', async () => {
+    const out = sink();
+    const code = await runBenchCommand({ iterations: '4', json: true, library: simulatorLibrary() }, out, envWithPath(path.join(dir, 'empty-path-dir')));
+    expect(code).toBe(0);
+    const parsed = JSON.parse(out.text) as Record<string, unknown>;
+    expect(parsed).toMatchObject({ command: 'bench', result: 'ok', exitCode: 0, deviceCount: 4, nvidiaSmi: null, iterations: 4 });
+    expect(out.text.trim().split('\n')).toHaveLength(1);
+  });
+
+  it.each([
+    [{ iterations: '0' }, '--iterations "0"'],
+    [{ iterations: 'many' }, '--iterations "many"'],
+    [{ iterations: '1.5' }, '--iterations "1.5"'],
+    [{ duration: '5' }, '--duration'],
+    [{ duration: '0' }, '--duration "0"'],
+    [{ 'nvml-timeout': 'soon' }, '--nvml-timeout'],
+  ])('rejects %j with a UsageError naming the flag, before touching NVML', async (values, named) => {
+    const out = sink();
+    const attempt = runBenchCommand(values, out, envWithPath(''));
+    await expect(attempt).rejects.toBeInstanceOf(UsageError);
+    await expect(attempt).rejects.toThrow(named);
+    expect(out.text).toBe('');
   });
 });
