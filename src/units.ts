@@ -67,7 +67,7 @@ export function parseSize(text: string): number {
 export function parseDuration(text: string): number {
   if (typeof text !== 'string') throw new UsageError(String(text), DURATION_EXPECTED);
   const trimmed = text.trim();
-  if (trimmed === '') throw new UsageError(text, DURATION_EXPECTED, `invalid duration "": expected ${DURATION_EXPECTED}`);
+  if (trimmed === '') throw new UsageError(text, DURATION_EXPECTED, `invalid duration ${JSON.stringify(text)}: expected ${DURATION_EXPECTED}`);
   if (/^0+(?:\.0*)?$/.test(trimmed)) return 0;
   let total = 0;
   let position = 0;
