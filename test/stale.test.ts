@@ -191,6 +191,14 @@ describe('inspectHolders with prepared /proc trees', () => {
     }
   });
 
+  it('with procfs mounted hidepid=2, a pid missing from /proc is unverifiable, not gone', async () => {
+    const root = prepared('/');
+    writeFileSync(path.join(root.root, String(process.pid), 'mountinfo'), '22 27 0:21 / /proc rw,relatime - proc proc rw,hidepid=2\n');
+    const gone = await goneProcessPid();
+    const report = await inspectHolders(snapshotOf([{ pid: gone, usedBytes: GiB }]), { procRoot: root.root, shmPatterns: [], scanHidden: false });
+    expect(byPid(report.holders, gone)).toMatchObject({ class: 'unverifiable', reason: expect.stringMatching(/hidepid=2/) });
+  });
+
   it('an unreadable descriptor table makes a live holder unverifiable with the reason; a bad stat too', async () => {
     const pid = await spawnSleeper();
     const root = prepared('/');
