@@ -172,7 +172,7 @@ cleanup() {
   wait 2>/dev/null || true
   if ((KEEP == 1)); then
     printf 'gpu-validate: work directory kept: %s\n' "$WORK" >&2
-  elif [[ $REPORT == "$WORK"/* ]]; then
+  elif [[ $REPORT == "$WORK"/* && -f $REPORT ]]; then
     rm -rf -- "$LOGS" "$STEPS" "$SCRATCH"
   else
     rm -rf -- "$WORK"
@@ -191,15 +191,21 @@ heading() { printf '\n== %s (%ss elapsed)\n' "$*" "$(elapsed_s)"; }
 # bounded SECONDS CMD...: run CMD, killing it after SECONDS (and SIGKILL 5 s later), or sooner
 # when the run's whole budget would be spent: no command can push the run past TOTAL_BUDGET_S.
 bounded() {
-  local seconds=$1 left
+  local seconds
+  seconds=$(capped "$1")
   shift
-  left=$((TOTAL_BUDGET_S - $(elapsed_s) - 5))
-  if ((left < 1)); then
+  if ((seconds < 1)); then
     printf 'gpu-validate: time budget spent, not running: %s\n' "$*" >&2
     return 124
   fi
-  ((seconds <= left)) || seconds=$left
   timeout --kill-after=5 "$seconds" "$@"
+}
+
+# capped SECONDS: SECONDS, or what is left of the run's budget if that is less (0 when spent).
+capped() {
+  local left=$((TOTAL_BUDGET_S - $(elapsed_s) - 5))
+  ((left > 0)) || left=0
+  echo $(($1 < left ? $1 : left))
 }
 
 # write_step N NAME STATUS SUMMARY: a step record decided here rather than by a helper.
@@ -508,9 +514,17 @@ step_race() {
   local started_ms kill_ms last_held_ms released_ms="none" exit_ms wait_rc used t0 holder=$HOLDER_PID
   started_ms=$(now_ms)
   (
+    # A subshell does not inherit the script's traps: pass a SIGTERM from cleanup on to gpugate.
+    timeout --kill-after=5 "$(capped $((WAIT_TIMEOUT_S + 10)))" "${GPUGATE[@]}" wait --gpus "$GPU_INDEX" \
+      --min-free 0.9 --stable 2s --timeout "${WAIT_TIMEOUT_S}s" -v --json >"$LOGS/wait.json" 2>"$LOGS/wait.err" &
+    child=$!
+    trap 'kill -TERM "$child" 2>/dev/null || true' TERM
     rc=0
-    bounded $((WAIT_TIMEOUT_S + 10)) "${GPUGATE[@]}" wait --gpus "$GPU_INDEX" --min-free 0.9 --stable 2s \
-      --timeout "${WAIT_TIMEOUT_S}s" -v --json >"$LOGS/wait.json" 2>"$LOGS/wait.err" || rc=$?
+    wait "$child" || rc=$?
+    if kill -0 "$child" 2>/dev/null; then
+      rc=0
+      wait "$child" || rc=$?
+    fi
     now_ms >"$SCRATCH/wait.exit-ms"
     echo "$rc" >"$SCRATCH/wait.rc"
   ) &

@@ -168,6 +168,87 @@ describe('gpu-validate.sh --simulate', () => {
   });
 });
 
+describe('gpu-validate.sh without a GPU or a driver', () => {
+  it('refuses a real run when there is no nvidia-smi, saying what is missing', async () => {
+    const bin = join(work, 'path-without-nvidia-smi');
+    spawnSync('mkdir', ['-p', bin]);
+    const scratch = join(work, 'no-smi-tmp');
+    spawnSync('mkdir', ['-p', scratch]);
+    const run = await runScript(['--gpugate', join(repo, 'dist', 'cli', 'main.js')], { PATH: `${bin}:/usr/bin:/bin`, TMPDIR: scratch });
+    expect(run.code).toBe(69);
+    expect(readdirSync(scratch)).toEqual([]);
+    expect(run.stderr).toContain('no nvidia-smi on PATH: is the NVIDIA driver installed?');
+  });
+
+  it('fails the identity step when gpugate cannot load NVML, with gpugate\'s own reason', async () => {
+    const reportPath = join(work, 'no-driver', 'report.json');
+    const run = await runScript(['--gpugate', join(repo, 'dist', 'cli', 'main.js'), '--nvidia-smi', join(helpers, 'nvidia-smi'), '--report', reportPath], {
+      GPUGATE_NVML_LIBRARY: join(work, 'no-such-libnvidia-ml.so.1'),
+    });
+    expect(run.code).toBe(1);
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+    expect(report.mode).toBe('real');
+    const identity = step(report, 'identity');
+    expect(identity.status).toBe('fail');
+    expect(identity.summary).toMatch(/^gpugate status --json exited 69: .*no-such-libnvidia-ml/);
+    expect(step(report, 'race').status).toBe('skip');
+  }, 60_000);
+
+  it('leaves no holder process behind when it is stopped in the middle of a run', async () => {
+    const scratch = join(work, 'stopped-tmp');
+    spawnSync('mkdir', ['-p', scratch]);
+    const child = spawn('bash', [script, '--simulate', '--hold-mib', '1024'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: scratch } });
+    let stdout = '';
+    const holderPid = await new Promise<number>((found, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no holder started:\n${stdout}`)), 60_000);
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        const match = /holder: .*, pid (\d+),/.exec(stdout);
+        if (match !== null) {
+          clearTimeout(timer);
+          found(Number(match[1]));
+        }
+      });
+    });
+    expect(alive(holderPid)).toBe(true);
+    const exited = new Promise<number | null>((done) => child.on('close', (code) => done(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(143);
+    // The holder is killed by the script's cleanup; give the kernel a moment to reap it.
+    for (let i = 0; i < 50 && alive(holderPid); i += 1) await new Promise((r) => setTimeout(r, 100));
+    expect(alive(holderPid)).toBe(false);
+    // No report was written, so nothing of the run is left in its temp dir.
+    expect(readdirSync(scratch)).toEqual([]);
+  }, 90_000);
+});
+
+describe('gpu-validate.sh holders on a host without a GPU', () => {
+  it('the Python helpers compile', () => {
+    for (const file of ['holder.py', 'pynvml-query.py', 'nvidia-smi']) {
+      const result = spawnSync('python3', ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])', join(helpers, file)], { encoding: 'utf8' });
+      expect(result.status, result.stderr).toBe(0);
+    }
+  });
+
+  it('the nvcc holder builds, and without a driver exits 3 with CUDA\'s reason', (context) => {
+    if (spawnSync('nvcc', ['--version']).error !== undefined) {
+      console.warn('gpu-validate: nvcc holder test skipped: no nvcc on PATH');
+      context.skip('no nvcc on PATH');
+    }
+    const binary = join(work, 'holder');
+    const build = spawnSync('nvcc', ['-O2', '-o', binary, join(helpers, 'holder.cu')], { encoding: 'utf8', timeout: 120_000 });
+    expect(build.status, build.stderr).toBe(0);
+    const run = spawnSync(binary, ['16', '1'], { encoding: 'utf8', timeout: 30_000 });
+    if (run.status === 0) {
+      // A machine with a GPU: the holder held the memory and said so.
+      expect(run.stdout).toMatch(/^READY \d+ 16777216 nvcc$/m);
+    } else {
+      expect(run.status).toBe(3);
+      expect(run.stderr).toMatch(/^CUDA could not hold 16 MiB: .+/);
+    }
+  }, 150_000);
+});
+
 describe('gpu-validate.sh is read-only towards the GPU', () => {
   const sources = [script, ...readdirSync(helpers).map((f) => join(helpers, f))];
 
