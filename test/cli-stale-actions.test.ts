@@ -39,7 +39,17 @@ function startOrphan(title: string): number {
   const started = spawnSync('bash', ['-c', `exec -a ${title} sleep 60 </dev/null >/dev/null 2>&1 & echo $!`], { encoding: 'utf8' });
   const pid = Number(started.stdout.trim());
   orphans.push(pid);
-  spawnSync('sleep', ['0.1']);
+  // The background subshell may not have exec'd yet: wait until the title is in place.
+  for (let i = 0; i < 200; i += 1) {
+    let cmdline = '';
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      // not there yet
+    }
+    if (cmdline.startsWith(`${title}\0`)) break;
+    spawnSync('sleep', ['0.025']);
+  }
   return pid;
 }
 

@@ -33,7 +33,7 @@ export class DemoWorker {
     if (!Number.isInteger(pid) || pid <= 1) throw new Error(`the demo worker did not start (bash printed ${JSON.stringify(result.stdout)})`);
     const worker = new DemoWorker(pid, title);
     // exec may not have happened yet: give it a moment to take its title.
-    for (let i = 0; i < 200 && !worker.alive(); i += 1) sleepMs(5);
+    for (let i = 0; i < 600 && !worker.alive(); i += 1) sleepMs(5);
     if (!worker.alive()) throw new Error(`the demo worker ${pid} did not take its title ${title}`);
     return worker;
   }

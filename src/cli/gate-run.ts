@@ -93,7 +93,16 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
       cudaDriverVersion: library.cudaDriverVersion,
     };
     logger.debug(`nvml ${logfmt([['library', library.path], ['driver', library.driverVersion], ['nvml', library.nvmlVersion]])}`);
-    if (settings.stale !== 'ignore') await staleScan(session, context, settings, outcome, reporter);
+    // The full scan (every process's fds and maps, /dev/shm) costs a few hundred ms: worth it
+    // once before a wait; for a one-sample check only when an action or --stale fail needs it.
+    const scan = settings.stale !== 'ignore' && (timing !== null || settings.stale === 'fail' || settings.killStale || settings.cleanShm.length > 0);
+    if (scan) await staleScan(session, context, settings, outcome, reporter);
+    let warned = scan;
+    const warnSelection = (evaluation: { selection?: { warnings: string[] } }): void => {
+      if (warned) return;
+      warned = true;
+      for (const warning of evaluation.selection?.warnings ?? []) logger.warning(warning);
+    };
     const { checkGpusOnce, waitForGpusFree } = require('../wait') as typeof import('../wait');
     const common = {
       session,
@@ -114,7 +123,10 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
         timeoutMs: timing.timeoutMs,
         intervalMs: timing.intervalMs,
         signal: watch.signal,
-        onPoll: (evaluation) => reporter.poll(evaluation),
+        onPoll: (evaluation) => {
+          warnSelection(evaluation);
+          reporter.poll(evaluation);
+        },
       });
       outcome.evaluation = result.evaluation;
       outcome.result = 'ready';
@@ -123,6 +135,7 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
     } else {
       const evaluation = await withBackstop(checkGpusOnce(common), settings.callTimeoutMs * 2, 'reading the GPUs');
       outcome.evaluation = evaluation;
+      warnSelection(evaluation);
       reporter.reportStaleHolders(evaluation.devices.flatMap((gpu) => gpu.holders));
       if (evaluation.ok) {
         outcome.result = 'ready';
