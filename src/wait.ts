@@ -305,12 +305,40 @@ async function prepare(options: WaitOptions, session: NvmlSession, startMs: numb
   };
 }
 
-function checkTiming(options: WaitOptions): void {
-  for (const name of ['timeoutMs', 'intervalMs'] as const) {
-    const value = options[name];
-    if (value !== undefined && (!Number.isFinite(value) || value < 0)) {
-      throw new TypeError(`${name} must be a finite number of milliseconds >= 0, got ${String(value)}`);
+function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (value === null || typeof value !== 'object') return String(value);
+  return Array.isArray(value) ? 'an array' : 'an object';
+}
+
+/** Rejects option values of the wrong type with a TypeError naming the option and what it takes. */
+function checkOptions(options: WaitOptions): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`waitForGpusFree(options): options must be an object like { gpus, minFree, timeoutMs }, got ${describeValue(options)}`);
+  }
+  for (const name of ['timeoutMs', 'intervalMs', 'stableMs', 'stableToleranceBytes', 'marginBytes', 'callTimeoutMs'] as const) {
+    const value: unknown = options[name];
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
+      throw new TypeError(`option ${name} must be a finite number >= 0, got ${describeValue(value)}`);
     }
+  }
+  if (options.gpus !== undefined && (!Array.isArray(options.gpus) || options.gpus.some((g) => typeof g !== 'string'))) {
+    throw new TypeError(`option gpus must be an array of selector strings (indices, UUIDs, PCI bus ids), got ${describeValue(options.gpus)}`);
+  }
+  if (options.ignore !== undefined && (!Array.isArray(options.ignore) || options.ignore.some((i) => typeof i !== 'string' && typeof i !== 'number'))) {
+    throw new TypeError(`option ignore must be an array of pids and process names, got ${describeValue(options.ignore)}`);
+  }
+  for (const name of ['minFree', 'maxUsed'] as const) {
+    const value: unknown = options[name];
+    if (value !== undefined && (typeof value !== 'object' || value === null || !('fraction' in value || 'bytes' in value))) {
+      throw new TypeError(`option ${name} must be { fraction } or { bytes }, got ${describeValue(value)}`);
+    }
+  }
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new TypeError(`option signal must be an AbortSignal, got ${describeValue(options.signal)}`);
+  }
+  if (options.onPoll !== undefined && typeof options.onPoll !== 'function') {
+    throw new TypeError(`option onPoll must be a function, got ${describeValue(options.onPoll)}`);
   }
 }
 
@@ -321,6 +349,7 @@ function checkTiming(options: WaitOptions): void {
  */
 export async function checkGpusOnce(options: WaitOptions = {}): Promise<Evaluation> {
   const startMs = performance.now();
+  checkOptions(options);
   resolveCriteria(options);
   const { session, release } = await acquireSession(options);
   try {
@@ -344,7 +373,7 @@ export async function checkGpusOnce(options: WaitOptions = {}): Promise<Evaluati
  */
 export async function waitForGpusFree(options: WaitOptions = {}): Promise<WaitResult> {
   const startMs = performance.now();
-  checkTiming(options);
+  checkOptions(options);
   resolveCriteria(options);
   if (options.signal?.aborted) throw new GpuWaitAbortError(null, options.signal.reason);
   const { session, release } = await acquireSession(options);

@@ -69,8 +69,9 @@ describe('waitForGpusFree on the simulator', () => {
   });
 
   it('memory that keeps moving times out with reason unstable', async () => {
-    // Used memory flips between 0 and 2 GiB every 50 ms for a minute: always enough free, never steady.
-    const timeline = Array.from({ length: 1200 }, (_, i) => ({ atMs: i * 50, device: 0, set: { memory: { usedBytes: (i % 2) * 2 * GiB } } }));
+    // Used memory climbs 1 GiB every 50 ms (wrapping at 40 GiB) for a minute: always enough free,
+    // and no two samples 50 ms or more apart are within the tolerance, however the polls fall.
+    const timeline = Array.from({ length: 1200 }, (_, i) => ({ atMs: i * 50, device: 0, set: { memory: { usedBytes: (i % 40) * GiB } } }));
     useScenario({ devices: [gpu(0, 0)], timeline });
     const error = await waitForGpusFree({ libraryPath: freshSimulator(), minFree: { fraction: 0.5 }, stableMs: 400, intervalMs: 30, timeoutMs: 1500, env: {} }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GpuWaitTimeoutError);

@@ -100,6 +100,26 @@ describe('waitForGpusFree criteria', () => {
     await expect(waitForGpusFree({ session, gpus: ['7'] })).rejects.toThrow(DeviceSelectionError);
   });
 
+  it('options of the wrong type are a TypeError naming the option, before any NVML call', async () => {
+    const session = new FakeSession(() => [{ usedBytes: 0 }]);
+    const bad: Array<[Record<string, unknown>, RegExp]> = [
+      [{ gpus: '0' }, /option gpus must be an array/],
+      [{ gpus: [0] }, /option gpus/],
+      [{ timeoutMs: -1 }, /option timeoutMs must be a finite number >= 0, got -1/],
+      [{ intervalMs: '5s' }, /option intervalMs .* got "5s"/],
+      [{ minFree: 0.9 }, /option minFree must be \{ fraction \} or \{ bytes \}/],
+      [{ ignore: 'nv-hostengine' }, /option ignore/],
+      [{ signal: {} }, /option signal must be an AbortSignal/],
+      [{ onPoll: 'log' }, /option onPoll must be a function/],
+    ];
+    for (const [options, message] of bad) {
+      await expect(waitForGpusFree({ session, ...options } as never)).rejects.toThrow(message);
+      await expect(checkGpusOnce({ session, ...options } as never)).rejects.toThrow(TypeError);
+    }
+    await expect(waitForGpusFree(null as never)).rejects.toThrow(/options must be an object/);
+    expect(session.calls).toBe(0);
+  });
+
   it('noProcesses waits for listed holders but always ignores gpugate itself and listed ignores', async () => {
     const session = new FakeSession((call) => [
       {
@@ -162,10 +182,18 @@ describe('waitForGpusFree stability and settling', () => {
     const session = new FakeSession(() => [{ usedBytes: 50 * GiB }]);
     const controller = new AbortController();
     controllers.push(controller);
-    const waiting = waitForGpusFree({ session, intervalMs: 10, signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    controller.abort();
+    let polls = 0;
+    const waiting = waitForGpusFree({
+      session,
+      intervalMs: 10,
+      signal: controller.signal,
+      onPoll: () => {
+        polls += 1;
+        if (polls === 3) controller.abort();
+      },
+    });
     const error = await waiting.catch((e: unknown) => e);
+    expect(polls).toBe(3);
     expect(error).toBeInstanceOf(GpuWaitAbortError);
     expect((error as GpuWaitAbortError).name).toBe('AbortError');
     expect((error as GpuWaitAbortError).evaluation?.devices[0]?.reasons).toEqual(['memory']);
