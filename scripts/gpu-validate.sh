@@ -54,6 +54,7 @@ Options:
   --tolerance-mib N   allowed difference of a process's memory, gpugate vs nvidia-smi (default 4)
   --used-tolerance-mib N  allowed difference of device used memory between readers (default 64)
   --report FILE       where to write the JSON report (default: a new temp dir; the path is printed)
+  --skip STEPS        steps not to run, comma separated: processes, race, latency (identity always runs)
   --keep              keep the work directory (logs of every command) and print its path
   -h, --help          show this help
 
@@ -85,6 +86,7 @@ TOLERANCE_MIB=4
 USED_TOLERANCE_MIB=64
 REPORT=""
 KEEP=0
+SKIP=","
 
 while (($# > 0)); do
   arg=$1
@@ -105,7 +107,7 @@ while (($# > 0)); do
         *) usage; exit 0 ;;
       esac
       ;;
-    --tarball | --package | --gpugate | --node | --sim-library | --nvidia-smi | --gpu | --hold-mib | --tolerance-mib | --used-tolerance-mib | --report)
+    --tarball | --package | --gpugate | --node | --sim-library | --nvidia-smi | --gpu | --hold-mib | --tolerance-mib | --used-tolerance-mib | --report | --skip)
       if ((has_value == 0)); then
         (($# > 0)) || die 64 "option $arg needs a value (see --help)"
         value=$1
@@ -124,6 +126,13 @@ while (($# > 0)); do
         --tolerance-mib) require_integer --tolerance-mib "$value"; TOLERANCE_MIB=$value ;;
         --used-tolerance-mib) require_integer --used-tolerance-mib "$value"; USED_TOLERANCE_MIB=$value ;;
         --report) REPORT=$value ;;
+        --skip)
+          IFS=, read -r -a skipped <<<"$value"
+          for name in "${skipped[@]}"; do
+            [[ $name =~ ^(processes|race|latency)$ ]] || die 64 "--skip $value: '$name' is not a step that can be skipped (expected processes, race or latency)"
+            SKIP="$SKIP$name,"
+          done
+          ;;
       esac
       ;;
     *) die 64 "unknown argument '$arg' (expected an option; see --help)" ;;
@@ -227,6 +236,11 @@ helper() {
 # gpu_field FIELD: uuid, totalBytes, freeBytes or usedBytes of the selected GPU in `gpugate status --json`.
 gpu_field() {
   "$NODE_BIN" "$HELPERS/gpugate-json.cjs" gpu-field "$LOGS/status.json" "$GPU_INDEX" "$1"
+}
+
+# skipped STEP: true when --skip named STEP.
+skipped() {
+  [[ $SKIP == *",$1,"* ]]
 }
 
 # tail_of FILE: the last lines of a log, on one line, for a step summary.
@@ -459,6 +473,10 @@ wait_for_ready() {
 
 step_processes() {
   heading "processes: a CUDA context holding a known amount"
+  if skipped processes; then
+    write_step 20 processes skip "--skip processes"
+    return 1
+  fi
   local left
   left=$(time_left_s)
   if ((left < 60)); then
@@ -497,6 +515,10 @@ step_processes() {
 
 step_race() {
   heading "race: gpugate wait while the holder runs, then SIGKILL it"
+  if skipped race; then
+    write_step 30 race skip "--skip race"
+    return 0
+  fi
   if [[ -z $HOLDER_PID ]]; then
     write_step 30 race skip "no holder is running (see the processes step)"
     return 0
@@ -573,6 +595,10 @@ step_race() {
 
 step_latency() {
   heading "latency: gpugate bench vs nvidia-smi"
+  if skipped latency; then
+    write_step 40 latency skip "--skip latency"
+    return 0
+  fi
   if ! bounded 20 "${GPUGATE[@]}" bench --help >"$LOGS/bench-help.txt" 2>&1; then
     write_step 40 latency skip "gpugate bench unavailable ($(tail_of "$LOGS/bench-help.txt"))"
     return 0

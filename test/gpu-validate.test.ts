@@ -132,10 +132,12 @@ describe('gpu-validate.sh --simulate', () => {
     writeFileSync(wrapper, `#!/bin/sh\n"${join(helpers, 'nvidia-smi')}" "$@" | sed 's/GPU-b24f9d13-7e6a-4c21-8f05-93d1c6a4e702/GPU-00000000-0000-0000-0000-000000000bad/'\n`);
     chmodSync(wrapper, 0o755);
     const reportPath = join(bin, 'report.json');
-    const run = await runScript(['--simulate', '--nvidia-smi', wrapper, '--report', reportPath, '--hold-mib', '1024']);
+    const run = await runScript(['--simulate', '--nvidia-smi', wrapper, '--report', reportPath, '--skip', 'processes,race,latency']);
     expect(run.code).toBe(1);
     const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
     expect(report.result).toBe('fail');
+    expect(report.steps.map((s) => `${s.step}:${s.status}`)).toEqual(['identity:fail', 'processes:skip', 'race:skip', 'latency:skip']);
+    expect(step(report, 'race').summary).toBe('skipped: --skip race');
     const identity = step(report, 'identity');
     expect(identity.status).toBe('fail');
     const failed = identity.checks.filter((c) => !c.ok);
@@ -165,6 +167,9 @@ describe('gpu-validate.sh --simulate', () => {
     const twoSources = await runScript(['--package', '.', '--gpugate', 'gpugate']);
     expect(twoSources.code).toBe(64);
     expect(twoSources.stderr).toContain('exclude each other');
+    const badSkip = await runScript(['--simulate', '--skip', 'identity']);
+    expect(badSkip.code).toBe(64);
+    expect(badSkip.stderr).toContain("--skip identity: 'identity' is not a step that can be skipped");
   });
 });
 
