@@ -112,8 +112,8 @@ describe('gpu-validate.sh --simulate', () => {
     expect(data.states[0]).toBe('active');
     expect(data.states[data.states.length - 1]).toBe('free');
     // The simulated driver releases the memory 1.5 s after the kill; gpugate then needs 2 s of stability.
-    expect(data.releaseMs).toBeGreaterThanOrEqual(1400);
-    expect(data.gpugateReturnedAfterKillMs).toBeGreaterThanOrEqual(data.releaseMs - 200);
+    expect(data.releaseMs).toBeGreaterThanOrEqual(1500);
+    expect(data.gpugateReturnedAfterKillMs).toBeGreaterThanOrEqual(3500);
     expect(alive(data.pid)).toBe(false);
 
     expect(['pass', 'skip']).toContain(step(report, 'latency').status);
