@@ -1,0 +1,225 @@
+/**
+ * Kill safety with real processes: only proven leftovers of this service are signalled; foreign
+ * holders, gpugate itself, its ancestors, PID 1 and draining tasks survive; a dry run signals
+ * nothing; a leftover that ignores SIGTERM is SIGKILLed after the grace.
+ *
+ * 1. Library: the simulator lists real pids as GPU holders; the snapshot comes through the real
+ *    addon; inspectHolders and reapStale run against a prepared /proc that mirrors those pids
+ *    and places some of them in the caller's service cgroup.
+ * 2. Command: where this machine lets a test create a cgroup in systemd's named v1 hierarchy (as
+ *    root), `gpugate check --kill-stale` runs inside a real `.service` cgroup next to real
+ *    leftovers, with its real parent in the same cgroup, and reads the real /proc.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { reapStale, type ReapAction } from '../../src/reap';
+import { openNvml } from '../../src/session';
+import { inspectHolders } from '../../src/stale';
+import { cliEnv, cliPath, parseJsonOutput, type CliRun } from '../helpers/cli';
+import { editStat, ProcRoot } from '../helpers/proc-root';
+import { isAlive, killSpawned, spawnSleeper } from '../helpers/processes';
+import { simDevice, writeScenario } from '../helpers/sim';
+import { freshSimulator } from '../session-helpers';
+
+const GiB = 1024 ** 3;
+const MiB = 2 ** 20;
+const UNIT = '/system.slice/vllm.service';
+const children: ChildProcess[] = [];
+const cleanups: Array<() => void> = [];
+
+afterEach(async () => {
+  for (const child of children.splice(0)) if (child.pid !== undefined && isAlive(child.pid)) child.kill('SIGKILL');
+  await killSpawned();
+  for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+});
+
+async function until(what: string, predicate: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A live process that ignores SIGTERM (bash with an empty TERM trap, looping on sleep). */
+async function spawnStubborn(prefix = ''): Promise<number> {
+  const child = spawn('bash', ['-c', `${prefix}trap "" TERM; echo ready; while :; do sleep 0.05; done`], { stdio: ['ignore', 'pipe', 'ignore'] });
+  children.push(child);
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', () => reject(new Error('the stubborn process exited early')));
+  });
+  return child.pid!;
+}
+
+/** GPU 0 lists `pids` as holders (small, so the GPU itself counts as free). */
+function holdersScenario(pids: number[]): Record<string, unknown> {
+  return {
+    devices: [
+      simDevice(0, {
+        memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: pids.length * 10 * MiB },
+        processes: pids.map((pid) => ({ pid, usedBytes: 10 * MiB, kinds: ['compute'] })),
+      }),
+    ],
+  };
+}
+
+function actionOf(actions: ReapAction[], pid: number): ReapAction | undefined {
+  return actions.find((action) => action.pid === pid);
+}
+
+describe('reapStale on a real snapshot of real processes', () => {
+  async function setUp() {
+    const leftover = await spawnSleeper('VLLM::Worker_TP0');
+    const stubborn = await spawnStubborn();
+    const foreign = await spawnSleeper('VLLM::Worker_TP1');
+    const draining = await spawnSleeper('VLLM::EngineCore');
+    const parent = process.ppid;
+    const root = new ProcRoot();
+    cleanups.push(() => root.remove());
+    const inUnit = `0::${UNIT}\n`;
+    root.add({ pid: process.pid, copyFrom: process.pid, cgroup: inUnit, status: `Name:\tnode\nNSpid:\t${process.pid}\n` });
+    root.add({ pid: parent, copyFrom: parent, cgroup: inUnit });
+    root.add({ pid: 1, copyFrom: 1, cgroup: inUnit });
+    root.add({ pid: leftover, copyFrom: leftover, cgroup: inUnit, fds: { '4': '/dev/nvidia0' } });
+    root.add({ pid: stubborn, copyFrom: stubborn, cgroup: inUnit, fds: { '4': '/dev/nvidia0' } });
+    root.add({ pid: foreign, copyFrom: foreign, cgroup: '0::/system.slice/other.service\n', fds: { '4': '/dev/nvidia0' } });
+    root.add({ pid: draining, stat: editStat(readFileSync(`/proc/${draining}/stat`, 'utf8'), { 3: 'D' }), copyFrom: draining, cgroup: inUnit, fds: { '4': '/dev/nvidia0' } });
+    const pids = { leftover, stubborn, foreign, draining, parent, self: process.pid, init: 1 };
+    process.env['GPUGATE_SIM_SCENARIO'] = writeScenario(holdersScenario(Object.values(pids)));
+    const session = await openNvml({ libraryPath: freshSimulator() });
+    const snapshot = await session.snapshot({ processes: true });
+    await session.close();
+    expect(snapshot.devices[0]!.processes!.map((p) => p.pid).sort((a, b) => a - b)).toEqual(Object.values(pids).sort((a, b) => a - b));
+    const report = await inspectHolders(snapshot, { procRoot: root.root, unitCgroup: UNIT, shmPatterns: [], scanHidden: false });
+    return { pids, root, report };
+  }
+
+  it('signals only the two leftovers (SIGKILL for the one ignoring SIGTERM); everyone else survives', async () => {
+    const { pids, root, report } = await setUp();
+    const classOf = (pid: number): string | undefined => report.holders.find((h) => h.pid === pid)?.class;
+    expect(classOf(pids.leftover)).toBe('leftover');
+    expect(classOf(pids.stubborn)).toBe('leftover');
+    expect(classOf(pids.foreign)).toBe('foreign');
+    expect(classOf(pids.draining)).toBe('draining');
+    expect(classOf(pids.self)).toBe('active');
+    expect(classOf(pids.parent)).toBe('active');
+
+    const actions = await reapStale(report, { procRoot: root.root, graceMs: 400 });
+    expect(actionOf(actions, pids.leftover)).toMatchObject({ signal: 'SIGTERM', result: 'exited' });
+    expect(actionOf(actions, pids.stubborn)).toMatchObject({ signal: 'SIGKILL', result: 'signalled' });
+    for (const pid of [pids.foreign, pids.draining, pids.self, pids.parent, pids.init]) {
+      expect(actionOf(actions, pid), `pid ${pid}`).toMatchObject({ signal: null });
+      expect(['skipped', 'exited']).toContain(actionOf(actions, pid)!.result);
+    }
+    await until('the leftovers to be gone', () => !isAlive(pids.leftover) && !isAlive(pids.stubborn));
+    for (const pid of [pids.foreign, pids.draining, pids.self, pids.parent]) expect(isAlive(pid), `pid ${pid} must survive`).toBe(true);
+  });
+
+  it('a dry run signals nothing and names only the leftovers as would-signal', async () => {
+    const { pids, root, report } = await setUp();
+    const actions = await reapStale(report, { procRoot: root.root, graceMs: 400, dryRun: true });
+    const would = actions.filter((a) => a.result === 'would-signal').map((a) => a.pid).sort((a, b) => a - b);
+    expect(would).toEqual([pids.leftover, pids.stubborn].sort((a, b) => a - b));
+    expect(actions.every((a) => a.result === 'would-signal' || a.signal === null)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (const pid of Object.values(pids)) if (pid !== 1) expect(isAlive(pid), `pid ${pid} must survive a dry run`).toBe(true);
+  });
+});
+
+// ---------------------------------------------------------------- the command, in a real cgroup
+
+const NAMED_HIERARCHY = '/sys/fs/cgroup/systemd';
+
+/** Why the command test cannot run here, or null when it can. */
+function cgroupUnavailable(): string | null {
+  if (process.getuid?.() !== 0) return 'needs root to create a cgroup';
+  if (!existsSync(path.join(NAMED_HIERARCHY, 'cgroup.procs'))) return `no systemd named v1 hierarchy at ${NAMED_HIERARCHY}`;
+  const self = readFileSync('/proc/self/cgroup', 'utf8');
+  // The unified path must be the root, so that gpugate reads the unit from the name=systemd line.
+  if (/^0::(?!\/$).+$/m.test(self)) return 'the unified cgroup path is not the root here';
+  if (!/^\d+:name=systemd:/m.test(self)) return 'this process is not in the name=systemd hierarchy';
+  return null;
+}
+const unavailable = cgroupUnavailable();
+
+/** Creates a `.service` cgroup in the named hierarchy; removed (once empty) after the test. */
+function makeServiceCgroup(): { procs: string; unit: string } {
+  const unit = `/system.slice/gpugate-kill-safety-${process.pid}-${Date.now()}.service`;
+  const dir = path.join(NAMED_HIERARCHY, unit);
+  mkdirSync(dir, { recursive: true });
+  cleanups.push(() => {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      try {
+        rmdirSync(dir);
+        return;
+      } catch {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+      }
+    }
+  });
+  return { procs: path.join(dir, 'cgroup.procs'), unit };
+}
+
+describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real .service cgroup${unavailable === null ? '' : ` (skipped: ${unavailable})`}`, () => {
+  /**
+   * Starts: two leftovers (one ignoring SIGTERM) and the command's parent shell in the service
+   * cgroup, a foreign sleeper outside it; then the command itself (exec'd by an inner shell whose
+   * pid it keeps), with a scenario listing all of them plus PID 1 as holders of GPU 0.
+   */
+  async function runInService(extraArgs: string[]): Promise<{ run: CliRun; pids: Record<string, number> }> {
+    const { procs } = makeServiceCgroup();
+    const join = `echo $$ > ${procs}; `;
+    const leftover = await spawnSleeper(); // moved below, before the scenario is written
+    writeFileSync(procs, String(leftover));
+    const stubborn = await spawnStubborn(join);
+    const foreign = await spawnSleeper();
+    const work = path.dirname(writeScenario({ devices: [] }));
+    const go = path.join(work, `go-${Date.now()}`);
+    const selfFile = path.join(work, `self-${Date.now()}`);
+    const scenario = path.join(work, `kill-safety-${Date.now()}.json`);
+    const inner = `echo $$ > ${selfFile}; while [ ! -e ${go} ]; do sleep 0.02; done; exec "${process.execPath}" "${cliPath()}" check --json --kill-stale --kill-grace 500ms ${extraArgs.join(' ')}`;
+    const outer = spawn('bash', ['-c', `${join}bash -c '${inner}'`], { env: cliEnv(scenario), stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(outer);
+    let stdout = '';
+    let stderr = '';
+    outer.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    outer.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const done = new Promise<number | null>((resolve) => outer.once('close', (code) => resolve(code)));
+    await until('the inner shell to start', () => existsSync(selfFile) && readFileSync(selfFile, 'utf8').trim() !== '');
+    const self = Number(readFileSync(selfFile, 'utf8').trim());
+    const pids = { leftover, stubborn, foreign, self, parent: outer.pid!, init: 1 };
+    for (const pid of [leftover, stubborn, outer.pid!]) expect(readFileSync(`/proc/${pid}/cgroup`, 'utf8')).toContain('.service');
+    writeFileSync(scenario, JSON.stringify(holdersScenario(Object.values(pids)), null, 2));
+    writeFileSync(go, '');
+    const started = Date.now();
+    const code = await done;
+    return { run: { code, signal: null, stdout, stderr, elapsedMs: Date.now() - started }, pids };
+  }
+
+  function signalsOf(run: CliRun): ReapAction[] {
+    return (parseJsonOutput(run)['actions'] as { signals: ReapAction[] }).signals;
+  }
+
+  it('signals the leftovers (SIGKILL after the grace for the stubborn one); itself, its parent, PID 1 and the foreign holder survive', async () => {
+    const { run, pids } = await runInService([]);
+    expect(run.code, run.stderr).toBe(0);
+    const signals = signalsOf(run);
+    expect(actionOf(signals, pids.leftover)).toMatchObject({ signal: 'SIGTERM', result: 'exited' });
+    expect(actionOf(signals, pids.stubborn)).toMatchObject({ signal: 'SIGKILL', result: 'signalled' });
+    for (const pid of [pids.self, pids.parent, pids.init, pids.foreign]) expect(actionOf(signals, pid), `pid ${pid}`).toMatchObject({ signal: null, result: 'skipped' });
+    await until('the leftovers to be gone', () => !isAlive(pids.leftover) && !isAlive(pids.stubborn));
+    expect(isAlive(pids.foreign)).toBe(true);
+  });
+
+  it('--dry-run signals nothing', async () => {
+    const { run, pids } = await runInService(['--dry-run']);
+    expect(run.code, run.stderr).toBe(0);
+    const signals = signalsOf(run);
+    expect(signals.filter((a) => a.result === 'would-signal').map((a) => a.pid).sort((a, b) => a - b)).toEqual([pids.leftover, pids.stubborn].sort((a, b) => a - b));
+    expect(signals.every((a) => a.result === 'would-signal' || a.result === 'skipped')).toBe(true);
+    for (const pid of [pids.leftover, pids.stubborn, pids.foreign]) expect(isAlive(pid), `pid ${pid} must survive a dry run`).toBe(true);
+  });
+});
