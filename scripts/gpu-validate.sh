@@ -533,6 +533,10 @@ step_race() {
     write_step 30 race skip "GPU $GPU_INDEX was not idle before the holder started (free $((GPU_FREE_BYTES / 1048576)) MiB < 90% of $((GPU_TOTAL_BYTES / 1048576)) MiB): --min-free 0.9 could never be met"
     return 0
   fi
+  if (((GPU_FREE_BYTES - HOLD_BYTES) * 10 >= GPU_TOTAL_BYTES * 9)); then
+    write_step 30 race skip "the holder's $((HOLD_BYTES / 1048576)) MiB leave at least 90% of GPU $GPU_INDEX free, so --min-free 0.9 is met while it runs: use --hold-mib above $(((GPU_FREE_BYTES - GPU_TOTAL_BYTES * 9 / 10) / 1048576))"
+    return 0
+  fi
   local started_ms kill_ms last_held_ms released_ms="none" exit_ms wait_rc used t0 holder=$HOLDER_PID
   started_ms=$(now_ms)
   (

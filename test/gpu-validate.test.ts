@@ -88,7 +88,7 @@ function alive(pid: number): boolean {
 describe('gpu-validate.sh --simulate', () => {
   it('passes identity, processes and the restart race against the simulator, and writes the report', async () => {
     const reportPath = join(work, 'ok', 'report.json');
-    const run = await runScript(['--simulate', '--report', reportPath, '--hold-mib', '2048']);
+    const run = await runScript(['--simulate', '--report', reportPath]);
     expect(run.code, `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toBe(0);
     const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
     expect(report.result).toBe('pass');
@@ -103,7 +103,9 @@ describe('gpu-validate.sh --simulate', () => {
 
     const processes = step(report, 'processes');
     expect(processes.status).toBe('pass');
-    expect(processes.data).toMatchObject({ holdBytes: 2048 * MIB, nvidiaSmiUsedBytes: 2048 * MIB, gpugate: { class: 'active', usedBytes: 2048 * MIB } });
+    // By default the holder takes a fifth of the GPU, so that --min-free 0.9 cannot be met while it runs.
+    const held = Math.floor(97887 / 5) * MIB;
+    expect(processes.data).toMatchObject({ holdBytes: held, nvidiaSmiUsedBytes: held, gpugate: { class: 'active', usedBytes: held } });
 
     const race = step(report, 'race');
     expect(race.status, race.summary).toBe('pass');
@@ -147,6 +149,17 @@ describe('gpu-validate.sh --simulate', () => {
     expect(run.stdout).toMatch(/identity\s+FAIL/);
     expect(run.stdout).toContain('result: FAIL (identity failed)');
   }, 160_000);
+
+  it('skips the race, saying why, when the holder is too small to make --min-free 0.9 fail', async () => {
+    const reportPath = join(work, 'small-holder', 'report.json');
+    const run = await runScript(['--simulate', '--hold-mib', '2048', '--skip', 'latency', '--report', reportPath]);
+    expect(run.code, run.stdout).toBe(0);
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+    expect(step(report, 'processes').status).toBe('pass');
+    expect(step(report, 'race').summary).toBe(
+      'skipped: the holder\'s 2048 MiB leave at least 90% of GPU 0 free, so --min-free 0.9 is met while it runs: use --hold-mib above 9308',
+    );
+  }, 60_000);
 
   it('fails the run when --gpu names a GPU that does not exist', async () => {
     const reportPath = join(work, 'no-gpu', 'report.json');
