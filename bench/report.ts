@@ -120,7 +120,7 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
     );
   }
   lines.push('');
-  lines.push('In-process rows time batches of calls (a sample = a batch lasting ≥ 20 µs, divided by its size);');
+  lines.push('In-process rows time batches of calls (a sample = a batch of about 20 µs, divided by its size);');
   lines.push('subprocess rows time every spawn. Process-list rows compare with the C floor that also reads the lists.');
   lines.push('"memory only" is `{ memoryOnly: true }`; "all fields" adds modes, utilisation, temperature and power (what `gpugate wait` polls).');
   if (report.nativeReadPath === null) lines.push('The addon offered no typed-array memory read: that contender is missing.');

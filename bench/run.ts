@@ -25,6 +25,9 @@ interface Settings {
   samples: number;
   targetBatchNs: number;
   warmupCalls: number;
+  warmupMs: number;
+  /** Mixed calls of every kind in each measuring process before the first contender. */
+  globalWarmupMs: number;
   /** Subprocess polls per device count (execFile). */
   subprocessRuns: number;
   /** Polls per shell-loop sample, and the number of shell-loop samples. */
@@ -59,6 +62,8 @@ function parseArgs(argv: readonly string[]): Settings {
     samples: quick ? 150 : 2000,
     targetBatchNs: 20_000,
     warmupCalls: quick ? 200 : 2000,
+    warmupMs: quick ? 80 : 300,
+    globalWarmupMs: quick ? 300 : 1000,
     subprocessRuns: quick ? 20 : 200,
     shellLoopPolls: quick ? 10 : 50,
     shellLoopSamples: quick ? 2 : 5,
@@ -182,6 +187,8 @@ async function main(): Promise<void> {
         samples: settings.samples,
         targetBatchNs: settings.targetBatchNs,
         warmupCalls: settings.warmupCalls,
+        warmupMs: settings.warmupMs,
+        globalWarmupMs: settings.globalWarmupMs,
         processesPerDevice,
       };
       const out = await runCapture(process.execPath, [workerJs, 'latency', JSON.stringify(params)], simEnv(scenario, statsFile), 300_000);

@@ -44,22 +44,29 @@ function nowNs(): number {
 export interface BatchPlan {
   /** Number of samples (batches) to take after warm-up and calibration. */
   samples: number;
-  /** Grow the batch until one batch lasts at least this long. */
+  /** Size batches so that one lasts about this long. */
   targetBatchNs: number;
-  /** Calls made before anything is timed. */
+  /** Calls made before anything is timed (at least this many)... */
   warmupCalls: number;
+  /** ...and for at least this long, so the JIT has optimised the hot path. */
+  warmupMs: number;
+}
+
+const CALIBRATION_CALLS = 200;
+
+/** Calls per batch so that a batch lasts about `targetBatchNs`. */
+function batchFor(perCallNs: number, targetBatchNs: number): number {
+  return Math.max(1, Math.min(1 << 20, Math.ceil(targetBatchNs / Math.max(perCallNs, 1))));
 }
 
 /** Time a synchronous operation in batches. */
 export function measureSync(op: () => unknown, plan: BatchPlan): LatencySummaryNs {
-  for (let i = 0; i < plan.warmupCalls; i++) op();
-  let batch = 1;
-  for (;;) {
-    const start = nowNs();
-    for (let i = 0; i < batch; i++) op();
-    if (nowNs() - start >= plan.targetBatchNs || batch >= 1 << 20) break;
-    batch *= 2;
-  }
+  const warmUntil = nowNs() + plan.warmupMs * 1e6;
+  for (let i = 0; i < plan.warmupCalls || nowNs() < warmUntil; i++) op();
+  // Batch size from the mean of 200 calls (one slow call cannot skew it much).
+  const probeStart = nowNs();
+  for (let i = 0; i < CALIBRATION_CALLS; i++) op();
+  const batch = batchFor((nowNs() - probeStart) / CALIBRATION_CALLS, plan.targetBatchNs);
   const values: number[] = [];
   for (let s = 0; s < plan.samples; s++) {
     const start = nowNs();
@@ -71,14 +78,11 @@ export function measureSync(op: () => unknown, plan: BatchPlan): LatencySummaryN
 
 /** Time an asynchronous operation (awaited one after another) in batches. */
 export async function measureAsync(op: () => Promise<unknown>, plan: BatchPlan): Promise<LatencySummaryNs> {
-  for (let i = 0; i < plan.warmupCalls; i++) await op();
-  let batch = 1;
-  for (;;) {
-    const start = nowNs();
-    for (let i = 0; i < batch; i++) await op();
-    if (nowNs() - start >= plan.targetBatchNs || batch >= 1 << 20) break;
-    batch *= 2;
-  }
+  const warmUntil = nowNs() + plan.warmupMs * 1e6;
+  for (let i = 0; i < plan.warmupCalls || nowNs() < warmUntil; i++) await op();
+  const probeStart = nowNs();
+  for (let i = 0; i < CALIBRATION_CALLS; i++) await op();
+  const batch = batchFor((nowNs() - probeStart) / CALIBRATION_CALLS, plan.targetBatchNs);
   const values: number[] = [];
   for (let s = 0; s < plan.samples; s++) {
     const start = nowNs();

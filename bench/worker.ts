@@ -5,7 +5,8 @@
  * package (dist/) as users do, measures, closes the session and prints one JSON line on stdout.
  *
  * Modes (argv[2]), with a JSON parameter object in argv[3]:
- *   latency   {samples, targetBatchNs, warmupCalls, processesPerDevice}: the in-process contenders
+ *   latency   {samples, targetBatchNs, warmupCalls, warmupMs, globalWarmupMs, processesPerDevice}:
+ *             the in-process contenders
  *   eventloop {durationMs}: event-loop delay while a process-list call sleeps (async, then sync)
  *   rss       {count}: resident memory before and after `count` snapshots (run with --expose-gc)
  */
@@ -60,6 +61,8 @@ function checkSameMemory(prototype: Snapshot, real: Snapshot): void {
 
 interface LatencyParams extends BatchPlan {
   processesPerDevice: number;
+  /** Mixed calls of every kind before the first contender is timed. */
+  globalWarmupMs: number;
 }
 
 async function latency(params: LatencyParams): Promise<unknown> {
@@ -75,6 +78,17 @@ async function latency(params: LatencyParams): Promise<unknown> {
     checkSnapshot(await session.snapshot({ processes: true }), params.processesPerDevice);
     const out = session.readMemorySync();
     checkMemoryArray(out, first);
+
+    // Warm the whole path (JIT tiers, the young generation's size, the worker thread) before any
+    // contender is timed; each contender then has its own shorter warm-up too.
+    const warmUntil = performance.now() + params.globalWarmupMs;
+    while (performance.now() < warmUntil) {
+      for (let i = 0; i < 50; i++) session.readMemorySync(out);
+      for (let i = 0; i < 20; i++) session.snapshotSync(memoryOnly);
+      for (let i = 0; i < 10; i++) session.snapshotSync(withProcesses);
+      for (let i = 0; i < 10; i++) await session.snapshot(memoryOnly);
+      for (let i = 0; i < 10; i++) await session.snapshot(withProcesses);
+    }
 
     const contenders: Record<string, LatencySummaryNs> = {};
     contenders['nativeRead'] = measureSync(() => session.readMemorySync(out), params);
