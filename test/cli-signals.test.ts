@@ -144,3 +144,29 @@ describe('gpugate wait -- CMD (the wrapper)', () => {
     expect(run.stderr).toContain('command not found');
   });
 });
+
+describe('signals while an NVML call is stuck', () => {
+  it('SIGTERM still ends the command promptly with 143 and the last state', async () => {
+    const stderrFile = join(work, 'stderr-hung');
+    await startCli(['--version'], { stderrFile }).done;
+    const pid = startHolder();
+    const scenario = writeScenario({
+      devices: [simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 50 * GiB }, processes: [{ pid, usedBytes: 50 * GiB, kinds: ['compute'] }] })],
+      // A few polls answer, then the driver never answers again (well inside the 30 s deadline).
+      faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', hang: true, fromCall: 5 }],
+    });
+    const cli = startCli(['wait', '--interval', '100ms', '--nvml-timeout', '30s'], {
+      env: cliEnv(scenario, { JOURNAL_STREAM: journalStreamOf(stderrFile) }),
+      stderrFile,
+    });
+    await cli.waitFor(/<6>gpugate: waiting gpu=0 /);
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const sentAt = performance.now();
+    cli.child.kill('SIGTERM');
+    const run = await cli.done;
+    expect(run.code).toBe(143);
+    expect(performance.now() - sentAt).toBeLessThan(10_000);
+    expect(run.stderr).toMatch(/^<3>gpugate: interrupted gpu=0 .*used=50GiB/m);
+    expect(run.stderr).toMatch(/^<3>gpugate: interrupted by SIGTERM after /m);
+  });
+});

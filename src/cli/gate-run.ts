@@ -96,7 +96,16 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
     // The full scan (every process's fds and maps, /dev/shm) costs a few hundred ms: worth it
     // once before a wait; for a one-sample check only when an action or --stale fail needs it.
     const scan = settings.stale !== 'ignore' && (timing !== null || settings.stale === 'fail' || settings.killStale || settings.cleanShm.length > 0);
-    if (scan) await staleScan(session, context, settings, outcome, reporter);
+    if (scan) {
+      const required = settings.stale === 'fail' || settings.killStale || settings.cleanShm.length > 0;
+      try {
+        await staleScan(session, context, settings, outcome, reporter);
+      } catch (error) {
+        // Only reporting: a scan that cannot read /proc must not stop the wait itself.
+        if (required || exitCodeForError(error) !== ExitCode.osError) throw error;
+        logger.warning(`stale scan skipped: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
     let warned = scan;
     const warnSelection = (evaluation: { selection?: { warnings: string[] } }): void => {
       if (warned) return;
