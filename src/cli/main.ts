@@ -80,6 +80,15 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
 }
 
 if (require.main === module) {
+  // `gpugate status | head -1`: a closed stdout is the reader's choice, not a crash.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+  // A promise abandoned with a stuck NVML call may reject after the outcome is decided: never
+  // let that turn the chosen exit code into Node's generic 1.
+  process.on('unhandledRejection', (reason: unknown) => {
+    process.stderr.write(`gpugate: ignored a late failure: ${reason instanceof Error ? reason.message : String(reason)}\n`);
+  });
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {
