@@ -256,11 +256,13 @@ PACKAGE_ROOT=""   # the gpugate package whose public API library-info.cjs reads,
 install_tarball() {
   local prefix="$SCRATCH/prefix" pkg npm_bin
   mkdir -p "$prefix"
+  # A package.json of its own, so that npm installs here and never into a project above TMPDIR.
+  printf '{ "name": "gpu-validate-prefix", "private": true }\n' >"$prefix/package.json"
   [[ -f $TARBALL ]] || die 69 "--tarball $TARBALL: no such file"
   TARBALL=$(cd -- "$(dirname -- "$TARBALL")" && pwd)/$(basename -- "$TARBALL")
   pkg="$prefix/node_modules/gpugate"
   npm_bin=$(command -v npm || true)
-  if [[ -n $npm_bin ]] && (cd "$prefix" && bounded 120 "$npm_bin" install --offline --no-audit --no-fund --no-save "$TARBALL") \
+  if [[ -n $npm_bin ]] && (cd "$prefix" && bounded 120 "$npm_bin" install --prefix "$prefix" --offline --no-audit --no-fund --no-save "$TARBALL") \
     >"$LOGS/npm-install.log" 2>&1; then
     say "  installed $TARBALL with npm --offline into $prefix"
   else
@@ -303,14 +305,17 @@ resolve_gpugate() {
 
 setup_simulator() {
   if [[ -z $SIM_LIBRARY ]]; then
-    local candidate
-    for candidate in "$REPO_ROOT/build/Release/gpugate_sim.so" "$REPO_ROOT/prebuilds/linux-x64/gpugate_sim.so"; do
-      if [[ -f $candidate ]]; then
-        SIM_LIBRARY=$candidate
-        break
-      fi
+    # The simulator of the gpugate being validated (a built checkout or a package's prebuilds).
+    local root candidate platform
+    platform=$("$NODE_BIN" -p 'process.platform + "-" + process.arch')
+    for root in ${PACKAGE_ROOT:+"$PACKAGE_ROOT"} "$REPO_ROOT"; do
+      for candidate in "$root/build/Release/gpugate_sim.so" "$root/prebuilds/$platform/gpugate_sim.so"; do
+        if [[ -z $SIM_LIBRARY && -f $candidate ]]; then
+          SIM_LIBRARY=$candidate
+        fi
+      done
     done
-    [[ -n $SIM_LIBRARY ]] || die 69 "--simulate needs the simulator library: build/Release/gpugate_sim.so is missing (run: npm run build)"
+    [[ -n $SIM_LIBRARY ]] || die 69 "--simulate needs the simulator library: neither build/Release/gpugate_sim.so nor prebuilds/$platform/gpugate_sim.so exists (run: npm run build)"
   fi
   [[ -f $SIM_LIBRARY ]] || die 69 "--sim-library $SIM_LIBRARY: no such file"
   SIM_LIBRARY=$(cd -- "$(dirname -- "$SIM_LIBRARY")" && pwd)/$(basename -- "$SIM_LIBRARY")
@@ -635,15 +640,14 @@ step_latency() {
 # Run
 
 say "gpu-validate: $MODE mode; work directory $WORK"
+if [[ $MODE == real && -z $NVSMI ]]; then
+  NVSMI=$(command -v nvidia-smi) || die 69 "no nvidia-smi on PATH: is the NVIDIA driver installed? (or pass --nvidia-smi CMD)"
+fi
+resolve_gpugate
 if [[ $MODE == simulate ]]; then
   setup_simulator
-else
-  if [[ -z $NVSMI ]]; then
-    NVSMI=$(command -v nvidia-smi) || die 69 "no nvidia-smi on PATH: is the NVIDIA driver installed? (or pass --nvidia-smi CMD)"
-  fi
 fi
 command -v "$NVSMI" >/dev/null || die 69 "--nvidia-smi $NVSMI: not an executable"
-resolve_gpugate
 
 version_rc=0
 GPUGATE_VERSION=$(bounded 20 "${GPUGATE[@]}" --version 2>"$LOGS/version.err") || version_rc=$?
