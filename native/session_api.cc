@@ -37,9 +37,28 @@ void CallCompletion(Napi::Env env, Napi::Function /*unused*/, void* /*context*/,
 using CompletionFunction = Napi::TypedThreadSafeFunction<void, Completion, CallCompletion>;
 
 // Shared between the JavaScript side and the worker thread; outlives either.
+//
+// Liveness: the thread-safe function is ref'd while at least one promise is pending, so a
+// process awaiting a snapshot stays alive, and unref'd when none is, or when the session is
+// abandoned (its thread stuck in NVML must not keep the process alive). `pending` is only
+// touched on the JavaScript thread, and only while the function is alive (before the worker
+// releases it, or inside one of its callbacks).
 struct Link {
   CompletionFunction function;
   std::atomic<bool> environmentGone{false};
+  napi_env env = nullptr;
+  unsigned pending = 0;
+
+  void Began() {
+    if (pending++ == 0) function.Ref(env);
+  }
+  void Ended() {
+    if (pending > 0 && --pending == 0) function.Unref(env);
+  }
+  void Abandoned() {
+    pending = 0;
+    function.Unref(env);
+  }
 
   void Deliver(Completion* completion) {
     if (environmentGone.load() || function.BlockingCall(completion) != napi_ok) delete completion;
@@ -288,6 +307,7 @@ Napi::Value CreateSession(const Napi::CallbackInfo& info) {
   handle->env = env;
   handle->link->function = CompletionFunction::New(env, "gpugate-nvml", 0, 1);
   handle->link->function.Unref(env);
+  handle->link->env = env;
   std::shared_ptr<Link> link = handle->link;
   handle->worker = std::make_shared<Worker>([link] { link->Release(); });
   if (napi_add_env_cleanup_hook(env, OnEnvironmentCleanup, handle) == napi_ok) handle->hookRegistered = true;
@@ -307,9 +327,11 @@ Napi::Value OpenSession(const Napi::CallbackInfo& info) {
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
   std::shared_ptr<SessionCore> core = handle->core;
   std::shared_ptr<Link> link = handle->link;
+  link->Began();
   handle->worker->Post([core, link, deferred, path] {
     auto failure = std::make_shared<OpenFailure>(core->Open(path));
-    link->Deliver(new Completion{[core, deferred, failure](Napi::Env env) {
+    link->Deliver(new Completion{[core, link, deferred, failure](Napi::Env env) {
+      link->Ended();
       if (failure->kind == OpenFailure::kNone) {
         deferred.Resolve(OpenResultToJs(env, *core));
       } else {
@@ -327,6 +349,7 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
   std::shared_ptr<SessionCore> core = handle->core;
   std::shared_ptr<Link> link = handle->link;
+  link->Began();
   handle->worker->Post([core, link, deferred, request] {
     auto encoded = std::make_shared<EncodedSnapshot>();
     bool opened;
@@ -335,7 +358,8 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
       opened = core->Opened();
       if (opened) core->ReadSnapshot(request, encoded.get());
     }
-    link->Deliver(new Completion{[deferred, encoded, opened](Napi::Env env) {
+    link->Deliver(new Completion{[link, deferred, encoded, opened](Napi::Env env) {
+      link->Ended();
       if (opened) {
         deferred.Resolve(EncodedToJs(env, *encoded));
       } else {
@@ -394,9 +418,11 @@ Napi::Value CloseSession(const Napi::CallbackInfo& info) {
   std::shared_ptr<SessionCore> core = handle->core;
   std::shared_ptr<Link> link = handle->link;
   std::shared_ptr<Worker> worker = handle->worker;
+  link->Began();
   handle->worker->Post([core, link, deferred, worker] {
     core->Shutdown();
-    link->Deliver(new Completion{[deferred, worker](Napi::Env env) {
+    link->Deliver(new Completion{[link, deferred, worker](Napi::Env env) {
+      link->Ended();
       // The worker has delivered its last result and is ending: joining is immediate.
       worker->Join();
       deferred.Resolve(env.Undefined());
@@ -412,6 +438,7 @@ Napi::Value AbandonSession(const Napi::CallbackInfo& info) {
   if (handle->stopped) return env.Undefined();
   handle->stopped = true;
   RemoveHook(handle);
+  handle->link->Abandoned();
   std::shared_ptr<SessionCore> core = handle->core;
   // If the stuck call ever returns, the thread still pairs the init with its shutdown.
   handle->worker->Post([core] { core->Shutdown(); });

@@ -3,9 +3,9 @@
 // What runs where: every function here is called on the JavaScript thread. createSession()
 // starts the session's NVML worker thread; open/snapshot/close queue work on it and return a
 // promise that the worker settles through one thread-safe function per session. That
-// function is unref'd: a pending NVML call never keeps the process alive by itself (the
-// TypeScript layer holds a ref'd deadline timer instead), so a process whose NVML thread hangs
-// can still exit. snapshotSync/readMemory run on the calling thread under the session's NVML
+// function is ref'd only while promises are pending (a process awaiting a snapshot stays
+// alive) and unref'd when idle or abandoned: a process whose NVML thread hangs can still exit
+// once the TypeScript deadline has abandoned the session. snapshotSync/readMemory run on the calling thread under the session's NVML
 // mutex (blocking, bounded only by the lock wait). abandon() poisons a session whose call
 // missed its deadline: the stuck thread is detached, never joined. An environment cleanup
 // hook per session closes it at teardown (main thread or worker_threads): nvmlShutdown once

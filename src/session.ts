@@ -312,8 +312,11 @@ export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemor
     });
   } catch (error) {
     if (timedOut) throw error;
-    // The ref'd deadline keeps the process alive until the close settles (the addon's completions are unref'd).
-    await withDeadline(binding.close(handle), timeoutMs, () => openError(error, choice)).catch(() => undefined);
+    // Release the worker thread; a close that does not answer in time is abandoned too.
+    await withDeadline(binding.close(handle), timeoutMs, () => {
+      binding.abandon(handle); // a stuck close: never wait on that thread again
+      return openError(error, choice);
+    }).catch(() => undefined);
     throw openError(error, choice);
   }
   return new Session(binding, handle, opened, timeoutMs);
