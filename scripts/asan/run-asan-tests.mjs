@@ -10,16 +10,24 @@
 //   holds the sanitizer build, so every way a test finds the addon or the simulator (node-gyp-build,
 //   findSimLibrary, a literal build/Release path) finds the sanitizer build, and the working tree's
 //   own build/ is left alone;
+// - a leak must not change a process's exit status (tests assert those; LSan's own exit-time check
+//   would replace it), so leak_check_at_exit=0 and leaks are checked with LSan's recoverable check
+//   (the lsan-hook.c addon built here): in each vitest worker after the last test of its file
+//   (vitest.asan.config.mjs + lsan-check-after-file.ts), and in every other Node process at its
+//   'exit' event (leak-check-at-exit.cjs via NODE_OPTIONS: the CLI processes that tests start);
+//   other programs (the C clients of the simulator) are checked for memory errors, not leaks;
 // - node leaks its V8 heap at exit: scripts/asan/lsan-node.supp suppresses those, and the log parser
 //   (sanitizer-report.mjs) attributes each remaining leak by who allocated it;
-// - vitest stops its workers with SIGTERM, which would skip the exit-time leak check, so the workers
-//   get exit-on-sigterm.cjs preloaded;
-// - before the suite, a deliberately leaking canary addon proves the check is not blind.
+// - a deliberately leaking canary addon proves the check is not blind: once in a plain Node process
+//   before the suite, and once inside the suite (a test file written only into the temporary copy)
+//   whose leak must be reported like any other.
 //
-// Usage: node scripts/asan/run-asan-tests.mjs [--no-build] [extra vitest arguments]
+// Usage: node scripts/asan/run-asan-tests.mjs [--no-build] [--keep-logs] [test files | vitest arguments]
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -43,20 +51,31 @@ function step(message) {
   console.error(`\n== test:asan: ${message}`);
 }
 
-/** The shared ASan runtime of the compiler that builds the addon. */
-function findLibasan() {
+/** A runtime library of the compiler that builds the addon, by file name. */
+function compilerLibrary(name, hint) {
   const cxx = process.env.CXX || 'g++';
   let out;
   try {
-    out = execFileSync(cxx, ['-print-file-name=libasan.so'], { encoding: 'utf8' }).trim();
+    out = execFileSync(cxx, [`-print-file-name=${name}`], { encoding: 'utf8' }).trim();
   } catch (err) {
-    fail(`cannot ask the C++ compiler (${cxx}) where libasan.so is: ${err.message}`);
+    fail(`cannot ask the C++ compiler (${cxx}) where ${name} is: ${err.message}`);
   }
   if (!out.startsWith('/') || !existsSync(out)) {
-    fail(`the C++ compiler (${cxx}) has no libasan.so (it answered "${out}"); install the compiler's ` +
-      'sanitizer runtime (Debian: libasan8, part of gcc-12)');
+    fail(`the C++ compiler (${cxx}) has no ${name} (it answered "${out}"); ${hint}`);
   }
   return out;
+}
+
+/**
+ * What to preload: the shared ASan runtime, then libstdc++. Without libstdc++ preloaded, a C program
+ * that dlopens our C++ simulator (the tests' C clients) aborts at the first C++ throw: ASan's
+ * __cxa_throw interceptor is resolved at start-up, before libstdc++ is loaded.
+ */
+function findPreloads() {
+  return [
+    compilerLibrary('libasan.so', "install the compiler's sanitizer runtime (Debian: libasan8, part of gcc-12)"),
+    compilerLibrary('libstdc++.so.6', 'install libstdc++6'),
+  ].join(':');
 }
 
 function requireCmake() {
@@ -78,34 +97,62 @@ function buildSanitized() {
   }
 }
 
-function sanitizerEnv(libasan, logDir) {
+/** Builds a Node-API addon from one C file of this directory (no sanitizer: libasan is preloaded). */
+function buildHelperAddon(source, out) {
+  const headers = require('node-api-headers').include_dir;
+  const cc = process.env.CC || 'gcc';
+  execFileSync(cc, ['-shared', '-fPIC', '-g', '-O0', '-fno-omit-frame-pointer', `-I${headers}`,
+    '-o', out, join(here, source)], { stdio: 'inherit' });
+  return out;
+}
+
+function sanitizerEnv(libasan, logDir, hook) {
   const supp = join(here, 'lsan-node.supp');
   return {
     ...process.env,
     LD_PRELOAD: [libasan, process.env.LD_PRELOAD].filter(Boolean).join(':'),
-    ASAN_OPTIONS: [`log_path=${join(logDir, 'asan')}`, 'detect_leaks=1', 'halt_on_error=1',
-      'detect_odr_violation=0', process.env.ASAN_OPTIONS].filter(Boolean).join(':'),
-    // exitcode=0: a leak does not change a process's exit status (tests assert those); the logs
-    // are read afterwards and decide.
-    LSAN_OPTIONS: [`suppressions=${supp}`, 'print_suppressions=0', 'exitcode=0',
-      process.env.LSAN_OPTIONS].filter(Boolean).join(':'),
+    ASAN_OPTIONS: [`log_path=${join(logDir, 'asan')}`, 'detect_leaks=1', 'leak_check_at_exit=0',
+      'halt_on_error=1', 'detect_odr_violation=0', process.env.ASAN_OPTIONS].filter(Boolean).join(':'),
+    LSAN_OPTIONS: [`suppressions=${supp}`, 'print_suppressions=0', process.env.LSAN_OPTIONS]
+      .filter(Boolean).join(':'),
+    NODE_OPTIONS: [process.env.NODE_OPTIONS, `--require=${join(here, 'leak-check-at-exit.cjs')}`]
+      .filter(Boolean).join(' '),
+    GPUGATE_LSAN_HOOK: hook,
     UBSAN_OPTIONS: [`log_path=${join(logDir, 'asan')}`, 'print_stacktrace=1', 'halt_on_error=1',
       process.env.UBSAN_OPTIONS].filter(Boolean).join(':'),
   };
 }
 
-/** Prints the reports; returns how many problems are ours. */
+const WORKER_CANARY_BYTES = 5151;
+const WORKER_CANARY_TEST = `// Written by run-asan-tests.mjs into its temporary copy of the tree only.
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { test } from 'vitest';
+test('asan canary: a leak inside a vitest worker is reported', () => {
+  const canary = join(dirname(process.env['GPUGATE_LSAN_HOOK'] ?? ''), 'gpugate-leak-canary.node');
+  createRequire(__filename)(canary).leak(${WORKER_CANARY_BYTES});
+});
+`;
+
+function isWorkerCanary(leak) {
+  return leak.bytes === WORKER_CANARY_BYTES && leak.frames.some((f) => f.includes('leak-canary'));
+}
+
+/** Prints the reports; returns how many problems are ours and whether the worker canary was seen. */
 function summarise(logDir, label) {
   const reports = readSanitizerLogs(logDir, root);
   let ours = 0;
   let foreignBytes = 0;
+  let canarySeen = false;
   for (const report of reports) {
     for (const err of report.errors) {
       ours += 1;
       console.error(`\n[${label}] ${report.file}: ${err}\n${report.text}`);
     }
     for (const leak of report.leaks) {
-      if (leak.owner === 'ours') {
+      if (isWorkerCanary(leak)) {
+        canarySeen = true;
+      } else if (leak.owner === 'ours') {
         ours += 1;
         console.error(`\n[${label}] ${report.file}: leak made by gpugate's code:\n${leak.text}`);
       } else {
@@ -117,23 +164,20 @@ function summarise(logDir, label) {
     console.error(`[${label}] ignored ${foreignBytes} bytes leaked by Node.js/V8 or other programs ` +
       '(not allocated by gpugate code)');
   }
-  return ours;
+  return { ours, canarySeen };
 }
 
 /** Proves that a leak made by our code is reported under the same settings. */
-function checkCanary(libasan, workDir) {
+function checkCanary(libasan, workDir, hook) {
   step('checking that a leak made by our code is reported (leak canary)');
-  const headers = require('node-api-headers').include_dir;
-  const canary = join(workDir, 'gpugate-leak-canary.node');
-  const cc = process.env.CC || 'gcc';
-  execFileSync(cc, ['-shared', '-fPIC', '-g', '-O0', '-fno-omit-frame-pointer', `-I${headers}`,
-    '-o', canary, join(here, 'leak-canary.c')], { stdio: 'inherit' });
+  const canary = buildHelperAddon('leak-canary.c', join(workDir, 'gpugate-leak-canary.node'));
   const logDir = join(workDir, 'canary-logs');
   mkdirSync(logDir);
-  const r = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(canary)}).leak(4243)`], {
-    env: sanitizerEnv(libasan, logDir), encoding: 'utf8',
+  // Exit status 7 must survive the leak report: leaks are logged, never fatal.
+  const r = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(canary)}).leak(4243); process.exitCode = 7`], {
+    env: sanitizerEnv(libasan, logDir, hook), encoding: 'utf8',
   });
-  if (r.status !== 0) fail(`the canary process failed (${r.status ?? r.signal}): ${r.stderr}`);
+  if (r.status !== 7) fail(`the canary process ended with ${r.status ?? r.signal}, not its own status 7: ${r.stderr}`);
   const leaks = readSanitizerLogs(logDir, root).flatMap((rep) => rep.leaks);
   const found = leaks.find((l) => l.owner === 'ours' && l.bytes === 4243);
   if (!found) {
@@ -179,8 +223,9 @@ function findTests(extraArgs) {
 function main() {
   const args = process.argv.slice(2);
   const noBuild = args.includes('--no-build');
-  const vitestArgs = args.filter((a) => a !== '--no-build');
-  const libasan = findLibasan();
+  const keepLogs = args.includes('--keep-logs');
+  const vitestArgs = args.filter((a) => a !== '--no-build' && a !== '--keep-logs');
+  const libasan = findPreloads();
   if (!noBuild) buildSanitized();
   else if (!existsSync(join(sanitizeRelease, 'gpugate.node'))) fail('--no-build, but there is no sanitizer build');
 
@@ -195,23 +240,35 @@ function main() {
       fail(`node-gyp-build resolves ${resolved}, which is not the sanitizer build from ${sanitizeRelease}`);
     }
 
-    checkCanary(libasan, workDir);
+    const hook = buildHelperAddon('lsan-hook.c', join(workDir, 'lsan-hook.node'));
+    checkCanary(libasan, workDir, hook);
 
-    const files = findTests(vitestArgs);
+    const canaryTest = join('test', 'zz-asan-worker-canary.test.ts');
+    writeFileSync(join(tree, canaryTest), WORKER_CANARY_TEST);
+    const found = findTests(vitestArgs);
+    const files = found.length > 0 ? [...found, canaryTest] : [];
+    if (files.length === 0) vitestArgs.push(canaryTest);
     step(`running ${files.length > 0 ? files.join(' ') : vitestArgs.join(' ')} under ASan + UBSan`);
     const logDir = join(workDir, 'logs');
     mkdirSync(logDir);
-    const vitest = require.resolve('vitest/vitest.mjs');
-    const r = spawnSync(process.execPath, [vitest, 'run', ...files, ...vitestArgs,
-      `--execArgv=--require=${join(here, 'exit-on-sigterm.cjs')}`], {
-      cwd: tree, stdio: 'inherit', env: { ...sanitizerEnv(libasan, logDir), GPUGATE_PREBUILD: '', PREBUILDS_ONLY: '' },
+    const vitest = join(root, 'node_modules', 'vitest', 'vitest.mjs');
+    if (!existsSync(vitest)) fail(`vitest is not installed (${vitest}); run npm ci first`);
+    const r = spawnSync(process.execPath, [vitest, 'run', '--config', join(tree, 'scripts', 'asan', 'vitest.asan.config.mjs'),
+      ...files, ...vitestArgs], {
+      cwd: tree, stdio: 'inherit', env: { ...sanitizerEnv(libasan, logDir, hook), GPUGATE_PREBUILD: '', PREBUILDS_ONLY: '' },
     });
-    const ours = summarise(logDir, 'test:asan');
+    const { ours, canarySeen } = summarise(logDir, 'test:asan');
     if (r.status !== 0) fail(`vitest failed (${r.status ?? r.signal}) under the sanitizers`);
+    if (!canarySeen) {
+      fail(`the leak check is blind inside vitest workers: the canary test leaked ${WORKER_CANARY_BYTES} bytes ` +
+        'and no report showed it');
+    }
+    console.error('test:asan: the in-suite canary leak was reported (and is not counted as a failure)');
     if (ours > 0) fail(`${ours} sanitizer report(s) against gpugate's code (see above)`);
     console.error('\ntest:asan: passed: no sanitizer error and no leak in gpugate code');
   } finally {
-    rmSync(workDir, { recursive: true, force: true });
+    if (keepLogs) console.error(`test:asan: logs and the test tree kept in ${workDir}`);
+    else rmSync(workDir, { recursive: true, force: true });
   }
 }
 

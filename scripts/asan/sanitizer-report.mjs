@@ -12,8 +12,12 @@ import { join } from 'node:path';
 
 const LEAK_RE =
   /(Direct|Indirect) leak of (\d+) byte\(s\) in (\d+) object\(s\) allocated from:\n((?:[ \t]*#\d+ [^\n]*\n?)+)/g;
-const ASAN_ERROR_RE = /ERROR: AddressSanitizer: (?!.*detected memory leaks)[^\n]*/g;
-const UBSAN_RE = /^[^\n]*runtime error: [^\n]*$/gm;
+/** A sanitizer's own error line (an ASan error, a sanitizer CHECK failure, a UBSan report). */
+function isErrorLine(line) {
+  if (/^\s*SUMMARY:/.test(line)) return false;
+  if (/runtime error: /.test(line)) return true;
+  return /(Address|UndefinedBehavior|Leak)Sanitizer: /.test(line) && !/detected memory leaks/.test(line);
+}
 
 /** Frames of the allocator and of the C/C++ runtime: skipped when looking for who allocated. */
 const RUNTIME_FRAME_RE =
@@ -70,9 +74,7 @@ export function parseSanitizerLog(text, repoRoot) {
       text: m[0],
     });
   }
-  const errors = [];
-  for (const m of text.matchAll(ASAN_ERROR_RE)) errors.push(m[0]);
-  for (const m of text.matchAll(UBSAN_RE)) errors.push(m[0].trim());
+  const errors = text.split('\n').filter(isErrorLine).map((l) => l.trim());
   return { leaks, errors };
 }
 
