@@ -58,7 +58,7 @@ function mutate(text: string, mutations: Mutation[]): string {
     else if (m.op === 'delete') out = out.slice(0, at) + out.slice(at + 1);
     else if (m.op === 'insert') out = out.slice(0, at) + m.char + out.slice(at);
     else if (m.op === 'replace') out = out.slice(0, at) + m.char + out.slice(at + 1);
-    else out = out.slice(0, at) + out.slice(at, at + m.length) + out.slice(at);
+    else if (m.op === 'duplicate') out = out.slice(0, at) + out.slice(at, at + m.length) + out.slice(at);
   }
   return out;
 }

@@ -163,13 +163,23 @@ function makeServiceCgroup(): { procs: string; unit: string } {
   return { procs: path.join(dir, 'cgroup.procs'), unit };
 }
 
+/** The processes of one command-level run. */
+interface ServicePids {
+  leftover: number;
+  stubborn: number;
+  foreign: number;
+  self: number;
+  parent: number;
+  init: number;
+}
+
 describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real .service cgroup${unavailable === null ? '' : ` (skipped: ${unavailable})`}`, () => {
   /**
    * Starts: two leftovers (one ignoring SIGTERM) and the command's parent shell in the service
    * cgroup, a foreign sleeper outside it; then the command itself (exec'd by an inner shell whose
    * pid it keeps), with a scenario listing all of them plus PID 1 as holders of GPU 0.
    */
-  async function runInService(extraArgs: string[]): Promise<{ run: CliRun; pids: Record<string, number> }> {
+  async function runInService(extraArgs: string[]): Promise<{ run: CliRun; pids: ServicePids }> {
     const { procs } = makeServiceCgroup();
     const join = `echo $$ > ${procs}; `;
     const leftover = await spawnSleeper(); // moved below, before the scenario is written
@@ -190,7 +200,7 @@ describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real 
     const done = new Promise<number | null>((resolve) => outer.once('close', (code) => resolve(code)));
     await until('the inner shell to start', () => existsSync(selfFile) && readFileSync(selfFile, 'utf8').trim() !== '');
     const self = Number(readFileSync(selfFile, 'utf8').trim());
-    const pids = { leftover, stubborn, foreign, self, parent: outer.pid!, init: 1 };
+    const pids: ServicePids = { leftover, stubborn, foreign, self, parent: outer.pid!, init: 1 };
     for (const pid of [leftover, stubborn, outer.pid!]) expect(readFileSync(`/proc/${pid}/cgroup`, 'utf8')).toContain('.service');
     writeFileSync(scenario, JSON.stringify(holdersScenario(Object.values(pids)), null, 2));
     writeFileSync(go, '');
