@@ -58,8 +58,14 @@ export interface BenchReport {
     rssBeforeBytes: number;
     rssAfterBytes: number;
     rssGrowthBytes: number;
+    /** Growth over the second half only: a leak keeps growing, heap / allocator sizing levels off. */
+    rssGrowthSecondHalfBytes: number;
+    /** RSS minus the starting RSS after each eighth of the run. */
+    rssCheckpointsBytes: number[];
     heapUsedGrowthBytes: number;
   };
+  /** The same measure over the native read alone (no per-call allocation), for comparison. */
+  rssNativeRead: BenchReport['rss'];
   startup: {
     nodeEmptyNs: LatencySummaryNs | null;
     gpugateCheckNs: LatencySummaryNs | null;

@@ -243,9 +243,13 @@ async function main(): Promise<void> {
   const rssScenario = writeBenchScenario(work, { devices: 8, processesPerDevice: 0 });
   const rssStats = path.join(work, 'stats-rss.json');
   const rss = JSON.parse(
-    await runCapture(process.execPath, ['--expose-gc', workerJs, 'rss', JSON.stringify({ count: settings.rssSnapshots })], simEnv(rssScenario, rssStats), 600_000),
+    await runCapture(process.execPath, ['--expose-gc', workerJs, 'rss', JSON.stringify({ count: settings.rssSnapshots, path: 'snapshotSync' })], simEnv(rssScenario, rssStats), 600_000),
   ) as BenchReport['rss'];
-  initCounts.push({ process: 'worker rss', inits: initCount(rssStats) });
+  initCounts.push({ process: 'worker rss (snapshotSync)', inits: initCount(rssStats) });
+  const rssNativeRead = JSON.parse(
+    await runCapture(process.execPath, ['--expose-gc', workerJs, 'rss', JSON.stringify({ count: settings.rssSnapshots, path: 'readMemorySync' })], simEnv(rssScenario, rssStats), 600_000),
+  ) as BenchReport['rss'];
+  initCounts.push({ process: 'worker rss (readMemorySync)', inits: initCount(rssStats) });
 
   // Time to first answer: a whole `gpugate check` process against `node -e ''`.
   log('whole-process starts: gpugate check, node -e \'\', one stand-in run');
@@ -302,6 +306,7 @@ async function main(): Promise<void> {
     rows,
     eventLoop,
     rss,
+    rssNativeRead,
     startup,
     initCounts,
     goals: [] as GoalResult[],

@@ -8,7 +8,8 @@
  *   latency   {samples, targetBatchNs, warmupCalls, warmupMs, globalWarmupMs, processesPerDevice}:
  *             the in-process contenders
  *   eventloop {durationMs}: event-loop delay while a process-list call sleeps (async, then sync)
- *   rss       {count}: resident memory before and after `count` snapshots (run with --expose-gc)
+ *   rss       {count, path}: resident memory before and after `count` snapshotSync / readMemorySync
+ *             calls (run with --expose-gc)
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { NvmlMemoryReader, OpenNvmlOptions, Snapshot } from '../src/types';
@@ -152,27 +153,37 @@ async function eventLoop(params: { durationMs: number }): Promise<unknown> {
   }
 }
 
-async function residentMemory(params: { count: number }): Promise<unknown> {
+async function residentMemory(params: { count: number; path: 'snapshotSync' | 'readMemorySync' }): Promise<unknown> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc === undefined) throw new Error('gpugate bench: the rss mode needs node --expose-gc');
   const session = await loadGpugate().openNvml();
   try {
     const memoryOnly = { memoryOnly: true };
-    for (let i = 0; i < 10_000; i++) session.snapshotSync(memoryOnly);
+    const out = new Float64Array(session.deviceCount * 5);
+    const op = params.path === 'readMemorySync' ? () => session.readMemorySync(out) : () => session.snapshotSync(memoryOnly);
+    for (let i = 0; i < 10_000; i++) op();
     gc();
     const before = process.memoryUsage();
     const start = performance.now();
-    for (let i = 0; i < params.count; i++) session.snapshotSync(memoryOnly);
+    // RSS after each eighth: a leak grows steadily, heap and allocator sizing levels off.
+    const checkpointsBytes: number[] = [];
+    for (let part = 0; part < 8; part++) {
+      const end = Math.round(((part + 1) * params.count) / 8);
+      for (let i = Math.round((part * params.count) / 8); i < end; i++) op();
+      gc();
+      checkpointsBytes.push(process.memoryUsage().rss - before.rss);
+    }
     const elapsedMs = performance.now() - start;
-    gc();
     const after = process.memoryUsage();
     return {
       count: params.count,
-      path: 'snapshotSync({ memoryOnly: true })',
+      path: params.path === 'readMemorySync' ? 'readMemorySync(out)' : 'snapshotSync({ memoryOnly: true })',
       elapsedMs,
       rssBeforeBytes: before.rss,
       rssAfterBytes: after.rss,
       rssGrowthBytes: after.rss - before.rss,
+      rssGrowthSecondHalfBytes: after.rss - before.rss - (checkpointsBytes[3] ?? 0),
+      rssCheckpointsBytes: checkpointsBytes,
       heapUsedGrowthBytes: after.heapUsed - before.heapUsed,
     };
   } finally {
@@ -186,7 +197,7 @@ async function main(): Promise<void> {
   let result: unknown;
   if (mode === 'latency') result = await latency(params as unknown as LatencyParams);
   else if (mode === 'eventloop') result = await eventLoop(params as { durationMs: number });
-  else if (mode === 'rss') result = await residentMemory(params as { count: number });
+  else if (mode === 'rss') result = await residentMemory(params as { count: number; path: 'snapshotSync' | 'readMemorySync' });
   else throw new Error(`gpugate bench worker: unknown mode ${String(mode)} (expected latency, eventloop or rss)`);
   process.stdout.write(JSON.stringify(result) + '\n');
 }
