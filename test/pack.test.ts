@@ -2,7 +2,7 @@
  * Pack smoke test: what `npm pack` produces installs on a host with no compiler and works from
  * CommonJS, ESM, TypeScript and the command line against the bundled simulator.
  *
- * The package is built away from the working tree (scripts/prepared-package.mjs: dist/ compiled,
+ * The package is built away from the working tree (scripts/prepared-package.cjs: dist/ compiled,
  * prebuildify output, `npm pack`), then installed with npm into a fresh temporary project whose PATH
  * holds only node, npm, npx, sh and a few shell basics (no cc, c++, gcc, g++, make, python3), with
  * install scripts allowed: node-gyp-build's install step must find the prebuild instead of compiling.
@@ -13,8 +13,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpath
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkPackFiles, listTarball } from '../scripts/pack-check.mjs';
-import { preparePackage, repoRoot, type PreparedPackage } from '../scripts/prepared-package.mjs';
+import { checkPackFiles, listTarball } from '../scripts/pack-check.cjs';
+import { preparePackage, repoRoot, type PreparedPackage } from '../scripts/prepared-package.cjs';
 
 const SCENARIO_NAME = 'idle-8x-rtx-pro-6000.json';
 const COMPILERS = ['cc', 'c++', 'gcc', 'g++', 'clang', 'clang++', 'make', 'python3', 'python'];

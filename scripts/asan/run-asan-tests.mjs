@@ -17,7 +17,7 @@
 //   'exit' event (leak-check-at-exit.cjs via NODE_OPTIONS: the CLI processes that tests start);
 //   other programs (the C clients of the simulator) are checked for memory errors, not leaks;
 // - node leaks its V8 heap at exit: scripts/asan/lsan-node.supp suppresses those, and the log parser
-//   (sanitizer-report.mjs) attributes each remaining leak by who allocated it;
+//   (sanitizer-report.cjs) attributes each remaining leak by who allocated it;
 // - a deliberately leaking canary addon proves the check is not blind: once in a plain Node process
 //   before the suite, and once inside the suite (a test file written only into the temporary copy)
 //   whose leak must be reported like any other.
@@ -32,8 +32,9 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readSanitizerLogs } from './sanitizer-report.mjs';
+import sanitizerReport from './sanitizer-report.cjs';
 
+const { readSanitizerLogs } = sanitizerReport;
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '..', '..');
 const require = createRequire(join(root, 'package.json'));

@@ -1,5 +1,5 @@
-// prepared-package.mjs: builds the package the way a release would, away from the working tree,
-// for the pack smoke test and the multi-Node test (and by hand: `node scripts/prepared-package.mjs`).
+// prepared-package.cjs: builds the package the way a release would, away from the working tree,
+// for the pack smoke test and the multi-Node test (and by hand: `node scripts/prepared-package.cjs`).
 //
 // It copies what package.json's `files` lists (plus the TypeScript sources and configs needed to
 // compile dist/) into a staging directory, compiles dist/ with the repository's tsc, runs
@@ -8,23 +8,24 @@
 // keyed by a hash of every staged file and the Node version, behind a lock, so two test files that
 // need it build it once.
 
-import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import {
+'use strict';
+
+const { spawnSync } = require('node:child_process');
+const { createHash } = require('node:crypto');
+const {
   cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync,
   writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+} = require('node:fs');
+const { tmpdir } = require('node:os');
+const { join, relative, resolve } = require('node:path');
 
-export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = resolve(__dirname, '..');
 
 /** Build outputs never staged from the working tree (they are produced in the staging copy). */
 const NEVER_STAGED = new Set(['build', 'prebuilds', 'dist', 'node_modules']);
 
 /** The repository paths that go into the staging copy. */
-export function stagedPaths() {
+function stagedPaths() {
   const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
   const paths = new Set(['package.json', 'src', 'tsconfig.json', 'tsconfig.build.json']);
   for (const entry of pkg.files ?? []) {
@@ -40,7 +41,7 @@ function listFiles(rel) {
 }
 
 /** A hash of every staged file's path and content, and of the Node major version. */
-export function stagingKey() {
+function stagingKey() {
   const hash = createHash('sha256');
   hash.update(`node ${process.versions.node.split('.')[0]} ${process.platform}-${process.arch}\n`);
   for (const rel of stagedPaths().flatMap(listFiles)) {
@@ -114,7 +115,7 @@ function sleep(ms) {
  * prebuilds/ and build/), tarball the `npm pack` output and files the tarball's file list.
  * @param {{ timeoutMs?: number }} [options]
  */
-export function preparePackage(options = {}) {
+function preparePackage(options = {}) {
   const timeoutMs = options.timeoutMs ?? 300_000;
   const cacheRoot = join(tmpdir(), 'gpugate-prepared-package');
   mkdirSync(cacheRoot, { recursive: true });
@@ -162,8 +163,10 @@ export function preparePackage(options = {}) {
   return { dir, tarball: join(dir, info.filename), files: info.files.map((f) => f.path) };
 }
 
+module.exports = { repoRoot, stagedPaths, stagingKey, preparePackage };
+
 /** Builds (or reuses) the prepared package and prints where it is. */
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (require.main === module) {
   const p = preparePackage();
   console.log(JSON.stringify({ dir: p.dir, tarball: p.tarball, files: p.files.length }, null, 2));
   console.log(relative(process.cwd(), p.tarball));

@@ -1,4 +1,4 @@
-// Types of pack-check.mjs, for the TypeScript tests that import it.
+// Types of pack-check.cjs, for the TypeScript tests that import it.
 export declare const REQUIRED_FILES: string[];
 export declare const REQUIRED_PATTERNS: [string, RegExp][];
 export declare const FORBIDDEN_PATTERNS: [string, RegExp][];

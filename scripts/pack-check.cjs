@@ -1,16 +1,16 @@
 #!/usr/bin/env node
-// pack-check.mjs: the rules a packed gpugate tarball must follow (used by test/pack.test.ts, and by
-// hand: `node scripts/pack-check.mjs gpugate-x.y.z.tgz`). A user on a GPU host may have no compiler,
+// pack-check.cjs: the rules a packed gpugate tarball must follow (used by test/pack.test.ts, and by
+// hand: `node scripts/pack-check.cjs gpugate-x.y.z.tgz`). A user on a GPU host may have no compiler,
 // so the tarball must carry a prebuilt addon and the simulator library for linux-x64; it must carry
 // the sources and build files needed to build from source elsewhere; and it must not carry build
 // output, tests or other development files.
 
-import { execFileSync } from 'node:child_process';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+'use strict';
+
+const { execFileSync } = require('node:child_process');
 
 /** Files that must be present (exact paths inside the package). */
-export const REQUIRED_FILES = [
+const REQUIRED_FILES = [
   'package.json',
   'README.md',
   'LICENSE',
@@ -24,7 +24,7 @@ export const REQUIRED_FILES = [
 ];
 
 /** Patterns that must each match at least one file: [description, pattern]. */
-export const REQUIRED_PATTERNS = [
+const REQUIRED_PATTERNS = [
   ['a prebuilt N-API addon for linux-x64', /^prebuilds\/linux-x64\/[^/]+\.node$/],
   ['the simulator library next to the prebuilt addon', /^prebuilds\/linux-x64\/gpugate_sim\.so$/],
   ['the addon C++ sources', /^native\/[^/]+\.cc$/],
@@ -33,7 +33,7 @@ export const REQUIRED_PATTERNS = [
 ];
 
 /** Patterns no file may match: [description, pattern]. */
-export const FORBIDDEN_PATTERNS = [
+const FORBIDDEN_PATTERNS = [
   ['build output (build/)', /^build\//],
   ['tests', /(^|\/)(test|tests|__tests__)\/|\.test\.[cm]?[jt]s$|\.spec\.[cm]?[jt]s$/],
   ['node_modules', /(^|\/)node_modules\//],
@@ -50,7 +50,7 @@ export const FORBIDDEN_PATTERNS = [
  * @param {string[]} files paths inside the package, e.g. "dist/index.js"
  * @returns {string[]}
  */
-export function checkPackFiles(files) {
+function checkPackFiles(files) {
   const problems = [];
   const set = new Set(files);
   for (const f of REQUIRED_FILES) {
@@ -70,15 +70,17 @@ export function checkPackFiles(files) {
  * Lists the files of a .tgz made by npm pack (paths without the leading "package/").
  * @param {string} tarball
  */
-export function listTarball(tarball) {
+function listTarball(tarball) {
   const out = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' });
   return out.split('\n').filter((l) => l && !l.endsWith('/')).map((l) => l.replace(/^package\//, ''));
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+module.exports = { REQUIRED_FILES, REQUIRED_PATTERNS, FORBIDDEN_PATTERNS, checkPackFiles, listTarball };
+
+if (require.main === module) {
   const tarball = process.argv[2];
   if (!tarball) {
-    console.error('usage: node scripts/pack-check.mjs <tarball.tgz>');
+    console.error('usage: node scripts/pack-check.cjs <tarball.tgz>');
     process.exit(64);
   }
   const problems = checkPackFiles(listTarball(tarball));

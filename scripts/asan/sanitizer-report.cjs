@@ -1,4 +1,4 @@
-// sanitizer-report.mjs: reads AddressSanitizer / LeakSanitizer / UBSan log files (log_path=...) and
+// sanitizer-report.cjs: reads AddressSanitizer / LeakSanitizer / UBSan log files (log_path=...) and
 // sorts what they report into "ours" (gpugate's own code: the addon, the simulator libraries, the
 // leak canary) and "foreign" (Node.js, V8, a shell that a test spawned...).
 //
@@ -7,8 +7,10 @@
 // ASan errors (overflows, use-after-free...) and UBSan runtime errors are always reported: only
 // our code is instrumented, so they are ours by construction.
 
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+'use strict';
+
+const { readdirSync, readFileSync } = require('node:fs');
+const { join } = require('node:path');
 
 const LEAK_RE =
   /(Direct|Indirect) leak of (\d+) byte\(s\) in (\d+) object\(s\) allocated from:\n((?:[ \t]*#\d+ [^\n]*\n?)+)/g;
@@ -31,7 +33,7 @@ const NODE_FRAME_RE = /\bin (v8::|v8impl::|node::|napi_|Builtins_|uv_|uv__)|\/no
  * @param {string} frame one "#N 0x... in fn file:line" line
  * @param {string} repoRoot absolute path of the repository (source paths of our objects start there)
  */
-export function isOurFrame(frame, repoRoot) {
+function isOurFrame(frame, repoRoot) {
   if (/\bgpugate[\w.-]*\.(node|so)\b/.test(frame)) return true;
   if (/leak-canary/.test(frame)) return true;
   const inRepo = frame.includes(`${repoRoot}/`);
@@ -45,7 +47,7 @@ export function isOurFrame(frame, repoRoot) {
  * @param {string[]} frames
  * @param {string} repoRoot
  */
-export function classifyLeak(frames, repoRoot) {
+function classifyLeak(frames, repoRoot) {
   for (const frame of frames.slice(1)) {
     if (isOurFrame(frame, repoRoot)) return 'ours';
     if (NODE_FRAME_RE.test(frame)) return 'foreign';
@@ -61,7 +63,7 @@ export function classifyLeak(frames, repoRoot) {
  * @param {string} repoRoot
  * @returns {{ leaks: {kind: string, bytes: number, objects: number, frames: string[], owner: string, text: string}[], errors: string[] }}
  */
-export function parseSanitizerLog(text, repoRoot) {
+function parseSanitizerLog(text, repoRoot) {
   const leaks = [];
   for (const m of text.matchAll(LEAK_RE)) {
     const frames = (m[4] ?? '').split('\n').map((l) => l.trim()).filter(Boolean);
@@ -83,7 +85,7 @@ export function parseSanitizerLog(text, repoRoot) {
  * @param {string} dir
  * @param {string} repoRoot
  */
-export function readSanitizerLogs(dir, repoRoot) {
+function readSanitizerLogs(dir, repoRoot) {
   const reports = [];
   let names = [];
   try {
@@ -97,3 +99,5 @@ export function readSanitizerLogs(dir, repoRoot) {
   }
   return reports;
 }
+
+module.exports = { isOurFrame, classifyLeak, parseSanitizerLog, readSanitizerLogs };

@@ -1,4 +1,4 @@
-// Types of prepared-package.mjs, for the TypeScript tests that import it.
+// Types of prepared-package.cjs, for the TypeScript tests that import it.
 export declare const repoRoot: string;
 export declare function stagedPaths(): string[];
 export declare function stagingKey(): string;
