@@ -112,7 +112,7 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     expect(out).toMatchObject({ openNvml: 'function', findSimLibrary: 'function', NativeLoadError: 'function' });
     expect(out['sim']).toBe(join(realpathSync(consumer), 'node_modules/gpugate/prebuilds/linux-x64/gpugate_sim.so'));
     expect(out['resolved']).toMatch(/node_modules\/gpugate\/prebuilds\/linux-x64\/gpugate\.glibc\.node$/);
-  });
+  }, 60000);
 
   it('loads from ESM: import { openNvml } from "gpugate" gives the same exports as require', () => {
     writeFileSync(join(consumer, 'esm.mjs'), `
@@ -132,7 +132,7 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     expect(out.openNvml).toBe('function');
     expect(out.same).toBe(true);
     expect(out.esmNames).toEqual(out.cjsNames);
-  });
+  }, 60000);
 
   it('type-checks a TypeScript consumer (CommonJS and ESM) with tsc against the shipped declarations', () => {
     writeFileSync(join(consumer, 'consumer.ts'), `
@@ -162,7 +162,7 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     const r = inConsumer('node', [tsc, '-p', 'tsconfig.json']);
     expect(r.stdout + r.stderr).toBe('');
     expect(r.status).toBe(0);
-  });
+  }, 180000);
 
   it('runs `npx gpugate status --json` against the bundled simulator', () => {
     const pkgDir = join(consumer, 'node_modules', 'gpugate');
@@ -176,13 +176,13 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     const json = JSON.parse(r.stdout) as unknown;
     const text = JSON.stringify(json);
     for (const d of scenario.devices) expect(text).toContain(d.uuid);
-  });
+  }, 120000);
 
   it('runs `npx gpugate demo` successfully', () => {
     const r = inConsumer('npx', ['--no-install', 'gpugate', 'demo']);
     expect(r.status, `gpugate demo failed:\n${r.stdout}\n${r.stderr}`).toBe(0);
     expect(r.stdout.length + r.stderr.length).toBeGreaterThan(0);
-  });
+  }, 180000);
 
   it('leaves no compiler-built file anywhere in the installed package', () => {
     const pkgDir = join(consumer, 'node_modules', 'gpugate');
