@@ -63,7 +63,13 @@ export interface BenchReport {
     /** RSS minus the starting RSS after each eighth of the run. */
     rssCheckpointsBytes: number[];
     heapUsedGrowthBytes: number;
+    /** V8's heap-total growth: young-generation resizing shows here, not in heapUsed. */
+    heapTotalGrowthBytes: number;
+    /** Node flags of the measuring process (e.g. --max-semi-space-size=1). */
+    nodeFlags: string;
   };
+  /** The same measure with V8's young generation pinned small (--max-semi-space-size=1): the leak check. */
+  rssPinned: BenchReport['rss'];
   /** The same measure over the native read alone (no per-call allocation), for comparison. */
   rssNativeRead: BenchReport['rss'];
   startup: {

@@ -185,6 +185,8 @@ async function residentMemory(params: { count: number; path: 'snapshotSync' | 'r
       rssGrowthSecondHalfBytes: after.rss - before.rss - (checkpointsBytes[3] ?? 0),
       rssCheckpointsBytes: checkpointsBytes,
       heapUsedGrowthBytes: after.heapUsed - before.heapUsed,
+      heapTotalGrowthBytes: after.heapTotal - before.heapTotal,
+      nodeFlags: process.execArgv.join(' '),
     };
   } finally {
     await session.close();

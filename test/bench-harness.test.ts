@@ -71,13 +71,13 @@ describe('npm run bench -- --quick', () => {
     expect(stdout).toContain('| × C floor | subprocess poll ÷ this |');
 
     // Figures that are facts, not speeds: one NVML initialisation in every measuring process.
-    expect(report.initCounts.length).toBeGreaterThanOrEqual(13);
+    expect(report.initCounts.length).toBeGreaterThanOrEqual(14);
     expect(report.initCounts.map((entry) => entry.inits)).toEqual(report.initCounts.map(() => 1));
     expect(report.eventLoop.asyncPath.snapshots).toBeGreaterThan(0);
     expect(report.eventLoop.asyncPath.snapshotMeanMs).toBeGreaterThanOrEqual(5); // the injected 5 ms call ran
     expect(report.rss.count).toBeGreaterThan(0);
     expect(report.startup?.error).toBeNull();
-    expect(report.goals.length).toBe(12);
+    expect(report.goals.length).toBe(13);
     for (const goal of report.goals) expect(stdout).toContain(`| ${goal.goal} | ${goal.measured} |`);
   });
 });
