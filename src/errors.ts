@@ -93,7 +93,6 @@ const FATAL_CODES = new Set([
   'NVML_ERROR_LIB_RM_VERSION_MISMATCH',
   'NVML_ERROR_LIBRARY_NOT_FOUND',
   'NVML_ERROR_FUNCTION_NOT_FOUND',
-  'NVML_ERROR_NO_PERMISSION',
   'NVML_ERROR_UNINITIALIZED',
   GPUGATE_LIBRARY_NOT_FOUND,
   GPUGATE_TIMEOUT,
@@ -102,7 +101,9 @@ const FATAL_CODES = new Set([
 
 /**
  * True when waiting cannot help: a lost GPU or one that needs a reset, no library or driver,
- * a library/driver mismatch, no permission, a hung NVML call, or a closed session.
+ * a library/driver mismatch, a missing NVML function, a hung NVML call, or a closed session.
+ * NO_PERMISSION is not fatal by itself: a MIG parent's memory query needs privileges that its
+ * MIG instances' queries do not.
  * Accepts an NvmlError or a {@link FieldError}-like object with a `code`.
  */
 export function isFatalNvmlError(error: unknown): boolean {

@@ -18,7 +18,7 @@ describe('NvmlError and the fatal-error policy', () => {
       'NVML_ERROR_LIB_RM_VERSION_MISMATCH', 'GPUGATE_LIBRARY_NOT_FOUND', 'GPUGATE_TIMEOUT', 'GPUGATE_SESSION_CLOSED']) {
       expect(isFatalNvmlError({ code }), code).toBe(true);
     }
-    for (const code of ['NVML_ERROR_NOT_SUPPORTED', 'NVML_ERROR_TIMEOUT', 'NVML_ERROR_INSUFFICIENT_SIZE', 'NVML_ERROR_UNKNOWN']) {
+    for (const code of ['NVML_ERROR_NOT_SUPPORTED', 'NVML_ERROR_TIMEOUT', 'NVML_ERROR_INSUFFICIENT_SIZE', 'NVML_ERROR_UNKNOWN', 'NVML_ERROR_NO_PERMISSION']) {
       expect(isFatalNvmlError({ code }), code).toBe(false);
     }
     expect(isFatalNvmlError(new Error('plain'))).toBe(false);
