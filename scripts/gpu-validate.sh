@@ -628,7 +628,7 @@ step_latency() {
   fi
   # The simulator needs no long series; a real host gets gpugate bench's own defaults.
   if [[ $MODE == simulate ]] && grep -q -- '--iterations' "$LOGS/bench-help.txt"; then
-    args+=(--iterations 40)
+    args+=(--iterations 20)
   fi
   PATH="$SCRATCH/bin:$PATH" bounded 60 "${GPUGATE[@]}" bench ${args[@]+"${args[@]}"} \
     >"$LOGS/bench.out" 2>"$LOGS/bench.err" || rc=$?
