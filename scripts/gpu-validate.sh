@@ -292,6 +292,7 @@ resolve_gpugate() {
     GPUGATE=("$NODE_BIN" "$PACKAGE_ROOT/dist/cli/main.js")
   elif [[ -n $GPUGATE_CMD ]]; then
     GPUGATE=("$GPUGATE_CMD")
+    package_of_command "$GPUGATE_CMD"
   elif [[ $MODE == simulate ]]; then
     [[ -f $REPO_ROOT/dist/cli/main.js ]] || die 69 "--simulate needs this checkout built: $REPO_ROOT/dist/cli/main.js is missing (run: npm run build)"
     PACKAGE_ROOT=$REPO_ROOT
@@ -300,6 +301,18 @@ resolve_gpugate() {
     local found
     found=$(command -v gpugate) || die 69 "no gpugate to validate: pass --tarball FILE, --package DIR or --gpugate CMD"
     GPUGATE=("$found")
+    package_of_command "$found"
+  fi
+}
+
+# package_of_command CMD: when CMD is (a link to) an installed package's dist/cli/main.js, that
+# package becomes PACKAGE_ROOT, so that its public API can report the bound symbol variants.
+package_of_command() {
+  local target root
+  target=$(readlink -f -- "$(command -v -- "$1" || echo "$1")" 2>/dev/null) || return 0
+  root=${target%/dist/cli/main.js}
+  if [[ $root != "$target" && -f $root/package.json ]]; then
+    PACKAGE_ROOT=$root
   fi
 }
 

@@ -152,9 +152,12 @@ describe('gpu-validate.sh --simulate', () => {
 
   it('skips the race, saying why, when the holder is too small to make --min-free 0.9 fail', async () => {
     const reportPath = join(work, 'small-holder', 'report.json');
-    const run = await runScript(['--simulate', '--hold-mib', '2048', '--skip', 'latency', '--report', reportPath]);
+    // Also the --package form: an installed package directory (here this checkout).
+    const run = await runScript(['--simulate', '--package', repo, '--hold-mib', '2048', '--skip', 'latency', '--report', reportPath]);
     expect(run.code, run.stdout).toBe(0);
-    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report & { gpugate: { command: string; version: string } };
+    expect(report.gpugate.command.endsWith(` ${join(repo, 'dist', 'cli', 'main.js')}`)).toBe(true);
+    expect(report.gpugate.version).toMatch(/^gpugate \d+\.\d+\.\d+/);
     expect(step(report, 'processes').status).toBe('pass');
     expect(step(report, 'race').summary).toBe(
       'skipped: the holder\'s 2048 MiB leave at least 90% of GPU 0 free, so --min-free 0.9 is met while it runs: use --hold-mib above 9308',
