@@ -74,6 +74,17 @@ describe('identity judging', () => {
     expect(record.checks.find((c) => c.name === 'nvidia-smi: GPU 0 used')?.detail).toContain('including reserved');
   });
 
+  it('accepts either kind of used figure when only gpugate knows the reserved amount', () => {
+    const smi = file('index, uuid, pci.bus_id, name, memory.total [MiB], memory.used [MiB], memory.reserved [MiB]\n0, GPU-aaaa, 00000000:1B:00.0, NVIDIA H200, 143771 MiB, 1536 MiB, [N/A]\n');
+    const args = ['--smi', smi, '--used-tolerance-mib', '8', '--pynvml-skip', 'not installed'];
+    const excluding = judge('identity.cjs', ['--status', file(status({ totalBytes: total, usedBytes: 1536 * MIB, reservedBytes: 512 * MIB, source: 'v2' })), ...args]).record;
+    expect(excluding.checks.find((c) => c.name === 'nvidia-smi: GPU 0 used')).toMatchObject({ ok: true, detail: expect.stringContaining('excluding reserved') });
+    const including = judge('identity.cjs', ['--status', file(status({ totalBytes: total, usedBytes: 1024 * MIB, reservedBytes: 512 * MIB, source: 'v2' })), ...args]).record;
+    expect(including.checks.find((c) => c.name === 'nvidia-smi: GPU 0 used')).toMatchObject({ ok: true, detail: expect.stringContaining('including reserved') });
+    const neither = judge('identity.cjs', ['--status', file(status({ totalBytes: total, usedBytes: 3000 * MIB, reservedBytes: 512 * MIB, source: 'v2' })), ...args]).record;
+    expect(failedChecks(neither)).toEqual(['nvidia-smi: GPU 0 used']);
+  });
+
   it('fails a total that differs by a MiB and a used figure beyond the tolerance, naming both numbers', () => {
     const smi = file('index, uuid, pci.bus_id, name, memory.total [MiB], memory.used [MiB], memory.reserved [MiB]\n0, GPU-aaaa, 0000:1b:00.0, NVIDIA H200, 143770 MiB, 900 MiB, 512 MiB\n');
     const { record, stdout } = judge('identity.cjs', [

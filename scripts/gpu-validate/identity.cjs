@@ -21,13 +21,6 @@ function normalizeBusId(text) {
   return `${(match[1] ?? '').padStart(8, '0')}:${match[2]}:${match[3]}.${match[4]}`.toLowerCase();
 }
 
-/** Used bytes in v2 terms (excluding reserved) when the source allows, else used including reserved. */
-function comparableUsed(used, reserved, otherHasReserved) {
-  if (used === null || used === undefined) return null;
-  if (otherHasReserved || reserved === null || reserved === undefined) return used;
-  return used + reserved;
-}
-
 function compareIdentity(step, who, gpugate, other, totalsWithinMiB, toleranceBytes) {
   step.check(`${who}: GPU count`, gpugate.length === other.length, `gpugate ${gpugate.length}, ${who} ${other.length}`);
   for (const g of gpugate) {
@@ -47,15 +40,24 @@ function compareIdentity(step, who, gpugate, other, totalsWithinMiB, toleranceBy
       step.check(`${tag} total`, exact, `gpugate ${g.totalBytes} B (${mib(g.totalBytes)}), ${who} ${totalsWithinMiB ? mib(o.totalBytes) : `${o.totalBytes} B`}`);
     }
     // Compare like with like: v2 used excludes reserved, v1 used (and old nvidia-smi) includes it.
+    // When only one side says how much is reserved, the other side's used may be either kind.
     const bothReserved = g.reservedBytes !== null && o.reservedBytes !== null;
-    const gUsed = comparableUsed(g.usedBytes, g.reservedBytes, bothReserved);
-    const oUsed = comparableUsed(o.usedBytes, o.reservedBytes, bothReserved);
-    if (gUsed === null || oUsed === null) {
-      step.note(`${tag} used not compared: gpugate ${mib(gUsed)}, ${who} ${mib(oUsed)} (not available on one side)`);
+    const bases = [];
+    if (g.usedBytes !== null && o.usedBytes !== null) {
+      if (bothReserved || (g.reservedBytes === null && o.reservedBytes === null)) {
+        const basis = bothReserved ? 'excluding reserved' : g.memorySource === 'v1' ? 'including reserved' : 'as reported';
+        bases.push({ basis, g: g.usedBytes, o: o.usedBytes });
+      } else {
+        bases.push({ basis: 'excluding reserved', g: g.usedBytes, o: o.usedBytes });
+        bases.push({ basis: 'including reserved', g: g.usedBytes + (g.reservedBytes ?? 0), o: o.usedBytes + (o.reservedBytes ?? 0) });
+      }
+    }
+    if (bases.length === 0) {
+      step.note(`${tag} used not compared: gpugate ${mib(g.usedBytes)}, ${who} ${mib(o.usedBytes)} (not available on one side)`);
     } else {
-      const basis = bothReserved ? 'excluding reserved' : 'including reserved';
-      step.check(`${tag} used`, Math.abs(gUsed - oUsed) <= toleranceBytes,
-        `gpugate ${mib(gUsed)}, ${who} ${mib(oUsed)} (${basis}; tolerance ${mib(toleranceBytes)})`);
+      const match = bases.find((b) => Math.abs(b.g - b.o) <= toleranceBytes) ?? bases[bases.length - 1];
+      step.check(`${tag} used`, Math.abs(match.g - match.o) <= toleranceBytes,
+        `gpugate ${mib(match.g)}, ${who} ${mib(match.o)} (${match.basis}; tolerance ${mib(toleranceBytes)})`);
     }
     if (bothReserved) {
       step.check(`${tag} reserved`, Math.abs(g.reservedBytes - o.reservedBytes) <= (totalsWithinMiB ? MIB : 0) + toleranceBytes,
