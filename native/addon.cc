@@ -24,6 +24,7 @@ constexpr Export kExports[] = {
     {"readMemory", gpugate::ReadMemorySync},
     {"close", gpugate::CloseSession},
     {"abandon", gpugate::AbandonSession},
+    {"currentCall", gpugate::CurrentCall},
     {"sendNotify", gpugate::SendNotify},
     {"codeName", gpugate::CodeName},
     {"encodingLayout", gpugate::EncodingLayout},

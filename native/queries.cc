@@ -75,11 +75,10 @@ void ReadMig(const SymbolTable& symbols, nvmlDevice_t parent, const SnapshotRequ
     return;
   }
   reading->migListed = true;
-  auto byIndex = symbols.Get<nvmlDeviceGetMigDeviceHandleByIndex_fn>(kDeviceGetMigDeviceHandleByIndex);
   bool slotErrorRecorded = false;
   for (unsigned slot = 0; slot < maxCount; ++slot) {
     nvmlDevice_t mig = nullptr;
-    code = byIndex(parent, slot, &mig);
+    code = symbols.Get<nvmlDeviceGetMigDeviceHandleByIndex_fn>(kDeviceGetMigDeviceHandleByIndex)(parent, slot, &mig);
     if (code == NVML_ERROR_NOT_FOUND) continue;  // a hole: later slots may still exist
     if (code != NVML_SUCCESS) {
       if (!slotErrorRecorded) reading->fieldErrors.push_back(MakeCallError(symbols, "migDevices", kDeviceGetMigDeviceHandleByIndex, code));
@@ -165,6 +164,7 @@ nvmlReturn_t ReadMemory(const SymbolTable& symbols, nvmlDevice_t device, MemoryR
 }
 
 DeviceIdentity ReadIdentity(const SymbolTable& symbols, unsigned index) {
+  symbols.Reading(static_cast<int>(index));
   DeviceIdentity identity;
   identity.index = index;
   nvmlReturn_t code =
@@ -211,6 +211,7 @@ DeviceIdentity ReadIdentity(const SymbolTable& symbols, unsigned index) {
 }
 
 DeviceReading ReadDevice(const SymbolTable& symbols, const DeviceIdentity& identity, const SnapshotRequest& request) {
+  symbols.Reading(static_cast<int>(identity.index));
   DeviceReading reading;
   reading.index = identity.index;
   if (identity.hasError) {

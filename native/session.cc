@@ -28,6 +28,7 @@ std::string SimulatorError(const SymbolTable& symbols) {
 
 OpenFailure SessionCore::Open(const std::string& explicitPath) {
   std::lock_guard<std::timed_mutex> lock(nvmlMutex);
+  symbols_.Reading(-1);
   OpenFailure failure;
   if (!LoadNvmlLibrary(explicitPath, &library_)) {
     failure.kind = OpenFailure::kLibraryNotFound;
@@ -82,13 +83,22 @@ OpenFailure SessionCore::Open(const std::string& explicitPath) {
   }
   identities_.reserve(count);
   for (unsigned index = 0; index < count; ++index) identities_.push_back(ReadIdentity(symbols_, index));
+  symbols_.Reading(-1);
   opened_ = true;
   return failure;
+}
+
+const char* SessionCore::LastSymbol() const {
+  const int fn = symbols_.lastFn.load(std::memory_order_relaxed);
+  if (fn < 0 || fn >= kFnCount) return nullptr;
+  const char* bound = symbols_.Symbol(static_cast<Fn>(fn));
+  return bound != nullptr ? bound : PreferredSymbol(static_cast<Fn>(fn));
 }
 
 void SessionCore::Shutdown() {
   std::lock_guard<std::timed_mutex> lock(nvmlMutex);
   if (!initialized_) return;
+  symbols_.Reading(-1);
   initialized_ = false;
   opened_ = false;
   symbols_.Get<nvmlShutdown_fn>(kShutdown)();
@@ -110,6 +120,7 @@ void SessionCore::ReadSnapshot(const SnapshotRequest& request, EncodedSnapshot* 
 
 void SessionCore::ReadAllMemory(double* out) const {
   for (const DeviceIdentity& identity : identities_) {
+    symbols_.Reading(static_cast<int>(identity.index));
     MemoryReading memory;
     nvmlReturn_t code = identity.hasError ? identity.error.code : NVML_SUCCESS;
     if (!identity.hasError) {

@@ -53,6 +53,10 @@ class SessionCore {
   const LoadedLibrary& Library() const { return library_; }
   const SymbolTable& Symbols() const { return symbols_; }
   const LibraryVersions& Versions() const { return versions_; }
+  // Where the session's NVML thread is (or was last): the exported symbol and device index,
+  // null / -1 when none. Safe to read from any thread, e.g. after a missed deadline.
+  const char* LastSymbol() const;
+  int LastDevice() const { return symbols_.lastDevice.load(std::memory_order_relaxed); }
 
   std::timed_mutex nvmlMutex;
 

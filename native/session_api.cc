@@ -432,6 +432,17 @@ Napi::Value CloseSession(const Napi::CallbackInfo& info) {
   return deferred.Promise();
 }
 
+Napi::Value CurrentCall(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SessionHandle* handle = HandleArg(info);
+  Napi::Object result = Napi::Object::New(env);
+  const char* symbol = handle->core->LastSymbol();
+  const int device = handle->core->LastDevice();
+  result.Set("fn", symbol != nullptr ? Napi::Value(Napi::String::New(env, symbol)) : env.Null());
+  result.Set("device", device >= 0 ? Napi::Value(Napi::Number::New(env, device)) : env.Null());
+  return result;
+}
+
 Napi::Value AbandonSession(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   SessionHandle* handle = HandleArg(info);

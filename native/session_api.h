@@ -23,5 +23,8 @@ Napi::Value SnapshotSync(const Napi::CallbackInfo& info);
 Napi::Value ReadMemorySync(const Napi::CallbackInfo& info);
 Napi::Value CloseSession(const Napi::CallbackInfo& info);
 Napi::Value AbandonSession(const Napi::CallbackInfo& info);
+// { fn, device }: the NVML function the session's thread called last and the device it was
+// reading (null when none): after a missed deadline, where the call is stuck.
+Napi::Value CurrentCall(const Napi::CallbackInfo& info);
 
 }  // namespace gpugate

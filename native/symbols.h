@@ -8,6 +8,7 @@
 // a missing optional one leaves the fields it serves null with that error.
 #pragma once
 
+#include <atomic>
 #include <string>
 
 #include "nvml_abi.h"
@@ -55,14 +56,21 @@ struct SymbolCandidate {
 struct SymbolTable {
   void* pointer[kFnCount] = {};
   const SymbolCandidate* bound[kFnCount] = {};
+  // The function most recently fetched for a call, and the device being read: when a call
+  // never returns, these say where it is stuck (read from another thread after a deadline).
+  mutable std::atomic<int> lastFn{-1};
+  mutable std::atomic<int> lastDevice{-1};
 
   bool Has(Fn fn) const { return pointer[fn] != nullptr; }
   int Abi(Fn fn) const { return bound[fn] != nullptr ? bound[fn]->abi : 0; }
   const char* Symbol(Fn fn) const { return bound[fn] != nullptr ? bound[fn]->symbol : nullptr; }
+  // The pointer to call; every NVML call site fetches it here right before calling.
   template <typename T>
   T Get(Fn fn) const {
+    lastFn.store(fn, std::memory_order_relaxed);
     return reinterpret_cast<T>(pointer[fn]);
   }
+  void Reading(int device) const { lastDevice.store(device, std::memory_order_relaxed); }
 };
 
 // The logical name users see in library.variants (e.g. "getComputeRunningProcesses").

@@ -95,6 +95,8 @@ export interface NativeBinding {
   close(handle: NativeSessionHandle): Promise<void>;
   /** Poisons a session whose call missed its deadline: the stuck worker is detached, never joined. */
   abandon(handle: NativeSessionHandle): void;
+  /** The NVML function the session's thread called last and the device it was reading: where a late call is stuck. */
+  currentCall(handle: NativeSessionHandle): { fn: string | null; device: number | null };
   /** Sends one unix datagram (sd_notify protocol); a leading '@' is the abstract namespace. Throws on failure. */
   sendNotify(socketPath: string, text: string): void;
   /** 'NVML_ERROR_GPU_IS_LOST' etc., 'NVML_ERROR_<n>' for unlisted codes. */
@@ -113,6 +115,7 @@ export const NATIVE_EXPORT_NAMES = [
   'readMemory',
   'close',
   'abandon',
+  'currentCall',
   'sendNotify',
   'codeName',
   'encodingLayout',

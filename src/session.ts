@@ -110,6 +110,17 @@ function withDeadline<T>(promise: Promise<T>, timeoutMs: number, onTimeout: () =
   });
 }
 
+/** Where a call that missed its deadline is stuck, as the addon last saw it. */
+function stuckCall(
+  binding: NativeBinding,
+  handle: NativeSessionHandle,
+): { fn: string | null; device: number | null; text: string } {
+  const { fn, device } = binding.currentCall(handle);
+  if (fn === null) return { fn, device, text: 'an NVML call is stuck in the driver' };
+  const where = device === null ? '' : ` on GPU ${device}`;
+  return { fn, device, text: `${fn}${where} is stuck in the driver` };
+}
+
 interface CheckedSnapshotOptions {
   processes: boolean;
   memoryOnly: boolean;
@@ -164,12 +175,14 @@ class Session implements NvmlMemoryReader {
   }
 
   #poison(what: string): NvmlError {
+    const stuck = stuckCall(this.#binding, this.#handle);
     const error = new NvmlError({
       code: GPUGATE_TIMEOUT,
       nvmlReturn: null,
-      fn: what,
+      fn: stuck.fn ?? what,
+      device: stuck.device,
       message:
-        `gpugate: ${what} did not answer within ${this.#timeoutMs} ms: an NVML call is stuck in the driver. ` +
+        `gpugate: ${what} did not answer within ${this.#timeoutMs} ms: ${stuck.text}. ` +
         'The session is closed and its NVML thread abandoned; check `dmesg` for NVIDIA Xid errors and whether nvidia-smi also hangs.',
     });
     if (!this.#closed) {
@@ -300,13 +313,15 @@ export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemor
   try {
     opened = await withDeadline(binding.open(handle, choice.path), timeoutMs, () => {
       timedOut = true;
+      const stuck = stuckCall(binding, handle);
       binding.abandon(handle);
       return new NvmlError({
         code: GPUGATE_TIMEOUT,
         nvmlReturn: null,
-        fn: 'nvmlInit',
+        fn: stuck.fn ?? 'dlopen',
+        device: stuck.device,
         message:
-          `gpugate: opening NVML (dlopen, nvmlInit, device handles) did not finish within ${timeoutMs} ms: the driver is stuck ` +
+          `gpugate: opening NVML (dlopen, nvmlInit, device handles) did not finish within ${timeoutMs} ms: ${stuck.text} ` +
           '(check `dmesg` for Xid errors and whether nvidia-smi hangs too); the NVML thread was abandoned',
       });
     });

@@ -9,7 +9,7 @@ const fake = {} as NativeSessionHandle;
 
 describe('native argument abuse', () => {
   it('rejects anything but a session handle', () => {
-    for (const name of ['open', 'snapshot', 'snapshotSync', 'readMemory', 'close', 'abandon'] as const) {
+    for (const name of ['open', 'snapshot', 'snapshotSync', 'readMemory', 'close', 'abandon', 'currentCall'] as const) {
       for (const handle of [undefined, null, 42, 'x', {}, fake, Buffer.alloc(8)]) {
         expect(() => binding[name](handle), `${name}(${String(handle)})`).toThrow(
           /argument 'handle' must be a session handle/,

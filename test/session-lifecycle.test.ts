@@ -55,7 +55,11 @@ describe('session lifecycle', () => {
     clearInterval(interval);
     expect(error).toBeInstanceOf(NvmlError);
     expect((error as NvmlError).code).toBe('GPUGATE_TIMEOUT');
-    expect((error as NvmlError).message).toMatch(/snapshot did not answer within 400 ms/);
+    expect((error as NvmlError).message).toMatch(
+      /snapshot did not answer within 400 ms: nvmlDeviceGetMemoryInfo_v2 on GPU 0 is stuck in the driver/,
+    );
+    expect((error as NvmlError).fn).toBe('nvmlDeviceGetMemoryInfo_v2');
+    expect((error as NvmlError).device).toBe(0);
     expect(Date.now() - started).toBeGreaterThanOrEqual(390);
     expect(ticks).toBeGreaterThanOrEqual(5); // the timer kept firing while NVML was stuck
     expect(s.closed).toBe(true);
@@ -70,7 +74,20 @@ describe('session lifecycle', () => {
     useScenario(scenario);
     await expect(openNvml({ libraryPath: freshSimulator(), callTimeoutMs: 300 })).rejects.toMatchObject({
       code: 'GPUGATE_TIMEOUT',
-      fn: 'nvmlInit',
+      fn: 'nvmlInit_v2',
+      device: null,
+      message: /nvmlInit_v2 is stuck in the driver/,
+    });
+  });
+
+  it('names the device whose attach hangs during open', async () => {
+    const scenario = bundledScenario('idle-8x-rtx-pro-6000.json');
+    scenario['faults'] = [{ function: 'nvmlDeviceGetUUID', device: 4, hang: true }];
+    useScenario(scenario);
+    await expect(openNvml({ libraryPath: freshSimulator(), callTimeoutMs: 300 })).rejects.toMatchObject({
+      code: 'GPUGATE_TIMEOUT',
+      fn: 'nvmlDeviceGetUUID',
+      device: 4,
     });
   });
 
