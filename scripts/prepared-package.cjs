@@ -2,7 +2,7 @@
 // for the pack smoke test and the multi-Node test (and by hand: `node scripts/prepared-package.cjs`).
 //
 // It copies what package.json's `files` lists (plus the TypeScript sources and configs needed to
-// compile dist/) into a staging directory, compiles dist/ with the repository's tsc, runs
+// compile dist/) into a staging directory, compiles dist/ with `npm run build:ts`, runs
 // scripts/prebuild-linux.mjs there (prebuildify: build/ of the staging copy is replaced, never the
 // working tree's), and packs it with `npm pack`. The result is cached under the OS temp directory,
 // keyed by a hash of every staged file and the Node version, behind a lock, so two test files that
@@ -65,8 +65,8 @@ function build(dir) {
   for (const rel of stagedPaths()) cpSync(join(repoRoot, rel), join(dir, rel), { recursive: true });
   // node-gyp evaluates binding.gyp's node-addon-api include through require(): give it the repo's modules.
   symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
-  run(process.execPath, [tsc, '-p', 'tsconfig.build.json'], dir);
+  // The package's own build:ts script (tsc, plus whatever it does to dist/ after).
+  run('npm', ['run', '--silent', 'build:ts'], dir);
   run(process.execPath, [join(repoRoot, 'scripts', 'prebuild-linux.mjs'), '--cwd', dir], dir);
   // Pack what a user gets: --ignore-scripts because dist/ and prebuilds/ are already built.
   const out = run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], dir);
