@@ -17,6 +17,10 @@ for (const name of fs.readdirSync(benchDir)) {
     fileName: name,
     compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
   });
-  fs.writeFileSync(path.join(outDir, name.replace(/\.ts$/, '.js')), outputText);
+  // Write then rename: another run may be loading these files at the same moment.
+  const target = path.join(outDir, name.replace(/\.ts$/, '.js'));
+  const temporary = `${target}.${process.pid}.tmp`;
+  fs.writeFileSync(temporary, outputText);
+  fs.renameSync(temporary, target);
 }
 require(path.join(outDir, 'run.js'));
