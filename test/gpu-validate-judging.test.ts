@@ -158,6 +158,8 @@ describe('race judging', () => {
     line('poll', 'holders=9/other/active,4242/python3/draining why=memory'),
     line('poll', 'holders=4242/python3/gone why=memory'),
     line('poll', 'unattributed=10GiB why=memory,unstable'),
+    line('poll', 'why=memory,unstable'),
+    line('poll', 'why=unstable stable_for=1s/2s'),
     'gpugate: poll gpu=1 uuid=GPU-bbbb bus=0000:9b:00.0 used=1GiB holders=4242/python3/active why=memory',
     line('ready', ''),
   ].join('\n');
@@ -171,7 +173,7 @@ describe('race judging', () => {
       '--wait-stdout', file({ result: 'ready', exitCode: 0 }), '--wait-stderr', file(log), '--wait-rc', '0', ...times(3000, 3400, 3600, 6100),
     ]);
     expect(record.status).toBe('pass');
-    expect(record.data).toMatchObject({ states: ['active', 'draining', 'gone', 'released', 'free'], releaseMs: 600, gpugateReturnedAfterKillMs: 3100, exitCode: 0 });
+    expect(record.data).toMatchObject({ states: ['active', 'draining', 'gone', 'unattributed', 'releasing', 'settling', 'free'], releaseMs: 600, gpugateReturnedAfterKillMs: 3100, exitCode: 0 });
   });
 
   it('fails a wait that returned before the memory was back, and one that timed out', () => {

@@ -5,7 +5,7 @@
  * polled nvidia-smi until the memory was back. This step judges it: gpugate was still waiting at the
  * kill, exited 0, and only after nvidia-smi last saw the memory held; it saw the holder `active`.
  * It reports the measured release time, when gpugate returned, and the sequence of states gpugate
- * logged for the holder (e.g. active -> gone -> released -> free).
+ * logged for the holder (e.g. active -> gone -> unattributed -> settling -> free).
  *
  * Times are epoch milliseconds taken by the script.
  * usage: node race.cjs --wait-stdout FILE --wait-stderr FILE --wait-rc N --pid N --gpu-index I
@@ -16,8 +16,10 @@ const { parseLogLine, holdersInLogLine } = require('./gpugate-json.cjs');
 
 /**
  * The states gpugate's progress lines (`waiting`, `ready`, and `poll` with -v) show for `pid` on
- * GPU `gpu`, consecutive repeats folded: the holder's class while gpugate lists it, `released`
- * while the GPU is still not ready with the pid no longer listed, `free` once gpugate found it ready.
+ * GPU `gpu`, consecutive repeats folded: the holder's class while gpugate lists it; once it no
+ * longer does, `unattributed` (memory still used by no listed process: driver teardown),
+ * `releasing` (memory still above the threshold), `settling` (memory back, not yet stable for
+ * --stable); and `free` once gpugate found the GPU ready.
  */
 function statesSeen(stderrText, pid, gpu, exitCode) {
   const states = [];
@@ -32,7 +34,12 @@ function statesSeen(stderrText, pid, gpu, exitCode) {
     const mine = holdersInLogLine(parsed.fields).find((h) => h.pid === pid);
     if (mine !== undefined) push(mine.class);
     else if (parsed.event === 'ready') push('free');
-    else if (parsed.fields.why !== undefined && states.length > 0) push('released');
+    else if (parsed.fields.why !== undefined && states.length > 0) {
+      const why = String(parsed.fields.why).split(',');
+      if (parsed.fields.unattributed !== undefined) push('unattributed');
+      else if (why.includes('memory')) push('releasing');
+      else push('settling');
+    }
   }
   if (exitCode === 0) push('free');
   return { states, parsedLines };
