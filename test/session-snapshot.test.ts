@@ -1,7 +1,9 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openNvml } from '../src/session';
 import type { NvmlMemoryReader } from '../src/types';
-import { bundledScenario, freshSimulator, GiB, useScenario } from './session-helpers';
+import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
 
 const open: NvmlMemoryReader[] = [];
 afterEach(async () => {
@@ -134,5 +136,50 @@ describe('snapshot of the 8-GPU reference host through the real addon and simula
     await expect(s.snapshot({ processes: 'yes' as unknown as boolean })).rejects.toThrow(TypeError);
     expect(() => s.snapshotSync({ devices: [1.5] })).toThrow(RangeError);
     expect(() => s.readMemorySync(new Float64Array(3))).toThrow(/'out' has 3 elements; 40 are needed/);
+  });
+});
+
+describe('what a snapshot costs in NVML calls', () => {
+  it('reads identity once per session, one init and one shutdown, and only memory on the fast path', async () => {
+    useScenario(busyHost());
+    const stats = path.join(tempDir(), 'call-stats.json');
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    try {
+      const s = await openNvml({ libraryPath: freshSimulator() });
+      for (let i = 0; i < 5; i++) await s.snapshot({ processes: true });
+      for (let i = 0; i < 3; i++) s.snapshotSync({ memoryOnly: true });
+      s.readMemorySync();
+      await s.close();
+    } finally {
+      delete process.env['GPUGATE_SIM_STATS'];
+    }
+    const calls = (JSON.parse(fs.readFileSync(stats, 'utf8')) as { calls: Record<string, number> }).calls;
+    expect(calls['nvmlInit_v2']).toBe(1);
+    expect(calls['nvmlShutdown']).toBe(1);
+    for (const identity of ['nvmlDeviceGetHandleByIndex_v2', 'nvmlDeviceGetName', 'nvmlDeviceGetUUID', 'nvmlDeviceGetPciInfo_v3',
+      'nvmlDeviceGetMinorNumber', 'nvmlDeviceGetCudaComputeCapability']) {
+      expect(calls[identity], identity).toBe(8);
+    }
+    expect(calls['nvmlDeviceGetMemoryInfo_v2']).toBe(8 * (5 + 3 + 1));
+    expect(calls['nvmlDeviceGetTemperature']).toBe(8 * 5); // not on the memory-only paths
+    expect(calls['nvmlDeviceGetComputeRunningProcesses_v3']).toBeGreaterThanOrEqual(8 * 5);
+    expect(calls['nvmlDeviceGetMemoryInfo']).toBeUndefined(); // no v1 fallback while _v2 answers
+  });
+
+  it('sees a rewritten scenario on the next snapshot (nothing but identity is cached)', async () => {
+    const scenario = busyHost();
+    const file = useScenario(scenario);
+    const s = await openNvml({ libraryPath: freshSimulator() });
+    try {
+      expect((await s.snapshot()).devices[2]?.memory?.usedBytes).toBe(0);
+      scenario.devices[2]!['memory'] = { totalBytes: 102641958912, reservedBytes: 493879296, usedBytes: 7 * GiB };
+      fs.writeFileSync(`${file}.next`, JSON.stringify(scenario));
+      fs.renameSync(`${file}.next`, file);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect((await s.snapshot()).devices[2]?.memory?.usedBytes).toBe(7 * GiB);
+      expect(s.readMemorySync()[2 * 5 + 2]).toBe(7 * GiB);
+    } finally {
+      await s.close();
+    }
   });
 });
