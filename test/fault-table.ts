@@ -51,8 +51,10 @@ export const DEVICE_LEVEL_CODES: ReadonlySet<number> = new Set([15, 16, 28]);
 /**
  * Codes after which waiting cannot help (operations.md: exit 69 "NVML missing or failing to
  * initialise, version mismatch, GPU lost"), when they hit something the decision needs.
+ * NO_PERMISSION is not among them: a MIG parent's aggregate memory query needs privileges that
+ * its instances do not, so it is reported on the field and the GPU cannot be judged (75).
  */
-export const FATAL_CODES: ReadonlySet<number> = new Set([1, 4, 9, 15, 16, 18, 28]);
+export const FATAL_CODES: ReadonlySet<number> = new Set([1, 9, 15, 16, 18, 28]);
 
 /** Codes with which a library refuses the v2 memory struct; gpugate then reads v1 memory. */
 export const MEMORY_V2_REFUSED_CODES: ReadonlySet<number> = new Set([2, 3, 13, 25]);

@@ -284,3 +284,53 @@ describe('fault matrix through the gpugate command (one row per kind of outcome)
     expect((await Promise.all(runs)).flat()).toEqual([]);
   }, 60_000);
 });
+
+// ---------------------------------------------------------------- faults that start mid-wait
+
+describe('memory faults that start in the middle of a wait (from the same table)', () => {
+  it('fatal codes reject the wait with an NvmlError on GPU 1; others keep waiting with GPU 1 marked, GPUs 0 and 2 clean', async () => {
+    const row = FAULT_TABLE.find((r) => r.stage === 'memory');
+    if (row === undefined) throw new Error('the table lacks the memory row');
+    const symbol = symbolOf(row.logical);
+    // Calls 0-2 list the devices, 3-5 are the first poll: GPU 1's read fails from the second poll on.
+    const sessions: Array<{ code: number; session: NvmlMemoryReader }> = [];
+    for (const code of FAULT_CODES) {
+      process.env['GPUGATE_SIM_SCENARIO'] = writeScenario(matrixScenario([{ function: symbol, device: TARGET_DEVICE, return: code, fromCall: 6 }]));
+      sessions.push({ code, session: await openNvml({ libraryPath: freshSimulator() }) });
+    }
+    const { waitForGpusFree } = await import('../../src/wait');
+    const failures: string[] = [];
+    await Promise.all(
+      sessions.map(async ({ code, session }) => {
+        const expected = expectedOutcome(row, code);
+        const label = `${symbol} x ${FAULT_CODE_NAMES[code]} from the second poll`;
+        try {
+          await waitForGpusFree({ session, stableMs: 60_000, intervalMs: 50, timeoutMs: 1500, inspectHolders: false });
+          failures.push(`${label}: the wait succeeded`);
+        } catch (error) {
+          const e = error as { name?: string; code?: string; device?: number | null; evaluation?: { polls: number; devices: Array<{ index: number; reasons: string[]; error: FieldError | null; memory: { source: string } | null }> } | null };
+          if (expected.cliExit === 69) {
+            if (e.name !== 'NvmlError' || e.code !== FAULT_CODE_NAMES[code] || e.device !== TARGET_DEVICE) {
+              failures.push(`${label}: expected NvmlError ${FAULT_CODE_NAMES[code]} on GPU ${TARGET_DEVICE}, got ${String(e.name)} ${String(e.code)} device ${String(e.device)}`);
+            }
+          } else if (e.name !== 'GpuWaitTimeoutError' || !e.evaluation) {
+            failures.push(`${label}: expected the wait to time out with an evaluation, got ${String(e.name)} ${String(e.code)}`);
+          } else {
+            const target = e.evaluation.devices.find((d) => d.index === TARGET_DEVICE);
+            const others = e.evaluation.devices.filter((d) => d.index !== TARGET_DEVICE);
+            if (e.evaluation.polls < 2) failures.push(`${label}: only ${e.evaluation.polls} poll(s) in 1.5 s`);
+            if (expected.library.kind === 'memory-v1') {
+              if (target?.memory?.source !== 'v1' || target.reasons.includes('error')) failures.push(`${label}: GPU 1 should read v1 memory without error, got ${JSON.stringify(target)}`);
+            } else if (!target?.reasons.includes('error') || target.error?.code !== FAULT_CODE_NAMES[code]) {
+              failures.push(`${label}: GPU 1 should be marked with ${FAULT_CODE_NAMES[code]}, got ${JSON.stringify(target)}`);
+            }
+            for (const other of others) if (other.reasons.includes('error')) failures.push(`${label}: GPU ${other.index} is marked too`);
+          }
+        } finally {
+          await session.close();
+        }
+      }),
+    );
+    expect(failures).toEqual([]);
+  }, 60_000);
+});
