@@ -231,13 +231,15 @@ class Session implements NvmlMemoryReader {
   snapshot(options?: SnapshotOptions): Promise<Snapshot> {
     if (this.#closed) return Promise.reject(this.#closedError('snapshot'));
     let checked: CheckedSnapshotOptions;
+    let pending: Promise<NativeEncodedSnapshot>;
+    const takenAt = Date.now();
     try {
       checked = this.#checkOptions(options);
+      pending = this.#binding.snapshot(this.#handle, checked.processes, checked.memoryOnly, checked.devices);
     } catch (error) {
+      // An async API reports every failure through its promise, argument errors included.
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    const takenAt = Date.now();
-    const pending = this.#binding.snapshot(this.#handle, checked.processes, checked.memoryOnly, checked.devices);
     const what = checked.processes ? 'snapshot (memory and process lists)' : 'snapshot';
     return withDeadline(pending, this.#timeoutMs, () => this.#poison(what)).then((encoded) =>
       this.#decode(encoded, checked.processes, takenAt),
