@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openNvml } from '../../src/session';
+import { waitForGpusFree } from '../../src/wait';
 import type { FieldError, GpuDevice, NvmlMemoryReader, Snapshot } from '../../src/types';
 import {
   expectedOutcome,
@@ -298,7 +299,6 @@ describe('memory faults that start in the middle of a wait (from the same table)
       process.env['GPUGATE_SIM_SCENARIO'] = writeScenario(matrixScenario([{ function: symbol, device: TARGET_DEVICE, return: code, fromCall: 6 }]));
       sessions.push({ code, session: await openNvml({ libraryPath: freshSimulator() }) });
     }
-    const { waitForGpusFree } = await import('../../src/wait');
     const failures: string[] = [];
     await Promise.all(
       sessions.map(async ({ code, session }) => {
