@@ -89,6 +89,40 @@ describe('per-device and per-field failures stay where they happen', () => {
     expect(snap.devices[3]?.temperatureC).toBe(32);
   });
 
+  it('falls back to the v1 memory query when the library refuses the _v2 struct', async () => {
+    useScenario(idleWithFaults([{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, return: 25 }]));
+    const snap = await (await session(freshSimulator())).snapshot();
+    expect(snap.devices[1]?.memory).toEqual({
+      totalBytes: 102641958912,
+      freeBytes: 102641958912 - 493879296,
+      usedBytes: 493879296,
+      reservedBytes: null,
+      source: 'v1',
+    });
+    expect(snap.devices[1]?.fieldErrors).toEqual({});
+    expect(snap.devices[0]?.memory?.source).toBe('v2');
+  });
+
+  it('keeps the compute list when only the MPS list is unsupported, and says so', async () => {
+    const scenario = idleWithFaults([{ function: 'nvmlDeviceGetMPSComputeRunningProcesses_v3', return: 3 }]);
+    scenario.devices[0]!['memory'] = { totalBytes: 102641958912, reservedBytes: 493879296, usedBytes: 4 * GiB };
+    scenario.devices[0]!['processes'] = [{ pid: 321, usedBytes: 4 * GiB, kinds: ['compute'] }];
+    useScenario(scenario);
+    const snap = await (await session(freshSimulator())).snapshot({ processes: true });
+    expect(snap.devices[0]?.processes?.map((p) => p.pid)).toEqual([321]);
+    expect(snap.devices[0]?.fieldErrors['processes.mps']?.code).toBe('NVML_ERROR_NOT_SUPPORTED');
+    expect(snap.devices[0]?.fieldErrors['processes']).toBeUndefined();
+  });
+
+  it('nulls the process list when the compute list itself fails', async () => {
+    useScenario(idleWithFaults([{ function: 'nvmlDeviceGetComputeRunningProcesses_v3', device: 3, return: 4 }]));
+    const snap = await (await session(freshSimulator())).snapshot({ processes: true });
+    expect(snap.devices[3]?.processes).toBeNull();
+    expect(snap.devices[3]?.fieldErrors['processes']).toMatchObject({ code: 'NVML_ERROR_NO_PERMISSION', nvmlReturn: 4 });
+    expect(snap.devices[3]?.error).toBeNull();
+    expect(snap.devices[2]?.processes).toEqual([]);
+  });
+
   it('rejects a process list that is implausible at every stride instead of reporting garbage', async () => {
     const scenario = bundledScenario('idle-8x-rtx-pro-6000.json');
     scenario.devices[1]!['memory'] = { totalBytes: 102641958912, reservedBytes: 493879296, usedBytes: 10 * GiB };
