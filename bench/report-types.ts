@@ -75,6 +75,8 @@ export interface BenchReport {
   startup: {
     nodeEmptyNs: LatencySummaryNs | null;
     gpugateCheckNs: LatencySummaryNs | null;
+    /** `gpugate check --stale ignore`: without the /proc scan of the stale pre-pass. */
+    gpugateCheckNoStaleNs: LatencySummaryNs | null;
     standinNs: LatencySummaryNs | null;
     error: string | null;
   } | null;

@@ -160,11 +160,12 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
   const start = report.startup;
   if (start === null) lines.push('dist/cli/main.js is missing: not measured.');
   else if (start.error !== null) lines.push(`\`gpugate check\` failed: ${start.error}`);
-  else if (start.nodeEmptyNs && start.gpugateCheckNs && start.standinNs) {
+  else if (start.nodeEmptyNs && start.gpugateCheckNs && start.gpugateCheckNoStaleNs && start.standinNs) {
     lines.push('| process | median | p99 | ÷ `node -e \'\'` |', '|---|---:|---:|---:|');
     for (const [label, ns] of [
       ["`node -e ''`", start.nodeEmptyNs],
       ['`gpugate check`', start.gpugateCheckNs],
+      ['`gpugate check --stale ignore` (no /proc scan)', start.gpugateCheckNoStaleNs],
       ['one nvidia-smi-style run (stand-in)', start.standinNs],
     ] as const) {
       lines.push(`| ${label} | ${formatNs(ns.median)} | ${formatNs(ns.p99)} | ${formatRatio(ns.median / start.nodeEmptyNs.median)} |`);

@@ -273,13 +273,14 @@ async function main(): Promise<void> {
   initCounts.push({ process: 'worker rss (readMemorySync)', inits: initCount(rssStats) });
 
   // Time to first answer: a whole `gpugate check` process against `node -e ''`.
-  log('whole-process starts: gpugate check, node -e \'\', one stand-in run');
+  log('whole-process starts: gpugate check (with and without --stale ignore), node -e \'\', one stand-in run');
   let startup: BenchReport['startup'] = null;
   if (fs.existsSync(cliEntry(root))) {
     const checkStats = path.join(work, 'stats-check.json');
     const checkEnv = simEnv(rssScenario, checkStats);
     const nodeEmpty: number[] = [];
     const check: number[] = [];
+    const checkNoStale: number[] = [];
     const standin: number[] = [];
     let checkError: string | null = null;
     const timed = async (op: () => Promise<unknown>): Promise<number> => {
@@ -290,8 +291,11 @@ async function main(): Promise<void> {
     for (let i = -1; i < settings.startRuns; i++) {
       const a = await timed(() => execFileAsync(process.execPath, ['-e', ''], { env: checkEnv }));
       let b = 0;
+      let d = 0;
       try {
         b = await timed(() => execFileAsync(process.execPath, [cliEntry(root), 'check'], { env: checkEnv }));
+        // The same without the stale pre-pass (the /proc scan), to show what that scan costs.
+        d = await timed(() => execFileAsync(process.execPath, [cliEntry(root), 'check', '--stale', 'ignore'], { env: checkEnv }));
       } catch (error) {
         checkError = (error as Error).message;
         break;
@@ -300,13 +304,20 @@ async function main(): Promise<void> {
       if (i < 0) continue; // warm-up round
       nodeEmpty.push(a);
       check.push(b);
+      checkNoStale.push(d);
       standin.push(c);
     }
     initCounts.push({ process: 'gpugate check (last run)', inits: initCount(checkStats) });
     startup =
       checkError === null
-        ? { nodeEmptyNs: summarize(nodeEmpty, 1), gpugateCheckNs: summarize(check, 1), standinNs: summarize(standin, 1), error: null }
-        : { nodeEmptyNs: null, gpugateCheckNs: null, standinNs: null, error: checkError };
+        ? {
+            nodeEmptyNs: summarize(nodeEmpty, 1),
+            gpugateCheckNs: summarize(check, 1),
+            gpugateCheckNoStaleNs: summarize(checkNoStale, 1),
+            standinNs: summarize(standin, 1),
+            error: null,
+          }
+        : { nodeEmptyNs: null, gpugateCheckNs: null, gpugateCheckNoStaleNs: null, standinNs: null, error: checkError };
   }
 
   const report: BenchReport = {

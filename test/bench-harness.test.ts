@@ -63,6 +63,7 @@ describe('npm run bench -- --quick', () => {
       'nvidia-smi style: execFile per poll',
       'nvidia-smi style: shell loop per poll',
       '`gpugate check`',
+      '`gpugate check --stale ignore` (no /proc scan)',
       "`node -e ''`",
     ]) {
       expect(stdout).toContain(label);
