@@ -40,6 +40,81 @@ interface Run {
 
 let work: string;
 
+/** The pynvml subset pynvml-query.py uses, over ctypes, as nvidia-ml-py implements it. */
+const PYNVML_STAND_IN = `
+import ctypes
+
+class NVMLError(Exception):
+    def __init__(self, code):
+        super().__init__(f"NVML error {code}")
+        self.value = code
+
+class _Memory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+class _MemoryV2(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint), ("total", ctypes.c_ulonglong), ("reserved", ctypes.c_ulonglong),
+                ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+class _Pci(ctypes.Structure):
+    _fields_ = [("busIdLegacy", ctypes.c_char * 16), ("domain", ctypes.c_uint), ("bus", ctypes.c_uint),
+                ("device", ctypes.c_uint), ("pciDeviceId", ctypes.c_uint), ("pciSubSystemId", ctypes.c_uint),
+                ("busId", ctypes.c_char * 32)]
+
+nvmlMemory_v2 = ctypes.sizeof(_MemoryV2) | (2 << 24)
+_lib = None
+
+def _check(code):
+    if code != 0:
+        raise NVMLError(code)
+
+def nvmlInit():
+    global _lib
+    _lib = ctypes.CDLL("libnvidia-ml.so.1")
+    _check(_lib.nvmlInitWithFlags(0))
+
+def nvmlShutdown():
+    _check(_lib.nvmlShutdown())
+
+def _string(fn, *args):
+    buf = ctypes.create_string_buffer(96)
+    _check(getattr(_lib, fn)(*args, buf, ctypes.c_uint(96)))
+    return buf.value.decode()
+
+def nvmlSystemGetDriverVersion():
+    return _string("nvmlSystemGetDriverVersion")
+
+def nvmlDeviceGetCount():
+    count = ctypes.c_uint()
+    _check(_lib.nvmlDeviceGetCount_v2(ctypes.byref(count)))
+    return count.value
+
+def nvmlDeviceGetHandleByIndex(index):
+    handle = ctypes.c_void_p()
+    _check(_lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(handle)))
+    return handle
+
+def nvmlDeviceGetUUID(handle):
+    return _string("nvmlDeviceGetUUID", handle)
+
+def nvmlDeviceGetName(handle):
+    return _string("nvmlDeviceGetName", handle)
+
+def nvmlDeviceGetPciInfo(handle):
+    pci = _Pci()
+    _check(_lib.nvmlDeviceGetPciInfo_v3(handle, ctypes.byref(pci)))
+    return pci
+
+def nvmlDeviceGetMemoryInfo(handle, version=None):
+    if not version:
+        memory = _Memory()
+        _check(_lib.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(memory)))
+    else:
+        memory = _MemoryV2(version=version)
+        _check(_lib.nvmlDeviceGetMemoryInfo_v2(handle, ctypes.byref(memory)))
+    return memory
+`;
+
 beforeAll(() => {
   for (const built of ['dist/cli/main.js', 'build/Release/gpugate_sim.so']) {
     if (!existsSync(join(repo, built))) {
@@ -162,6 +237,22 @@ describe('gpu-validate.sh --simulate', () => {
     expect(step(report, 'race').summary).toBe(
       'skipped: the holder\'s 2048 MiB leave at least 90% of GPU 0 free, so --min-free 0.9 is met while it runs: use --hold-mib above 9308',
     );
+  }, 60_000);
+
+  it('compares pynvml too when it is importable, reading the simulator as libnvidia-ml.so.1', async () => {
+    // A minimal pynvml with the real module's calling conventions (str results, NVMLError,
+    // nvmlDeviceGetMemoryInfo(handle, version=nvmlMemory_v2)), loading libnvidia-ml.so.1 by name
+    // as the real one does: the script must make that name resolve to the simulator.
+    const site = join(work, 'pynvml-site');
+    spawnSync('mkdir', ['-p', site]);
+    writeFileSync(join(site, 'pynvml.py'), PYNVML_STAND_IN);
+    const reportPath = join(work, 'pynvml', 'report.json');
+    const run = await runScript(['--simulate', '--skip', 'processes,race,latency', '--report', reportPath], { PYTHONPATH: site });
+    expect(run.code, run.stdout).toBe(0);
+    const identity = step(JSON.parse(readFileSync(reportPath, 'utf8')) as Report, 'identity');
+    expect(identity.status).toBe('pass');
+    expect(identity.summary).toContain('match nvidia-smi and pynvml');
+    expect(identity.checks.map((c) => c.name)).toEqual(expect.arrayContaining(['pynvml: GPU count', 'pynvml: GPU 1 total', 'pynvml: GPU 1 used', 'pynvml: driver version']));
   }, 60_000);
 
   it('fails the run when --gpu names a GPU that does not exist', async () => {
