@@ -150,6 +150,15 @@ async function main(): Promise<void> {
   requireFile(simulatorLibrary(root), 'build the native targets first (npx node-gyp rebuild, or npm run build)');
   requireFile(packageEntry(root), 'compile the TypeScript first (npm run build:ts)');
   const work = fs.mkdtempSync(path.join(scratchDir(root), 'run-'));
+  try {
+    await measureAll(settings, started, loadAtStart, root, work);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** Every measure of one run, in the scratch directory `work`; prints and writes the report. */
+async function measureAll(settings: Settings, started: number, loadAtStart: number, root: string, work: string): Promise<void> {
   const binDir = path.join(work, 'bin');
   fs.mkdirSync(binDir);
   const floorBin = path.join(binDir, 'floor');
@@ -256,28 +265,34 @@ async function main(): Promise<void> {
     await runCapture(process.execPath, ['--expose-gc', workerJs, 'rss', JSON.stringify({ count: settings.rssSnapshots, path: 'snapshotSync' })], simEnv(rssScenario, rssStats), 600_000),
   ) as BenchReport['rss'];
   initCounts.push({ process: 'worker rss (snapshotSync)', inits: initCount(rssStats) });
+  const rssPinnedStats = path.join(work, 'stats-rss-pinned.json');
+  const rssNativeStats = path.join(work, 'stats-rss-native.json');
   // The same with V8's young generation pinned small: its stepwise growth is heap sizing, which
   // would otherwise hide (or fake) a leak of a few MB.
   const rssPinned = JSON.parse(
     await runCapture(
       process.execPath,
       ['--expose-gc', '--max-semi-space-size=1', workerJs, 'rss', JSON.stringify({ count: settings.rssSnapshots, path: 'snapshotSync' })],
-      simEnv(rssScenario, rssStats),
+      simEnv(rssScenario, rssPinnedStats),
       600_000,
     ),
   ) as BenchReport['rss'];
-  initCounts.push({ process: 'worker rss (snapshotSync, young generation pinned)', inits: initCount(rssStats) });
+  initCounts.push({ process: 'worker rss (snapshotSync, young generation pinned)', inits: initCount(rssPinnedStats) });
   const rssNativeRead = JSON.parse(
-    await runCapture(process.execPath, ['--expose-gc', workerJs, 'rss', JSON.stringify({ count: settings.rssSnapshots, path: 'readMemorySync' })], simEnv(rssScenario, rssStats), 600_000),
+    await runCapture(process.execPath, ['--expose-gc', workerJs, 'rss', JSON.stringify({ count: settings.rssSnapshots, path: 'readMemorySync' })], simEnv(rssScenario, rssNativeStats), 600_000),
   ) as BenchReport['rss'];
-  initCounts.push({ process: 'worker rss (readMemorySync)', inits: initCount(rssStats) });
+  initCounts.push({ process: 'worker rss (readMemorySync)', inits: initCount(rssNativeStats) });
 
   // Time to first answer: a whole `gpugate check` process against `node -e ''`.
   log('whole-process starts: gpugate check (with and without --stale ignore), node -e \'\', one stand-in run');
   let startup: BenchReport['startup'] = null;
   if (fs.existsSync(cliEntry(root))) {
+    // Separate statistics files: the stand-in loads the simulator too and must not overwrite them.
     const checkStats = path.join(work, 'stats-check.json');
+    const checkNoStaleStats = path.join(work, 'stats-check-nostale.json');
     const checkEnv = simEnv(rssScenario, checkStats);
+    const checkNoStaleEnv = simEnv(rssScenario, checkNoStaleStats);
+    const plainEnv = simEnv(rssScenario);
     const nodeEmpty: number[] = [];
     const check: number[] = [];
     const checkNoStale: number[] = [];
@@ -289,18 +304,18 @@ async function main(): Promise<void> {
       return Number(process.hrtime.bigint() - start);
     };
     for (let i = -1; i < settings.startRuns; i++) {
-      const a = await timed(() => execFileAsync(process.execPath, ['-e', ''], { env: checkEnv }));
+      const a = await timed(() => execFileAsync(process.execPath, ['-e', ''], { env: plainEnv }));
       let b = 0;
       let d = 0;
       try {
         b = await timed(() => execFileAsync(process.execPath, [cliEntry(root), 'check'], { env: checkEnv }));
         // The same without the stale pre-pass (the /proc scan), to show what that scan costs.
-        d = await timed(() => execFileAsync(process.execPath, [cliEntry(root), 'check', '--stale', 'ignore'], { env: checkEnv }));
+        d = await timed(() => execFileAsync(process.execPath, [cliEntry(root), 'check', '--stale', 'ignore'], { env: checkNoStaleEnv }));
       } catch (error) {
         checkError = (error as Error).message;
         break;
       }
-      const c = await timed(() => execFileAsync(standinBin, smiArgs, { env: checkEnv }));
+      const c = await timed(() => execFileAsync(standinBin, smiArgs, { env: plainEnv }));
       if (i < 0) continue; // warm-up round
       nodeEmpty.push(a);
       check.push(b);
@@ -308,6 +323,7 @@ async function main(): Promise<void> {
       standin.push(c);
     }
     initCounts.push({ process: 'gpugate check (last run)', inits: initCount(checkStats) });
+    initCounts.push({ process: 'gpugate check --stale ignore (last run)', inits: initCount(checkNoStaleStats) });
     startup =
       checkError === null
         ? {
@@ -350,7 +366,6 @@ async function main(): Promise<void> {
   report.elapsedMs = Date.now() - started;
   fs.mkdirSync(path.dirname(settings.out), { recursive: true });
   fs.writeFileSync(settings.out, JSON.stringify(report, null, 2) + '\n');
-  fs.rmSync(work, { recursive: true, force: true });
   process.stdout.write(markdown + `\nJSON: ${path.relative(process.cwd(), settings.out) || settings.out} (${(report.elapsedMs / 1000).toFixed(1)} s)\n`);
 }
 
