@@ -424,7 +424,7 @@ HOLD_BYTES=""
 HOLDER_KIND=""
 SKIP_REASON=""
 start_holder() {
-  local out="$LOGS/holder.out" err="$LOGS/holder.err" deadline_s rc
+  local out="$LOGS/holder.out" err="$LOGS/holder.err" deadline_s rc reasons=()
   if [[ $MODE == simulate ]]; then
     "$NODE_BIN" "$HELPERS/sim-holder.cjs" --scenario "$GPUGATE_SIM_SCENARIO" --gpu "$GPU_INDEX" \
       --hold-bytes $((HOLD_MIB * 1048576)) --drain-ms 1500 --max-ms $((TOTAL_BUDGET_S * 1000)) >"$out" 2>"$err" &
@@ -432,7 +432,6 @@ start_holder() {
     HOLDER_KIND="simulated (a real process listed by the simulator)"
     deadline_s=15
   else
-    local reasons=()
     if command -v python3 >/dev/null; then
       CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=$GPU_UUID python3 "$HELPERS/holder.py" "$HOLD_MIB" 240 >"$out" 2>"$err" &
       LAUNCHER_PID=$!
@@ -440,10 +439,12 @@ start_holder() {
         HOLDER_KIND="python ($(awk '/^READY/ { print $4 }' "$out"))"
         return 0
       fi
+      # Not ready: it exited (no torch or cupy, no GPU) or hangs past the deadline.
+      kill -KILL "$LAUNCHER_PID" 2>/dev/null || true
       rc=0
       wait "$LAUNCHER_PID" 2>/dev/null || rc=$?
       LAUNCHER_PID=""
-      reasons+=("python: $(tail_of "$err")")
+      reasons+=("python (exit $rc): $(tail_of "$err")")
     else
       reasons+=("no python3")
     fi
@@ -460,17 +461,30 @@ start_holder() {
       reasons+=("no nvcc")
     fi
     if [[ -z $LAUNCHER_PID ]]; then
-      SKIP_REASON="no way to start a CUDA context: ${reasons[*]}"
+      SKIP_REASON="no way to start a CUDA context: $(join_reasons "${reasons[@]}")"
       return 1
     fi
   fi
   if ! wait_for_ready "$out" "$deadline_s"; then
-    SKIP_REASON="the $HOLDER_KIND holder did not report READY within ${deadline_s}s: $(tail_of "$err")"
+    local how="did not report READY within ${deadline_s}s"
+    kill -0 "$LAUNCHER_PID" 2>/dev/null || how="exited without reporting READY"
     kill -KILL "$LAUNCHER_PID" 2>/dev/null || true
-    wait "$LAUNCHER_PID" 2>/dev/null || true
+    rc=0
+    wait "$LAUNCHER_PID" 2>/dev/null || rc=$?
     LAUNCHER_PID=""
+    SKIP_REASON="the $HOLDER_KIND holder $how (exit $rc): $(tail_of "$err")"
+    if [[ -n ${reasons[*]+set} ]]; then
+      SKIP_REASON+="; before it, $(join_reasons "${reasons[@]}")"
+    fi
     return 2
   fi
+}
+
+# join_reasons TEXT...: the texts separated by "; ".
+join_reasons() {
+  local joined
+  joined=$(printf '%s; ' "$@")
+  printf '%s' "${joined%; }"
 }
 
 # wait_for_ready FILE SECONDS: waits for the holder's `READY <pid> <bytes>` line; sets HOLDER_PID.

@@ -306,6 +306,32 @@ describe('gpu-validate.sh without a GPU or a driver', () => {
     expect(step(report, 'race').status).toBe('skip');
   }, 60_000);
 
+  it('skips the process and race steps of a real run, saying why, when no CUDA context can be started', async (context) => {
+    // The real-mode path on the simulator: gpugate and the stand-in nvidia-smi read it, but the
+    // holder must come from torch, cupy or nvcc, and this PATH offers none that can hold memory.
+    const path = '/usr/bin:/bin';
+    if (spawnSync('sh', ['-c', 'command -v nvcc'], { env: { PATH: path } }).status === 0) {
+      context.skip('nvcc is on /usr/bin:/bin here: the fallback to nvcc would run instead');
+    }
+    const dir = join(work, 'real-no-cuda');
+    spawnSync('mkdir', ['-p', dir]);
+    const scenario = join(dir, 'scenario.json');
+    expect(spawnSync(process.execPath, [join(helpers, 'sim-scenario.cjs'), 'write-base', scenario]).status).toBe(0);
+    const reportPath = join(dir, 'report.json');
+    const run = await runScript(
+      ['--gpugate', join(repo, 'dist', 'cli', 'main.js'), '--node', process.execPath, '--nvidia-smi', join(helpers, 'nvidia-smi'), '--skip', 'latency', '--report', reportPath],
+      { PATH: path, GPUGATE_NVML_LIBRARY: join(repo, 'build', 'Release', 'gpugate_sim.so'), GPUGATE_SIM_SCENARIO: scenario },
+    );
+    expect(run.code, run.stdout).toBe(0);
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+    expect(report.mode).toBe('real');
+    expect(step(report, 'identity').status).toBe('pass');
+    const processes = step(report, 'processes');
+    expect(processes.status).toBe('skip');
+    expect(processes.summary).toMatch(/^skipped: no way to start a CUDA context: python \(exit 3\): .+; no nvcc$/);
+    expect(step(report, 'race').summary).toBe('skipped: no holder is running (see the processes step)');
+  }, 90_000);
+
   it('leaves no holder process behind when it is stopped in the middle of a run', async () => {
     const scratch = join(work, 'stopped-tmp');
     spawnSync('mkdir', ['-p', scratch]);
