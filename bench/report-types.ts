@@ -81,6 +81,8 @@ export interface BenchReport {
     error: string | null;
   } | null;
   initCounts: Array<{ process: string; inits: number | null }>;
+  /** Per measuring process: identity queries answered per device over the whole process (1 = read once per session). */
+  identityReads: Array<{ size: string; perDevice: Record<string, number> | null }>;
   goals: GoalResult[];
   elapsedMs: number;
 }

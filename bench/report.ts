@@ -173,6 +173,11 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
   }
   lines.push('', '## NVML initialisations per process (simulator call counts)', '');
   for (const entry of report.initCounts) lines.push(`- ${entry.process}: ${entry.inits ?? 'unknown'}`);
+  lines.push('', 'Identity queries per device over each measuring process (thousands of snapshots each; 1 = read once per session):', '');
+  for (const entry of report.identityReads) {
+    const reads = entry.perDevice === null ? 'unknown' : Object.entries(entry.perDevice).map(([field, n]) => `${field} ${n}`).join(', ');
+    lines.push(`- ${entry.size}: ${reads}`);
+  }
   lines.push('', '## Goals', '');
   lines.push('| goal | measured | target | met |', '|---|---:|---:|:---:|');
   for (const g of goals) lines.push(`| ${g.goal} | ${g.measured} | ${g.target} | ${g.met === null ? '–' : g.met ? 'yes' : '**no**'} |`);

@@ -134,6 +134,19 @@ function initCount(statsFile: string): number | null {
   return (calls['nvmlInit_v2'] ?? 0) + (calls['nvmlInit'] ?? 0) + (calls['nvmlInitWithFlags'] ?? 0);
 }
 
+/** How many times each identity query was answered, divided by the device count (1 = once per session). */
+function identityReadsPerDevice(statsFile: string, devices: number): Record<string, number> | null {
+  if (!fs.existsSync(statsFile)) return null;
+  const calls = (JSON.parse(fs.readFileSync(statsFile, 'utf8')) as { calls?: Record<string, number> }).calls ?? {};
+  const sum = (names: string[]): number => names.reduce((total, name) => total + (calls[name] ?? 0), 0);
+  return {
+    name: sum(['nvmlDeviceGetName']) / devices,
+    uuid: sum(['nvmlDeviceGetUUID']) / devices,
+    pciBusId: sum(['nvmlDeviceGetPciInfo_v3', 'nvmlDeviceGetPciInfo_v2', 'nvmlDeviceGetPciInfo']) / devices,
+    computeCapability: sum(['nvmlDeviceGetCudaComputeCapability']) / devices,
+  };
+}
+
 function sizeKey(devices: number, processesPerDevice: number): SizeKey {
   return `${devices}x${processesPerDevice}`;
 }
@@ -169,6 +182,7 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
 
   const rows: LatencyRow[] = [];
   const initCounts: Array<{ process: string; inits: number | null }> = [];
+  const identityReads: BenchReport['identityReads'] = [];
   let memoryReadNs: number | null = null;
   let nativeReadPath: string | null = null;
 
@@ -212,6 +226,7 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
         rows.push({ contender, size: key, devices, processesPerDevice, ns });
       }
       initCounts.push({ process: `worker ${key} (sync + async snapshots)`, inits: initCount(statsFile) });
+      identityReads.push({ size: key, perDevice: identityReadsPerDevice(statsFile, devices) });
     }
   }
 
@@ -358,6 +373,7 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
     rssNativeRead,
     startup,
     initCounts,
+    identityReads,
     goals: [] as GoalResult[],
     elapsedMs: 0,
   };

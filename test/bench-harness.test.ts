@@ -74,6 +74,11 @@ describe('npm run bench -- --quick', () => {
     // Figures that are facts, not speeds: one NVML initialisation in every measuring process.
     expect(report.initCounts.length).toBeGreaterThanOrEqual(15);
     expect(report.initCounts.map((entry) => entry.inits)).toEqual(report.initCounts.map(() => 1));
+    // Identity fields are read once per session, however many snapshots a process takes.
+    expect(report.identityReads).toHaveLength(9);
+    for (const entry of report.identityReads) {
+      expect(entry.perDevice, entry.size).toEqual({ name: 1, uuid: 1, pciBusId: 1, computeCapability: 1 });
+    }
     expect(report.eventLoop.asyncPath.snapshots).toBeGreaterThan(0);
     expect(report.eventLoop.asyncPath.snapshotMeanMs).toBeGreaterThanOrEqual(5); // the injected 5 ms call ran
     expect(report.rss.count).toBeGreaterThan(0);
