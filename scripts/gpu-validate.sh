@@ -683,12 +683,18 @@ say "gpugate: ${GPUGATE[*]} ($GPUGATE_VERSION); nvidia-smi: $NVSMI"
 
 "$NODE_BIN" -e '
   const os = require("node:os");
-  const [mode, startedMs, gpugate, version, nvidiaSmi, library] = process.argv.slice(1);
+  const [mode, startedMs, gpugate, version, nvidiaSmi, library, gpu, holdMib, toleranceMib, usedToleranceMib, skip] = process.argv.slice(1);
   process.stdout.write(JSON.stringify({
     mode, startedMs: Number(startedMs), startedAt: new Date(Number(startedMs)).toISOString(),
     host: { hostname: os.hostname(), kernel: os.release(), arch: process.arch, node: process.version },
     gpugate: { command: gpugate, version }, nvidiaSmi, simulatorLibrary: library || null,
-  }, null, 2));' "$MODE" "$START_MS" "${GPUGATE[*]}" "$GPUGATE_VERSION" "$NVSMI" "${SIM_LIBRARY:-}" >"$SCRATCH/meta.json"
+    settings: {
+      gpu: Number(gpu), holdMib: holdMib === "" ? "20% of total" : Number(holdMib),
+      toleranceMib: Number(toleranceMib), usedToleranceMib: Number(usedToleranceMib),
+      skip: skip.split(",").filter((s) => s !== ""),
+    },
+  }, null, 2));' "$MODE" "$START_MS" "${GPUGATE[*]}" "$GPUGATE_VERSION" "$NVSMI" "${SIM_LIBRARY:-}" \
+  "$GPU_INDEX" "$HOLD_MIB" "$TOLERANCE_MIB" "$USED_TOLERANCE_MIB" "$SKIP" >"$SCRATCH/meta.json"
 
 if step_identity; then
   step_processes || true

@@ -215,6 +215,7 @@ describe('gpu-validate.sh --simulate', () => {
     expect(report.result).toBe('fail');
     expect(report.steps.map((s) => `${s.step}:${s.status}`)).toEqual(['identity:fail', 'processes:skip', 'race:skip', 'latency:skip']);
     expect(step(report, 'race').summary).toBe('skipped: --skip race');
+    expect((report as Report & { settings: unknown }).settings).toEqual({ gpu: 0, holdMib: '20% of total', toleranceMib: 4, usedToleranceMib: 64, skip: ['processes', 'race', 'latency'] });
     const identity = step(report, 'identity');
     expect(identity.status).toBe('fail');
     const failed = identity.checks.filter((c) => !c.ok);
