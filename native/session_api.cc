@@ -95,8 +95,9 @@ void RemoveHook(SessionHandle* handle) {
   }
 }
 
-// Teardown (environment exit or garbage collection): shut NVML down if the worker answers
-// promptly; otherwise leave a stuck thread detached rather than freeze the exit.
+// Environment teardown: shut NVML down if the worker answers promptly; otherwise leave a stuck
+// thread detached rather than freeze the exit. The thread-safe function dies with the
+// environment, so the worker must not touch it any more.
 void StopForTeardown(SessionHandle* handle) {
   handle->link->environmentGone = true;
   if (handle->stopped) return;
@@ -116,9 +117,18 @@ void StopForTeardown(SessionHandle* handle) {
   }
 }
 
+// Garbage collection of a session never closed (the environment lives on): shut NVML down on
+// the worker after its pending work, without blocking the collector; the thread then ends and
+// releases the thread-safe function itself, so pending promises still settle.
 void FinalizeHandle(Napi::Env /*env*/, SessionHandle* handle) {
   RemoveHook(handle);
-  StopForTeardown(handle);
+  if (!handle->stopped) {
+    handle->stopped = true;
+    std::shared_ptr<SessionCore> core = handle->core;
+    handle->worker->Post([core] { core->Shutdown(); });
+    handle->worker->Stop();
+    handle->worker->Detach();
+  }
   delete handle;
 }
 

@@ -109,6 +109,40 @@ describe('session lifecycle', () => {
     expect(stdout.trim().split('\n')).toEqual([expect.stringMatching(/^slots \d+$/), 'closed']);
   });
 
+  it('settles pending work and shuts NVML down when a session handle is garbage-collected unclosed', async () => {
+    // Each temperature read takes 40 ms, so the snapshot is still running when the handle is collected.
+    const slow = bundledScenario('idle-8x-rtx-pro-6000.json');
+    slow['faults'] = [{ function: 'nvmlDeviceGetTemperature', delayMs: 40 }];
+    useScenario(slow);
+    const lib = freshSimulator();
+    const stats = path.join(tempDir(), 'gc-stats.json');
+    const script = `
+      const b = require(${JSON.stringify(addonPath)});
+      (async () => {
+        let h = b.createSession();
+        await b.open(h, ${JSON.stringify(lib)});
+        const pending = b.snapshot(h, true, false, null);
+        h = null;
+        global.gc();
+        await new Promise((r) => setTimeout(r, 50));
+        global.gc();
+        const s = await pending;
+        console.log('slots', s.numbers.length);
+      })();`;
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        ['--expose-gc', '-e', script],
+        { timeout: 20_000, env: { ...process.env, GPUGATE_SIM_STATS: stats } },
+        (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
+      );
+    });
+    expect(stdout.trim()).toMatch(/^slots \d+$/);
+    const calls = (JSON.parse(fs.readFileSync(stats, 'utf8')) as { calls: Record<string, number> }).calls;
+    expect(calls['nvmlInit_v2']).toBe(1);
+    expect(calls['nvmlShutdown']).toBe(1);
+  });
+
   it('lets a process exit although its NVML thread is stuck in a call', async () => {
     useScenario(hangingMemoryScenario(0));
     const lib = freshSimulator();
