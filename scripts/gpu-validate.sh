@@ -590,7 +590,7 @@ step_race() {
   # Let gpugate see the holder before killing it (its first progress line names it), at most 20 s.
   t0=$(now_ms)
   while (($(now_ms) - t0 < 20000)) && kill -0 "$WAIT_PID" 2>/dev/null; do
-    grep -qE "holders=([^ ]*,)?$HOLDER_PID/" "$LOGS/wait.err" 2>/dev/null && break
+    grep -qE "holders=\"?([^ ]*,)?$HOLDER_PID/" "$LOGS/wait.err" 2>/dev/null && break
     sleep 0.1
   done
   sleep 0.5
