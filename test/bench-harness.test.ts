@@ -87,3 +87,19 @@ describe('npm run bench -- --quick', () => {
     for (const goal of report.goals) expect(stdout).toContain(`| ${goal.goal} | ${goal.measured} |`);
   });
 });
+
+describe('npm run bench with bad input', () => {
+  it('names an unknown argument and what it accepts, and exits non-zero', async () => {
+    await expect(run(process.execPath, [path.join(repoRoot(), 'bench', 'main.js'), '--fast'], { cwd: repoRoot() })).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('unknown argument "--fast" (expected --quick, --realtime or --out FILE)'),
+    });
+  });
+
+  it('says --out needs a file path', async () => {
+    await expect(run(process.execPath, [path.join(repoRoot(), 'bench', 'main.js'), '--out'], { cwd: repoRoot() })).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('--out needs a file path'),
+    });
+  });
+});
