@@ -151,13 +151,15 @@ function step(report: Report, name: string): StepRecord {
   return found;
 }
 
+/** Whether pid is a live process (a zombie waiting for a reaper counts as gone). */
 function alive(pid: number): boolean {
+  let stat: string;
   try {
-    process.kill(pid, 0);
-    return true;
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
     return false;
   }
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
 }
 
 describe('gpu-validate.sh --simulate', () => {
