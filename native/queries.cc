@@ -81,6 +81,11 @@ void ReadMig(const SymbolTable& symbols, nvmlDevice_t parent, const SnapshotRequ
     code = symbols.Get<nvmlDeviceGetMigDeviceHandleByIndex_fn>(kDeviceGetMigDeviceHandleByIndex)(parent, slot, &mig);
     if (code == NVML_ERROR_NOT_FOUND) continue;  // a hole: later slots may still exist
     if (code != NVML_SUCCESS) {
+      // A lost parent is a device failure, as for every other field; anything else marks the list.
+      if (IsDeviceLevelFailure(code)) {
+        Fail(symbols, reading, "migDevices", kDeviceGetMigDeviceHandleByIndex, code);
+        return;
+      }
       if (!slotErrorRecorded) reading->fieldErrors.push_back(MakeCallError(symbols, "migDevices", kDeviceGetMigDeviceHandleByIndex, code));
       slotErrorRecorded = true;
       continue;

@@ -85,7 +85,7 @@ export type FaultStage =
   | 'process-list-extra'
   /** nvmlDeviceGetMaxMigDeviceCount on a MIG-enabled GPU: `migDevices` errs. */
   | 'mig-count'
-  /** nvmlDeviceGetMigDeviceHandleByIndex: `migDevices` errs, the list is empty. */
+  /** nvmlDeviceGetMigDeviceHandleByIndex: `migDevices` errs (a lost parent: the device errs). */
   | 'mig-handle'
   /** GPU / compute instance id of a MIG device: that MIG device errs. */
   | 'mig-instance-id'
@@ -190,10 +190,9 @@ export function expectedOutcome(row: FaultRow, code: number): FaultExpectation {
     case 'process-list':
     case 'process-list-extra':
     case 'mig-count':
+    case 'mig-handle':
       // Memory was read first and is kept; a lost GPU still ends the wait (69).
       if (deviceLevel) return { library: { kind: 'device-error', memoryNull: false }, cliExit: 69 };
-      return { library: { kind: 'field-error', field }, cliExit: 0 };
-    case 'mig-handle':
       return { library: { kind: 'field-error', field }, cliExit: 0 };
     case 'mig-instance-id':
       return { library: { kind: 'mig-entry-error', field }, cliExit: 0 };
