@@ -43,6 +43,8 @@ export interface BenchReport {
   machine: { nproc: number; cpuModel: string; node: string; platform: string };
   /** 1-minute load average when the run started and when it ended (the machine may be shared). */
   loadAverage: { start: number; end: number };
+  /** `git rev-parse --short HEAD` of the measured tree, "+changes" when it had uncommitted edits. */
+  commit: string | null;
   library: string;
   settings: Record<string, unknown>;
   /** The library's own cost of one memory read (C tight loop, one handle). */

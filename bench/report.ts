@@ -101,6 +101,7 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
   lines.push(`- machine: ${report.machine.nproc} CPUs, ${report.machine.cpuModel}, ${report.machine.platform}, Node ${report.machine.node}`);
   lines.push(`- load average (1 min) at start / end: ${report.loadAverage.start.toFixed(2)} / ${report.loadAverage.end.toFixed(2)}`);
   lines.push(`- command: \`${report.command}\``);
+  lines.push(`- commit: ${report.commit ?? 'unknown (not a git checkout)'}`);
   lines.push('- library: the simulator (build/Release/gpugate_sim.so), read by every contender');
   if (report.quick) {
     lines.push(`- --quick: fewer samples, and resident memory over ${report.rss.count.toLocaleString('en-US')} snapshots instead of 10⁶`);

@@ -147,6 +147,17 @@ function identityReadsPerDevice(statsFile: string, devices: number): Record<stri
   };
 }
 
+/** The commit measured (with "+changes" when the work tree differs from it), or null outside git. */
+async function gitCommit(root: string): Promise<string | null> {
+  try {
+    const { stdout: head } = await execFileAsync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root });
+    const { stdout: status } = await execFileAsync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root });
+    return `${head.trim()}${status.trim() === '' ? '' : ' +changes'}`;
+  } catch {
+    return null;
+  }
+}
+
 function sizeKey(devices: number, processesPerDevice: number): SizeKey {
   return `${devices}x${processesPerDevice}`;
 }
@@ -362,6 +373,7 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
       platform: `${os.type()} ${os.release()} ${os.arch()}`,
     },
     loadAverage: { start: loadAtStart, end: os.loadavg()[0] ?? 0 },
+    commit: await gitCommit(root),
     library: simulatorLibrary(root),
     settings: { ...settings, out: path.relative(root, settings.out) },
     memoryReadNs,
