@@ -198,6 +198,29 @@ function fatalFromDevice(device: GpuDevice): Error | null {
   });
 }
 
+/**
+ * Unified-memory GPUs (GH200, GB200, GB10, Jetson) can report no device memory figures at all
+ * (both queries NOT_SUPPORTED, or a total of 0). A memory criterion can then never be met, so
+ * say so at once instead of polling until the timeout.
+ */
+function unjudgeableMemory(device: GpuDevice, criteria: Criteria): Error | null {
+  if (criteria.minFree === null && criteria.maxUsed === null) return null;
+  const failure = device.fieldErrors['memory'];
+  const notSupported = failure?.code === 'NVML_ERROR_NOT_SUPPORTED';
+  if (!notSupported && !(device.memory !== null && device.memory.totalBytes === 0)) return null;
+  const why = notSupported ? `${failure.fn} answers NOT_SUPPORTED` : 'its total memory is 0';
+  return new NvmlError({
+    code: failure?.code ?? 'NVML_ERROR_NOT_SUPPORTED',
+    nvmlReturn: failure?.nvmlReturn ?? 3,
+    fn: failure?.fn ?? 'nvmlDeviceGetMemoryInfo_v2',
+    device: device.index,
+    message:
+      `GPU ${device.index} (${device.uuid}, ${device.pciBusId}) reports no device memory figures (${why}), as unified-memory ` +
+      'systems (GH200, GB200, GB10, Jetson) can: a free-memory criterion cannot be judged there and waiting cannot help; ' +
+      'use --no-processes (noProcesses) instead',
+  });
+}
+
 async function holdersOf(processes: GpuProcess[] | null | undefined, index: number, takenAt: number, state: WaitState): Promise<Holder[]> {
   const listed = listedProcesses([{ index, processes: processes ?? [] } as GpuDevice]);
   return Promise.all(
@@ -227,7 +250,7 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
   for (const unit of state.units) {
     const device = snapshot.devices.find((d) => d.index === unit.index);
     if (!device) return null; // a poll taken before this waiter's devices joined the shared poll
-    const fatal = fatalFromDevice(device);
+    const fatal = fatalFromDevice(device) ?? (unit.migUuid === null ? unjudgeableMemory(device, state.criteria) : null);
     if (fatal) throw fatal;
     const mig = unit.migUuid === null ? null : (device.migDevices ?? []).find((m) => m.uuid === unit.migUuid) ?? null;
     const key = unit.migUuid ?? String(unit.index);
@@ -240,7 +263,8 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
     let maxUsed: number | null = null;
     let stableForMs = 0;
     if (!memory) {
-      reasons.push('error');
+      // Without a memory criterion (noProcesses alone) unreadable memory does not block.
+      if (state.criteria.minFree !== null || state.criteria.maxUsed !== null) reasons.push('error');
       state.tracker.reset(key);
     } else {
       needed = neededFreeBytes(state.criteria, memory.totalBytes, label);

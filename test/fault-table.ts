@@ -59,6 +59,9 @@ export const FATAL_CODES: ReadonlySet<number> = new Set([1, 9, 15, 16, 18, 28]);
 /** Codes with which a library refuses the v2 memory struct; gpugate then reads v1 memory. */
 export const MEMORY_V2_REFUSED_CODES: ReadonlySet<number> = new Set([2, 3, 13, 25]);
 
+/** NVML_ERROR_NOT_SUPPORTED: on the last memory query it means no memory figures exist at all. */
+const NOT_SUPPORTED = 3;
+
 /** Where in gpugate a function is called, which decides what its failure must do. */
 export type FaultStage =
   /** nvmlInit: openNvml rejects. */
@@ -185,7 +188,8 @@ export function expectedOutcome(row: FaultRow, code: number): FaultExpectation {
       return { library: { kind: 'field-error', field }, cliExit: fatal ? 69 : 75 };
     case 'memory-v1':
       if (deviceLevel) return { library: { kind: 'device-error', memoryNull: true }, cliExit: 69 };
-      return { library: { kind: 'field-error', field }, cliExit: fatal ? 69 : 75 };
+      // Neither memory query supported (unified-memory systems): no memory criterion can ever be met.
+      return { library: { kind: 'field-error', field }, cliExit: fatal || code === NOT_SUPPORTED ? 69 : 75 };
     case 'field':
     case 'process-list':
     case 'process-list-extra':

@@ -94,6 +94,25 @@ describe('waitForGpusFree on the simulator', () => {
     expect(evaluation.ok).toBe(true);
   });
 
+  it('a GPU with no memory figures (unified memory) rejects a memory criterion at once; noProcesses still works', async () => {
+    useScenario({
+      devices: [gpu(0, 0), gpu(1, 0)],
+      faults: [
+        { function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, return: 3 },
+        { function: 'nvmlDeviceGetMemoryInfo', device: 1, return: 3 },
+      ],
+    });
+    const error = await waitForGpusFree({ libraryPath: freshSimulator(), minFree: { fraction: 0.9 }, timeoutMs: 20_000, intervalMs: 100, env: {} }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(NvmlError);
+    expect((error as NvmlError).code).toBe('NVML_ERROR_NOT_SUPPORTED');
+    expect((error as NvmlError).device).toBe(1);
+    expect((error as NvmlError).message).toMatch(/unified-memory/);
+    const byProcesses = await waitForGpusFree({ libraryPath: freshSimulator(), noProcesses: true, timeoutMs: 20_000, intervalMs: 100, env: {} });
+    expect(byProcesses.devices.map((d) => d.ok)).toEqual([true, true]);
+  });
+
   it('a hung NVML call rejects with the NvmlError once the call deadline passes, not at the wait timeout', async () => {
     useScenario({ devices: [gpu(0, 50 * GiB)], faults: [{ function: '*', hang: true, atMs: 300 }] });
     const started = Date.now();
