@@ -43,6 +43,11 @@ const SUMMARIES: Record<CommandName, { usage: string[]; about: string; examples:
     about: 'Replay a service restart race on the bundled simulated 8x RTX PRO 6000 host (no GPU needed):\nthe previous attempt still holds ~92 GiB per GPU, one holder is a real orphaned engine worker, then memory drains.\nShows "gpugate wait --min-free 0.9 --stable 2s" waiting, explaining why, and succeeding.',
     examples: ['gpugate demo'],
   },
+  bench: {
+    usage: ['gpugate bench [options]'],
+    about: 'Measure this host\'s poll latency through gpugate (memory only and with processes; per snapshot and per device:\nmedian, p99, max) and, when nvidia-smi is on PATH, as many `nvidia-smi --query-gpu=memory.used` runs; print the ratio.\nRead-only and bounded by --duration: changes no GPU setting.',
+    examples: ['gpugate bench', 'gpugate bench --iterations 1000 --duration 60s --json'],
+  },
 };
 
 const EXIT_CODES = `Exit codes:
@@ -68,6 +73,7 @@ Commands:
   status    devices, memory, processes, modes, library and driver versions
   holders   who holds each GPU, classified; leaked /dev/shm files
   demo      the restart race on the bundled simulated 8-GPU host (no GPU needed)
+  bench     this host's poll latency: gpugate against nvidia-smi (read-only, bounded in time)
 
 Run "gpugate <command> --help" for a command's options. "gpugate --version" prints the version.
 Sizes: B, KiB, MiB, GiB, TiB (KB, MB, GB, TB are powers of ten). Durations: ms, s, m, h.

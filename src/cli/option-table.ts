@@ -5,10 +5,10 @@
  */
 
 /** The sub-commands of `gpugate`. */
-export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'demo';
+export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'demo' | 'bench';
 
 /** Every sub-command, in the order `gpugate --help` lists them. */
-export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'demo'];
+export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'demo', 'bench'];
 
 /** One flag of the command line. */
 export interface OptionSpec {
@@ -36,9 +36,9 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   // Selection and the NVML library
   { name: 'gpus', type: 'string', valueName: 'LIST', commands: GPU_COMMANDS,
     help: 'GPUs to check: NVML indices, GPU-/MIG- UUIDs (unique prefixes) or PCI bus ids, comma separated. Default: NVIDIA_VISIBLE_DEVICES, then CUDA_VISIBLE_DEVICES, then SLURM_JOB_GPUS, then all' },
-  { name: 'library', type: 'string', valueName: 'PATH', commands: GPU_COMMANDS,
+  { name: 'library', type: 'string', valueName: 'PATH', commands: [...GPU_COMMANDS, 'bench'],
     help: 'NVML library to load (default: GPUGATE_NVML_LIBRARY, then libnvidia-ml.so.1 in the usual places)' },
-  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: GPU_COMMANDS, defaults: { wait: '10s', check: '10s', status: '10s', holders: '10s' },
+  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: [...GPU_COMMANDS, 'bench'], defaults: { wait: '10s', check: '10s', status: '10s', holders: '10s', bench: '10s' },
     help: 'deadline for each NVML call; a hung call ends the command with exit 69' },
   // Criteria
   { name: 'min-free', type: 'string', valueName: 'FRACTION|SIZE', commands: CRITERIA_COMMANDS,
@@ -72,7 +72,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   { name: 'dry-run', type: 'boolean', commands: CRITERIA_COMMANDS,
     help: 'with --kill-stale / --clean-shm: show what would be signalled or removed, do nothing' },
   // Output
-  { name: 'json', type: 'boolean', commands: GPU_COMMANDS,
+  { name: 'json', type: 'boolean', commands: [...GPU_COMMANDS, 'bench'],
     help: 'print one JSON object on stdout at the end' },
   { name: 'format', type: 'string', valueName: 'text|json|prometheus', commands: ['status', 'holders'], defaults: { status: 'text', holders: 'text' },
     help: 'output format; prometheus writes the node_exporter textfile format' },
@@ -84,7 +84,11 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'log only failures' },
   { name: 'verbose', short: 'v', type: 'boolean', commands: GPU_COMMANDS,
     help: 'log every poll' },
-  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo'],
+  { name: 'iterations', type: 'string', valueName: 'N', commands: ['bench'], defaults: { bench: '200' },
+    help: 'snapshots per measure, and nvidia-smi runs when nvidia-smi is on PATH' },
+  { name: 'duration', type: 'string', valueName: 'DUR', commands: ['bench'], defaults: { bench: '20s' },
+    help: 'upper bound on the whole benchmark; measures stop early when it is reached' },
+  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo', 'bench'],
     help: 'show this help' },
 ];
 
