@@ -3,28 +3,20 @@ import fc from 'fast-check';
 import type { GpuDevice } from '../src/types';
 import { normalizePciBusId, parseSelectorList, selectDevices } from '../src/devices';
 import { DeviceSelectionError } from '../src/device-selection-error';
+import { fakeDevice } from './helpers/fake-snapshot';
 
 const SEED = { seed: 42, numRuns: 200 };
 
 function gpu(index: number, uuid: string, pciBusId: string, migUuids: string[] = []): GpuDevice {
-  return {
+  return fakeDevice({
     index,
     uuid,
     name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition',
     pciBusId,
-    minorNumber: index,
-    computeCapability: '12.0',
     memory: null,
-    persistenceMode: true,
-    computeMode: 'default',
     migMode: migUuids.length > 0,
-    utilization: null,
-    temperatureC: null,
-    powerWatts: null,
     migDevices: migUuids.map((uuid, slot) => ({ index: slot, uuid, gpuInstanceId: slot + 1, computeInstanceId: 0, memory: null, error: null })),
-    error: null,
-    fieldErrors: {},
-  };
+  });
 }
 
 const DEVICES = [

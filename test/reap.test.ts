@@ -5,13 +5,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import type { GpuDevice, Snapshot } from '../src/types';
+import type { Snapshot } from '../src/types';
 import { inspectHolders, type Holder, type HolderReport } from '../src/stale';
 import { reapStale } from '../src/reap';
 import { isAlive, killSpawned, spawnSleeper } from './helpers/processes';
 import { ProcRoot, editStat } from './helpers/proc-root';
+import { GiB, fakeDevice, fakeMemory, fakeProcesses, fakeSnapshot } from './helpers/fake-snapshot';
 
-const GiB = 1024 ** 3;
 const cleanups: Array<() => void> = [];
 afterEach(async () => {
   await killSpawned();
@@ -19,25 +19,8 @@ afterEach(async () => {
 });
 
 function snapshotOf(pids: number[]): Snapshot {
-  const device = {
-    index: 0,
-    uuid: 'GPU-11111111-2222-3333-4444-555555555555',
-    name: 'Test GPU',
-    pciBusId: '00000000:1B:00.0',
-    minorNumber: 0,
-    computeCapability: '12.0',
-    memory: { totalBytes: 96 * GiB, usedBytes: 10 * GiB, freeBytes: 86 * GiB, reservedBytes: 0, source: 'v2' },
-    processes: pids.map((pid) => ({ pid, usedBytes: GiB, kinds: ['compute'], gpuInstanceId: null, computeInstanceId: null })),
-    persistenceMode: true,
-    computeMode: 'default',
-    migMode: false,
-    utilization: null,
-    temperatureC: null,
-    powerWatts: null,
-    error: null,
-    fieldErrors: {},
-  } as GpuDevice;
-  return { takenAt: Date.now(), devices: [device] };
+  const device = fakeDevice({ memory: fakeMemory(10 * GiB), processes: fakeProcesses(pids.map((pid) => ({ pid, usedBytes: GiB }))) });
+  return fakeSnapshot([device]);
 }
 
 /** A prepared /proc where the caller runs in vllm.service and `leftovers` share that cgroup. */

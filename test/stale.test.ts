@@ -9,33 +9,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync, symlinkSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { GpuDevice, Snapshot } from '../src/types';
+import type { Snapshot } from '../src/types';
 import { inspectHolders, type Holder } from '../src/stale';
 import { goneProcessPid, killSpawned, spawnOrphan, spawnSleeper, spawnZombie } from './helpers/processes';
 import { ProcRoot, editStat, makeStat } from './helpers/proc-root';
+import { GiB, fakeDevice, fakeMemory, fakeProcesses, fakeSnapshot, type FakeProcess } from './helpers/fake-snapshot';
 
-const GiB = 1024 ** 3;
-
-function snapshotOf(processes: Array<{ pid: number; usedBytes: number | null }>, usedBytes = 80 * GiB, minorNumber = 0): Snapshot {
-  const device: GpuDevice = {
-    index: 0,
-    uuid: 'GPU-11111111-2222-3333-4444-555555555555',
-    name: 'Test GPU',
-    pciBusId: '00000000:1B:00.0',
-    minorNumber,
-    computeCapability: '12.0',
-    memory: { totalBytes: 96 * GiB, usedBytes, freeBytes: 96 * GiB - usedBytes, reservedBytes: 0, source: 'v2' },
-    processes: processes.map((p) => ({ pid: p.pid, usedBytes: p.usedBytes, kinds: ['compute'], gpuInstanceId: null, computeInstanceId: null })),
-    persistenceMode: true,
-    computeMode: 'default',
-    migMode: false,
-    utilization: null,
-    temperatureC: null,
-    powerWatts: null,
-    error: null,
-    fieldErrors: {},
-  };
-  return { takenAt: Date.now(), devices: [device] };
+function snapshotOf(processes: FakeProcess[], usedBytes = 80 * GiB, minorNumber = 0): Snapshot {
+  return fakeSnapshot([fakeDevice({ minorNumber, memory: fakeMemory(usedBytes), processes: fakeProcesses(processes) })]);
 }
 
 function byPid(holders: Holder[], pid: number): Holder {

@@ -9,34 +9,17 @@ import { checkGpusOnce, waitForGpusFree, GpuWaitAbortError, type Evaluation } fr
 import { GpuWaitTimeoutError } from '../src/wait-timeout-error';
 import { ConfigError } from '../src/config-error';
 import { DeviceSelectionError } from '../src/device-selection-error';
+import { FAKE_TOTAL_BYTES, GiB, fakeDevice, fakeMemory, fakeProcesses, fakeSnapshot, type FakeProcess } from './helpers/fake-snapshot';
 
-const GiB = 1024 ** 3;
-const TOTAL = 96 * GiB;
+const TOTAL = FAKE_TOTAL_BYTES;
 
 interface FakeGpu {
   usedBytes: number;
-  processes?: Array<{ pid: number; usedBytes: number | null }>;
+  processes?: FakeProcess[];
 }
 
 function device(index: number, gpu: FakeGpu): GpuDevice {
-  return {
-    index,
-    uuid: `GPU-0000000${index}-aaaa-bbbb-cccc-dddddddddddd`,
-    name: 'Fake GPU',
-    pciBusId: `00000000:${(0x1b + index).toString(16).toUpperCase()}:00.0`,
-    minorNumber: index,
-    computeCapability: '12.0',
-    memory: { totalBytes: TOTAL, freeBytes: TOTAL - gpu.usedBytes, usedBytes: gpu.usedBytes, reservedBytes: 0, source: 'v2' },
-    processes: (gpu.processes ?? []).map((p) => ({ pid: p.pid, usedBytes: p.usedBytes, kinds: ['compute'], gpuInstanceId: null, computeInstanceId: null })),
-    persistenceMode: true,
-    computeMode: 'default',
-    migMode: false,
-    utilization: null,
-    temperatureC: null,
-    powerWatts: null,
-    error: null,
-    fieldErrors: {},
-  };
+  return fakeDevice({ index, memory: fakeMemory(gpu.usedBytes, TOTAL), processes: fakeProcesses(gpu.processes ?? []) });
 }
 
 /** A fake session whose state is a function of the snapshot call number. */
@@ -58,7 +41,7 @@ class FakeSession implements NvmlSession {
     const state = this.state(this.calls);
     if (state instanceof Error) throw state;
     const devices = state.map((gpu, index) => device(index, gpu)).filter((d) => options.devices === undefined || options.devices.includes(d.index));
-    return { takenAt: Date.now(), devices };
+    return fakeSnapshot(devices);
   }
 
   async close(): Promise<void> {
