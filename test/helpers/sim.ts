@@ -43,7 +43,8 @@ export type SimScenario = Record<string, unknown>;
 
 let baseDir: string | null = null;
 
-function scenarioDir(): string {
+/** A temp directory private to this test process (removed at exit); scenarios are written here. */
+export function testTempDir(): string {
   if (baseDir === null) {
     baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpugate-sim-'));
     const dir = baseDir;
@@ -61,7 +62,7 @@ let counter = 0;
  */
 export function writeScenario(scenario: SimScenario | string, fileName?: string): string {
   counter += 1;
-  const file = path.join(scenarioDir(), fileName ?? `scenario-${process.pid}-${counter}.json`);
+  const file = path.join(testTempDir(), fileName ?? `scenario-${process.pid}-${counter}.json`);
   fs.writeFileSync(file, typeof scenario === 'string' ? scenario : `${JSON.stringify(scenario, null, 2)}\n`);
   return file;
 }
