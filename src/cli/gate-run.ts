@@ -22,6 +22,7 @@ import { gpuLine } from './progress-line';
 import { ProgressReporter, type PollView } from './progress-reporter';
 import { writeReportFile } from './report-file';
 import { runWrapped } from './run-wrapped';
+import { readSelectedSnapshot } from './selected-snapshot';
 import { createStatusNotifier, type StatusPublisher } from './status-notifier';
 
 /** An evaluation as the wait API returns it (the parts used here). */
@@ -183,12 +184,9 @@ function indicesOf(evaluation: EvaluationLike): string {
 
 /** Find stale holders and leaked shm before evaluating; kill / clean when asked; fail when --stale fail. */
 async function staleScan(session: NvmlSession, context: CommandContext, settings: CriteriaSettings, outcome: Outcome, reporter: ProgressReporter): Promise<void> {
-  const { logger, env } = context;
-  const snapshot = await withBackstop(session.snapshot({ processes: true }), settings.callTimeoutMs, 'reading the GPUs');
-  const { selectDevices } = require('../devices') as typeof import('../devices');
-  const selection = selectDevices(snapshot.devices, settings.gpus, env);
+  const { logger } = context;
+  const { snapshot, selection } = await readSelectedSnapshot(session, settings, context);
   outcome.selection = { source: selection.source, warnings: selection.warnings };
-  for (const warning of selection.warnings) logger.warning(warning);
   const { inspectHolders } = require('../stale') as typeof import('../stale');
   const { DEFAULT_SHM_PATTERNS } = require('../shm') as typeof import('../shm');
   const report = await inspectHolders(snapshot, {

@@ -13,8 +13,9 @@ import { holderName, shortBusId, STALE_CLASSES } from '../gpu-view';
 import { withJsonError } from '../json-error';
 import { holderJson } from '../json-result';
 import { logfmt } from '../logfmt';
-import { closeSession, openSession, withBackstop } from '../nvml-session';
+import { closeSession, openSession } from '../nvml-session';
 import { prometheusText } from '../prometheus-text';
+import { readSelectedSnapshot } from '../selected-snapshot';
 import { textTable } from '../text-table';
 
 /** Run `gpugate holders`. */
@@ -28,13 +29,9 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
   let session: NvmlSession | null = null;
   try {
     session = await openSession(settings.libraryPath, settings.callTimeoutMs);
-    const snapshot = await withBackstop(session.snapshot({ processes: true }), settings.callTimeoutMs, 'reading the GPUs');
-    const { selectDevices } = require('../../devices') as typeof import('../../devices');
-    const selection = selectDevices(snapshot.devices, settings.gpus, context.env);
-    for (const warning of selection.warnings) logger.warning(warning);
+    const { snapshot, selection, devices } = await readSelectedSnapshot(session, settings, context);
     const { inspectHolders } = require('../../stale') as typeof import('../../stale');
     const report = await inspectHolders(snapshot, { devices: selection.indices });
-    const devices = snapshot.devices.filter((device) => selection.indices.includes(device.index));
     const unattributed = new Map(report.perGpu.map((entry) => [entry.index, entry.unattributedBytes]));
     for (const holder of report.holders) {
       if (STALE_CLASSES.has(holder.class)) {

@@ -11,8 +11,9 @@ import { parseSessionSettings, type SessionSettings } from '../criteria-settings
 import { ExitCode } from '../exit-codes';
 import { shortBusId } from '../gpu-view';
 import { withJsonError } from '../json-error';
-import { closeSession, openSession, withBackstop } from '../nvml-session';
+import { closeSession, openSession } from '../nvml-session';
 import { prometheusText } from '../prometheus-text';
+import { readSelectedSnapshot } from '../selected-snapshot';
 import { textTable } from '../text-table';
 
 /** Run `gpugate status`. */
@@ -25,11 +26,9 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
   let session: NvmlSession | null = null;
   try {
     session = await openSession(settings.libraryPath, settings.callTimeoutMs);
-    const all = await withBackstop(session.snapshot({ processes: true }), settings.callTimeoutMs, 'reading the GPUs');
-    const { selectDevices } = require('../../devices') as typeof import('../../devices');
-    const selection = selectDevices(all.devices, settings.gpus, context.env);
-    for (const warning of selection.warnings) context.logger.warning(warning);
-    const snapshot: Snapshot = { takenAt: all.takenAt, devices: all.devices.filter((device) => selection.indices.includes(device.index)) };
+    const read = await readSelectedSnapshot(session, settings, context);
+    const selection = read.selection;
+    const snapshot: Snapshot = { takenAt: read.snapshot.takenAt, devices: read.devices };
     const library = session.library;
     if (settings.format === 'prometheus') {
       context.stdout.write(prometheusText({ devices: snapshot.devices, library, timestampSeconds: snapshot.takenAt / 1000 }));
