@@ -25,8 +25,8 @@ import type {
   NativeSessionHandle,
 } from './native-binding';
 import { ENCODING } from './native-binding';
-import { decodeSnapshot } from './snapshot-decode';
-import type { LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from './types';
+import { decodeSnapshot, fromNativeCallError } from './snapshot-decode';
+import type { FieldError, GpuDevice, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from './types';
 
 /** Default deadline of one NVML request, in milliseconds. */
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
@@ -127,6 +127,19 @@ interface CheckedSnapshotOptions {
   devices: number[] | null;
 }
 
+/** What never changes for a device during a session, formatted once. */
+interface ConstantDeviceFields {
+  index: number;
+  uuid: string;
+  name: string;
+  pciBusId: string;
+  minorNumber: number | null;
+  computeCapability: string | null;
+  fieldErrors: Record<string, FieldError>;
+  /** False when even the device handle failed at open (the general path reports why). */
+  usable: boolean;
+}
+
 class Session implements NvmlMemoryReader {
   readonly library: LibraryInfo;
   readonly deviceCount: number;
@@ -134,6 +147,10 @@ class Session implements NvmlMemoryReader {
   readonly #handle: NativeSessionHandle;
   readonly #identities: readonly NativeDeviceIdentity[];
   readonly #timeoutMs: number;
+  /** Reused by the memory-only fast path of snapshotSync (one read of every device). */
+  readonly #memoryBuffer: Float64Array;
+  /** Per device, what never changes during the session, formatted once for every snapshot. */
+  readonly #constantFields: readonly ConstantDeviceFields[];
   #closed = false;
   #poisonedBy: NvmlError | null = null;
 
@@ -143,6 +160,22 @@ class Session implements NvmlMemoryReader {
     this.#identities = opened.devices;
     this.#timeoutMs = timeoutMs;
     this.deviceCount = opened.devices.length;
+    this.#memoryBuffer = new Float64Array(opened.devices.length * ENCODING.memorySlots);
+    this.#constantFields = opened.devices.map((identity) => {
+      const fieldErrors: Record<string, FieldError> = {};
+      for (const error of identity.fieldErrors) fieldErrors[error.field] = fromNativeCallError(error);
+      const capability = identity.computeCapability;
+      return {
+        index: identity.index,
+        uuid: identity.uuid,
+        name: identity.name,
+        pciBusId: identity.pciBusId,
+        minorNumber: identity.minorNumber,
+        computeCapability: capability === null ? null : `${capability[0]}.${capability[1]}`,
+        fieldErrors,
+        usable: identity.error === null,
+      };
+    });
     this.library = {
       path: opened.path,
       driverVersion: opened.driverVersion,
@@ -250,6 +283,10 @@ class Session implements NvmlMemoryReader {
     if (this.#closed) throw this.#closedError('snapshotSync');
     const checked = this.#checkOptions(options);
     const takenAt = Date.now();
+    if (checked.memoryOnly && !checked.processes && checked.devices === null) {
+      const fast = this.#memoryOnlySnapshot(takenAt);
+      if (fast !== null) return fast;
+    }
     try {
       const encoded = this.#binding.snapshotSync(
         this.#handle,
@@ -263,6 +300,48 @@ class Session implements NvmlMemoryReader {
       if ((error as { code?: unknown }).code === GPUGATE_TIMEOUT) throw this.#poison('snapshotSync');
       throw error;
     }
+  }
+
+  /**
+   * The cheapest full memory-only snapshot: one native read of every device into a reused array,
+   * objects built here with the constant fields formatted once per session. Returns null (the
+   * caller takes the general path, which explains failures) when any device's read failed.
+   */
+  #memoryOnlySnapshot(takenAt: number): Snapshot | null {
+    const slots = ENCODING.memorySlots;
+    const out = this.readMemorySync(this.#memoryBuffer);
+    const devices: GpuDevice[] = new Array<GpuDevice>(this.#constantFields.length);
+    for (let i = 0; i < this.#constantFields.length; i++) {
+      const constant = this.#constantFields[i] as ConstantDeviceFields;
+      const base = i * slots;
+      if (!constant.usable || out[base + 4] !== 0) return null;
+      const reserved = out[base + 3] as number;
+      const v1 = Number.isNaN(reserved);
+      devices[i] = {
+        index: constant.index,
+        uuid: constant.uuid,
+        name: constant.name,
+        pciBusId: constant.pciBusId,
+        minorNumber: constant.minorNumber,
+        computeCapability: constant.computeCapability,
+        memory: {
+          totalBytes: out[base] as number,
+          freeBytes: out[base + 1] as number,
+          usedBytes: out[base + 2] as number,
+          reservedBytes: v1 ? null : reserved,
+          source: v1 ? 'v1' : 'v2',
+        },
+        persistenceMode: null,
+        computeMode: null,
+        migMode: null,
+        utilization: null,
+        temperatureC: null,
+        powerWatts: null,
+        error: null,
+        fieldErrors: { ...constant.fieldErrors },
+      };
+    }
+    return { takenAt, devices };
   }
 
   readMemorySync(out?: Float64Array): Float64Array {

@@ -2,19 +2,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openNvml } from '../src/session';
-import type { NvmlMemoryReader } from '../src/types';
 import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
+import { closeTrackedSessions, openTrackedSession } from './helpers/tracked-sessions';
 
-const open: NvmlMemoryReader[] = [];
-afterEach(async () => {
-  while (open.length > 0) await open.pop()?.close();
-});
-
-async function session(libraryPath: string): Promise<NvmlMemoryReader> {
-  const s = await openNvml({ libraryPath });
-  open.push(s);
-  return s;
-}
+afterEach(closeTrackedSessions);
 
 /** The bundled 8-GPU host with a vLLM-like load on GPUs 0 and 3 and distinct modes on GPU 7. */
 function busyHost() {
@@ -40,7 +31,7 @@ describe('snapshot of the 8-GPU reference host through the real addon and simula
   it('reports the library, its versions and the newest symbol variants', async () => {
     useScenario(busyHost());
     const lib = freshSimulator();
-    const s = await session(lib);
+    const s = await openTrackedSession(lib);
     expect(s.library.path).toBe(lib);
     expect(s.library.driverVersion).toBe('580.95.05');
     expect(s.library.nvmlVersion).toBe('13.580.95.05');
@@ -56,7 +47,7 @@ describe('snapshot of the 8-GPU reference host through the real addon and simula
   it('fills every field of every device, identity included', async () => {
     const scenario = busyHost();
     useScenario(scenario);
-    const s = await session(freshSimulator());
+    const s = await openTrackedSession(freshSimulator());
     const before = Date.now();
     const snap = await s.snapshot({ processes: true });
     expect(snap.takenAt).toBeGreaterThanOrEqual(before - 1);
@@ -105,7 +96,7 @@ describe('snapshot of the 8-GPU reference host through the real addon and simula
 
   it('leaves processes out unless asked, and memoryOnly reads memory alone', async () => {
     useScenario(busyHost());
-    const s = await session(freshSimulator());
+    const s = await openTrackedSession(freshSimulator());
     const plain = await s.snapshot();
     expect(plain.devices[0]).not.toHaveProperty('processes');
     expect(plain.devices[0]?.temperatureC).toBe(31);
@@ -118,7 +109,7 @@ describe('snapshot of the 8-GPU reference host through the real addon and simula
 
   it('gives the same answer from snapshotSync and the readMemorySync fast path', async () => {
     useScenario(busyHost());
-    const s = await session(freshSimulator());
+    const s = await openTrackedSession(freshSimulator());
     const asyncSnap = await s.snapshot({ processes: true });
     const syncSnap = s.snapshotSync({ processes: true });
     expect(syncSnap.devices).toEqual(asyncSnap.devices);
@@ -129,9 +120,25 @@ describe('snapshot of the 8-GPU reference host through the real addon and simula
     expect(s.readMemorySync(reused)).toBe(reused);
   });
 
+  it('the memory-only snapshotSync fast path equals the general decode, and falls back to it on a failed read', async () => {
+    useScenario(busyHost());
+    const s = await openTrackedSession(freshSimulator());
+    const all = [0, 1, 2, 3, 4, 5, 6, 7];
+    const fast = s.snapshotSync({ memoryOnly: true });
+    const general = s.snapshotSync({ memoryOnly: true, devices: all });
+    expect(fast.devices).toEqual(general.devices);
+    expect(await s.snapshot({ memoryOnly: true })).toMatchObject({ devices: general.devices });
+
+    useScenario({ ...busyHost(), faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 2, return: 15 }] });
+    const lost = await openTrackedSession(freshSimulator());
+    const viaFallback = lost.snapshotSync({ memoryOnly: true });
+    expect(viaFallback.devices[2]?.error?.code).toBe('NVML_ERROR_GPU_IS_LOST');
+    expect(viaFallback.devices).toEqual(lost.snapshotSync({ memoryOnly: true, devices: all }).devices);
+  });
+
   it('rejects bad snapshot options with errors naming the option', async () => {
     useScenario(busyHost());
-    const s = await session(freshSimulator());
+    const s = await openTrackedSession(freshSimulator());
     await expect(s.snapshot({ devices: [8] })).rejects.toThrow(/'devices' contains 8.*0\.\.7/);
     await expect(s.snapshot({ processes: 'yes' as unknown as boolean })).rejects.toThrow(TypeError);
     expect(() => s.snapshotSync({ devices: [1.5] })).toThrow(RangeError);
