@@ -3,20 +3,13 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isFatalNvmlError, NvmlError } from '../src/errors';
 import { openNvml } from '../src/session';
-import type { NvmlMemoryReader } from '../src/types';
 import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
+import { closeTrackedSessions, openTrackedSession, trackSession } from './helpers/tracked-sessions';
 
-const open: NvmlMemoryReader[] = [];
 afterEach(async () => {
-  while (open.length > 0) await open.pop()?.close();
+  await closeTrackedSessions();
   delete process.env['GPUGATE_NVML_LIBRARY'];
 });
-
-async function session(libraryPath: string): Promise<NvmlMemoryReader> {
-  const s = await openNvml({ libraryPath });
-  open.push(s);
-  return s;
-}
 
 async function openError(promise: Promise<unknown>): Promise<NvmlError> {
   const error = await promise.then(
@@ -36,7 +29,7 @@ function idleWithFaults(faults: unknown[]) {
 describe('per-device and per-field failures stay where they happen', () => {
   it('reports a lost GPU on that device and still reads the other seven', async () => {
     useScenario(bundledScenario('lost-gpu.json'));
-    const snap = await (await session(freshSimulator())).snapshot({ processes: true });
+    const snap = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     expect(snap.devices).toHaveLength(8);
     const lost = snap.devices[5];
     expect(lost?.error?.code).toBe('NVML_ERROR_GPU_IS_LOST');
@@ -56,7 +49,7 @@ describe('per-device and per-field failures stay where they happen', () => {
 
   it('turns GPU_IS_LOST on the memory call into a device error with every field null', async () => {
     useScenario(idleWithFaults([{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 6, return: 15 }]));
-    const snap = await (await session(freshSimulator())).snapshot({ processes: true });
+    const snap = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     const device = snap.devices[6];
     expect(device?.error).toMatchObject({ code: 'NVML_ERROR_GPU_IS_LOST', fn: 'nvmlDeviceGetMemoryInfo_v2', nvmlReturn: 15 });
     expect(device?.memory).toBeNull();
@@ -74,7 +67,7 @@ describe('per-device and per-field failures stay where they happen', () => {
         { function: 'nvmlDeviceGetPowerUsage', device: 2, return: 77 },
       ]),
     );
-    const snap = await (await session(freshSimulator())).snapshot();
+    const snap = await (await openTrackedSession(freshSimulator())).snapshot();
     const device = snap.devices[2];
     expect(device?.error).toBeNull();
     expect(device?.temperatureC).toBeNull();
@@ -91,7 +84,7 @@ describe('per-device and per-field failures stay where they happen', () => {
 
   it('falls back to the v1 memory query when the library refuses the _v2 struct', async () => {
     useScenario(idleWithFaults([{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, return: 25 }]));
-    const snap = await (await session(freshSimulator())).snapshot();
+    const snap = await (await openTrackedSession(freshSimulator())).snapshot();
     expect(snap.devices[1]?.memory).toEqual({
       totalBytes: 102641958912,
       freeBytes: 102641958912 - 493879296,
@@ -108,7 +101,7 @@ describe('per-device and per-field failures stay where they happen', () => {
     scenario.devices[0]!['memory'] = { totalBytes: 102641958912, reservedBytes: 493879296, usedBytes: 4 * GiB };
     scenario.devices[0]!['processes'] = [{ pid: 321, usedBytes: 4 * GiB, kinds: ['compute'] }];
     useScenario(scenario);
-    const snap = await (await session(freshSimulator())).snapshot({ processes: true });
+    const snap = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     expect(snap.devices[0]?.processes?.map((p) => p.pid)).toEqual([321]);
     expect(snap.devices[0]?.fieldErrors['processes.mps']?.code).toBe('NVML_ERROR_NOT_SUPPORTED');
     expect(snap.devices[0]?.fieldErrors['processes']).toBeUndefined();
@@ -116,7 +109,7 @@ describe('per-device and per-field failures stay where they happen', () => {
 
   it('nulls the process list when the compute list itself fails', async () => {
     useScenario(idleWithFaults([{ function: 'nvmlDeviceGetComputeRunningProcesses_v3', device: 3, return: 4 }]));
-    const snap = await (await session(freshSimulator())).snapshot({ processes: true });
+    const snap = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     expect(snap.devices[3]?.processes).toBeNull();
     expect(snap.devices[3]?.fieldErrors['processes']).toMatchObject({ code: 'NVML_ERROR_NO_PERMISSION', nvmlReturn: 4 });
     expect(snap.devices[3]?.error).toBeNull();
@@ -128,7 +121,7 @@ describe('per-device and per-field failures stay where they happen', () => {
     scenario.devices[1]!['memory'] = { totalBytes: 102641958912, reservedBytes: 493879296, usedBytes: 10 * GiB };
     scenario.devices[1]!['processes'] = [{ pid: 4294967000, usedBytes: 1 * GiB, kinds: ['compute'] }];
     useScenario(scenario);
-    const snap = await (await session(freshSimulator())).snapshot({ processes: true });
+    const snap = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     expect(snap.devices[1]?.processes).toBeNull();
     expect(snap.devices[1]?.fieldErrors['processes']?.code).toBe('GPUGATE_PROCESS_LIST_IMPLAUSIBLE');
     expect(snap.devices[0]?.processes).toEqual([]);
@@ -192,7 +185,7 @@ describe('init failures map to their code and an actionable message', () => {
     const lib = freshSimulator();
     process.env['GPUGATE_NVML_LIBRARY'] = lib;
     const s = await openNvml();
-    open.push(s);
+    trackSession(s);
     expect(s.library.path).toBe(lib);
     process.env['GPUGATE_NVML_LIBRARY'] = path.join(tempDir(), 'gone.so');
     const error = await openError(openNvml());

@@ -1,18 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openNvml } from '../src/session';
-import type { GpuProcess, NvmlMemoryReader } from '../src/types';
+import type { GpuProcess } from '../src/types';
 import { bundledScenario, freshSimulator, GiB, useScenario } from './session-helpers';
+import { closeTrackedSessions, openTrackedSession } from './helpers/tracked-sessions';
 
-const open: NvmlMemoryReader[] = [];
-afterEach(async () => {
-  while (open.length > 0) await open.pop()?.close();
-});
-
-async function session(libraryPath: string): Promise<NvmlMemoryReader> {
-  const s = await openNvml({ libraryPath });
-  open.push(s);
-  return s;
-}
+afterEach(closeTrackedSessions);
 
 function processes(count: number, firstPid: number, eachBytes: number) {
   return Array.from({ length: count }, (_, i) => ({
@@ -50,7 +41,7 @@ const expectedDevice0: GpuProcess[] = Array.from({ length: 5 }, (_, i) => ({
 describe('process lists across symbol variants and strides', () => {
   it('reads 24-byte _v3 entries', async () => {
     useScenario(busyPair(24));
-    const snap = await (await session(freshSimulator())).snapshot({ processes: true });
+    const snap = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     expect(snap.devices[0]?.processes).toEqual(expectedDevice0);
     expect(snap.devices[0]?.processListSource).toEqual({
       symbol: 'nvmlDeviceGetComputeRunningProcesses_v3',
@@ -60,9 +51,9 @@ describe('process lists across symbol variants and strides', () => {
 
   it('detects the R535 32-byte stride from _v3 and gives the identical list', async () => {
     useScenario(busyPair(24));
-    const reference = await (await session(freshSimulator())).snapshot({ processes: true });
+    const reference = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     useScenario(busyPair(32));
-    const quirky = await (await session(freshSimulator())).snapshot({ processes: true });
+    const quirky = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     expect(quirky.devices[0]?.processListSource?.strideBytes).toBe(32);
     expect(quirky.devices[1]?.processListSource?.strideBytes).toBe(32);
     expect(quirky.devices.map((d) => d.processes)).toEqual(reference.devices.map((d) => d.processes));
@@ -74,9 +65,9 @@ describe('process lists across symbol variants and strides', () => {
 
   it('falls back to the plain symbols (16-byte entries, v1 memory) on an old driver', async () => {
     useScenario(busyPair(24));
-    const reference = await (await session(freshSimulator())).snapshot({ processes: true });
+    const reference = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     useScenario(busyPair(24));
-    const s = await session(freshSimulator('gpugate_sim_legacy'));
+    const s = await openTrackedSession(freshSimulator('gpugate_sim_legacy'));
     expect(s.library.variants['init']).toBe('nvmlInit');
     expect(s.library.variants['deviceGetComputeRunningProcesses']).toBe('nvmlDeviceGetComputeRunningProcesses');
     expect(s.library.variants['deviceGetMemoryInfo']).toBe('nvmlDeviceGetMemoryInfo');
@@ -112,7 +103,7 @@ describe('process lists across symbol variants and strides', () => {
       },
     ];
     useScenario(scenario);
-    const snap = await (await session(freshSimulator())).snapshot({ processes: true });
+    const snap = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     const list = snap.devices[0]?.processes ?? [];
     expect(list).toHaveLength(40);
     expect(list.map((p) => p.pid)).toEqual(Array.from({ length: 40 }, (_, i) => 3000 + i));
@@ -121,7 +112,7 @@ describe('process lists across symbol variants and strides', () => {
 
   it('lists MIG devices under their parent, skipping the hole, with their own processes', async () => {
     useScenario(bundledScenario('mig.json'));
-    const snap = await (await session(freshSimulator())).snapshot({ processes: true });
+    const snap = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     const parent = snap.devices[0];
     expect(parent?.migMode).toBe(true);
     expect(parent?.migDevices?.map((m) => m.index)).toEqual([0, 1, 3]);
