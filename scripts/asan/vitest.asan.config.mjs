@@ -4,7 +4,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig, mergeConfig } from 'vitest/config';
-import base from '../../vitest.config';
+import base from '../../vitest.config.mts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
