@@ -4,6 +4,7 @@ import type { GpuDevice } from '../src/types';
 import { normalizePciBusId, parseSelectorList, selectDevices } from '../src/devices';
 import { DeviceSelectionError } from '../src/device-selection-error';
 import { fakeDevice } from './helpers/fake-snapshot';
+import { thrownBy } from './helpers/thrown-by';
 
 const SEED = { seed: 42, numRuns: 200 };
 
@@ -26,13 +27,7 @@ const DEVICES = [
 ];
 
 function selectionError(fn: () => unknown): DeviceSelectionError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(DeviceSelectionError);
-    return error as DeviceSelectionError;
-  }
-  throw new Error('expected a DeviceSelectionError');
+  return thrownBy(fn, DeviceSelectionError);
 }
 
 describe('selectDevices with selectors', () => {

@@ -2,17 +2,12 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { formatBytes, formatDuration, parseDuration, parseSize, parseSizeOrFraction } from '../src/units';
 import { UsageError } from '../src/usage-error';
+import { thrownBy } from './helpers/thrown-by';
 
 const SEED = { seed: 20261129, numRuns: 300 };
 
 function usageErrorOf(fn: () => unknown): UsageError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(UsageError);
-    return error as UsageError;
-  }
-  throw new Error('expected a UsageError');
+  return thrownBy(fn, UsageError);
 }
 
 describe('parseSize', () => {
