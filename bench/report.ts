@@ -14,7 +14,6 @@ const LABELS: Record<string, string> = {
   snapshotSyncProcesses: 'snapshotSync(), memory + processes',
   snapshotAsyncProcesses: 'snapshot(), memory + processes',
   snapshotAsyncFull: 'snapshot({ processes: true }), all fields',
-  prototypeMemory: '(prototype) readMemorySync + objects built in JS',
   subprocessExecFile: 'nvidia-smi style: execFile per poll',
   subprocessShellLoop: 'nvidia-smi style: shell loop per poll',
 };

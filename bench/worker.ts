@@ -14,7 +14,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { NvmlMemoryReader, OpenNvmlOptions, Snapshot } from '../src/types';
 import { packageEntry } from './paths';
-import { prototypeMemorySnapshot } from './prototype-snapshot';
 import { measureAsync, measureSync, type BatchPlan, type LatencySummaryNs } from './stats';
 
 type OpenNvml = (options?: OpenNvmlOptions) => Promise<NvmlMemoryReader>;
@@ -49,14 +48,6 @@ function checkMemoryArray(out: Float64Array, snapshot: Snapshot): void {
     if (used !== device.memory?.usedBytes) {
       throw new Error(`gpugate bench: readMemorySync gave ${used} used bytes for device ${device.index}, the snapshot ${device.memory?.usedBytes}`);
     }
-  }
-}
-
-/** The prototype must report what snapshotSync reports (memory is static in bench scenarios). */
-function checkSameMemory(prototype: Snapshot, real: Snapshot): void {
-  const strip = (s: Snapshot): string => JSON.stringify(s.devices.map((d) => ({ ...d, processListSource: undefined })));
-  if (strip(prototype) !== strip(real)) {
-    throw new Error(`gpugate bench: the prototype snapshot differs from snapshotSync:\n${strip(prototype)}\n${strip(real)}`);
   }
 }
 
@@ -98,9 +89,6 @@ async function latency(params: LatencyParams): Promise<unknown> {
     contenders['snapshotSyncProcesses'] = measureSync(() => session.snapshotSync(withProcesses), params);
     contenders['snapshotAsyncProcesses'] = await measureAsync(() => session.snapshot(withProcesses), params);
     contenders['snapshotAsyncFull'] = await measureAsync(() => session.snapshot({ processes: true }), params);
-    const prototype = prototypeMemorySnapshot(session, first);
-    checkSameMemory(prototype(), session.snapshotSync(memoryOnly));
-    contenders['prototypeMemory'] = measureSync(prototype, params);
     return {
       deviceCount,
       nativeReadPath: 'session.readMemorySync(out: Float64Array)',
