@@ -3,23 +3,14 @@
  * the wait explaining why, succeeds once the simulated memory is free and stable, prints the
  * systemd lines, and leaves no process and no temporary folder behind (also when interrupted).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { cliEnv, runCli, startCli } from './helpers/cli';
+import { isAlive } from './helpers/processes';
 
 function demoFolders(): string[] {
   return readdirSync(tmpdir()).filter((name) => name.startsWith('gpugate-demo-'));
-}
-
-/** True while `pid` runs (a zombie has exited: it is only waiting for its new parent to reap it). */
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
 }
 
 function workerPid(stdout: string): number {
@@ -42,7 +33,7 @@ describe('gpugate demo', () => {
     expect(run.stdout).toContain('ExecStartPre=gpugate wait --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify');
     expect(run.stdout).toContain('ExecStopPost=-gpugate wait --timeout 100s');
     expect(run.elapsedMs).toBeLessThan(50_000);
-    expect(running(pid)).toBe(false);
+    expect(isAlive(pid)).toBe(false);
     expect(demoFolders()).toEqual(before);
   }, 70_000);
 
@@ -51,12 +42,12 @@ describe('gpugate demo', () => {
     const demo = startCli(['demo'], { env: cliEnv(null), killAfterMs: 60_000 });
     await demo.waitFor(/waiting gpu=6 /);
     const pid = workerPid(demo.stdout());
-    expect(running(pid)).toBe(true);
+    expect(isAlive(pid)).toBe(true);
     demo.child.kill('SIGINT');
     const run = await demo.done;
     expect(run.code).toBe(130);
     expect(run.stderr).toMatch(/^gpugate: interrupted gpu=6 /m);
-    expect(running(pid)).toBe(false);
+    expect(isAlive(pid)).toBe(false);
     expect(demoFolders()).toEqual(before);
   }, 70_000);
 });

@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
+import { isAlive } from './helpers/processes';
 import { simDevice, writeScenario } from './helpers/sim';
 
 const GiB = 1024 ** 3;
@@ -24,15 +25,6 @@ afterAll(() => {
   }
   for (const file of shmFiles) rmSync(file, { force: true });
 });
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /** A real reparented process titled like a vLLM worker. */
 function startOrphan(title: string): number {
@@ -85,7 +77,7 @@ describe('stale handling', () => {
     const json = parseJsonOutput(run);
     const signals = (json.actions as { signals: Array<{ pid: number; result: string; signal: string | null }> }).signals;
     expect(signals).toContainEqual(expect.objectContaining({ pid, result: 'skipped', signal: null }));
-    expect(alive(pid)).toBe(true);
+    expect(isAlive(pid)).toBe(true);
   });
 });
 
