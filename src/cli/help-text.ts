@@ -5,7 +5,25 @@
 
 import { optionsFor, type CommandName } from './option-table';
 
-const SUMMARIES: Record<CommandName, { usage: string[]; about: string; examples: string[] }> = {
+/** A command's help page; `exitCodes` replaces the wait/check table for commands that judge nothing. */
+interface CommandSummary {
+  usage: string[];
+  about: string;
+  examples: string[];
+  exitCodes?: string;
+}
+
+/** Exit codes of the commands that only read and report (status, holders, bench). */
+const REPORT_EXIT_CODES = `Exit codes:
+  0    the report was printed
+  64   usage error (unknown flag, bad size or duration)
+  69   NVML unavailable: library missing, init failure, driver/library mismatch, GPU lost, NVML call hung
+  70   internal error (a bug: please report it)
+  71   OS error: /proc or cgroupfs unreadable where required
+  78   impossible configuration: --gpus matches nothing
+  130  interrupted by SIGINT / 143 by SIGTERM`;
+
+const SUMMARIES: Record<CommandName, CommandSummary> = {
   wait: {
     usage: ['gpugate wait [options]', 'gpugate wait [options] -- CMD [ARGS...]'],
     about: 'Poll until every selected GPU meets the criteria and its memory has been stable for --stable, or time out (exit 75).\nWith "-- CMD", run CMD once the GPUs are free, forward SIGINT/SIGTERM to it, and exit with its status.',
@@ -32,11 +50,13 @@ const SUMMARIES: Record<CommandName, { usage: string[]; about: string; examples:
       'gpugate status --json',
       'gpugate status --format prometheus > /var/lib/node_exporter/textfile/gpugate.prom.$$ && mv /var/lib/node_exporter/textfile/gpugate.prom.$$ /var/lib/node_exporter/textfile/gpugate.prom',
     ],
+    exitCodes: REPORT_EXIT_CODES,
   },
   holders: {
     usage: ['gpugate holders [options]'],
     about: 'Show who holds each GPU, classified (active, draining, zombie, gone, unverifiable, leftover, orphan, foreign),\nmemory no listed process accounts for, and leaked /dev/shm files.',
     examples: ['gpugate holders', 'gpugate holders --gpus 6 --json', 'gpugate holders --format prometheus'],
+    exitCodes: REPORT_EXIT_CODES,
   },
   demo: {
     usage: ['gpugate demo'],
@@ -47,6 +67,7 @@ const SUMMARIES: Record<CommandName, { usage: string[]; about: string; examples:
     usage: ['gpugate bench [options]'],
     about: 'Measure this host\'s poll latency through gpugate (memory only and with processes; per snapshot and per device:\nmedian, p99, max) and, when nvidia-smi is on PATH, as many `nvidia-smi --query-gpu=memory.used` runs; print the ratio.\nRead-only and bounded by --duration: changes no GPU setting.',
     examples: ['gpugate bench', 'gpugate bench --iterations 1000 --duration 60s --json'],
+    exitCodes: REPORT_EXIT_CODES.replace('  78   impossible configuration: --gpus matches nothing\n', ''),
   },
 };
 
@@ -106,6 +127,6 @@ ${options}
 Examples:
 ${summary.examples.map((line) => `  ${line}`).join('\n')}
 
-${EXIT_CODES}
+${summary.exitCodes ?? EXIT_CODES}
 `;
 }
