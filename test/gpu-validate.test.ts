@@ -195,7 +195,11 @@ describe('gpu-validate.sh --simulate', () => {
     expect(data.gpugateReturnedAfterKillMs).toBeGreaterThanOrEqual(3500);
     expect(alive(data.pid)).toBe(false);
 
-    expect(['pass', 'skip']).toContain(step(report, 'latency').status);
+    // gpugate bench, with the stand-in nvidia-smi first on its PATH.
+    const latency = step(report, 'latency');
+    expect(latency.status, latency.summary).toBe('pass');
+    expect(latency.data).toMatchObject({ devices: 2, gpugateMedianMs: expect.any(Number), nvidiaSmiMedianMs: expect.any(Number), ratio: expect.any(Number) });
+    expect(latency.summary).toMatch(/^gpugate median .+; nvidia-smi median .+: gpugate \d+x faster/);
     expect(run.stdout).toMatch(/identity\s+PASS/);
     expect(run.stdout).toMatch(/race\s+PASS\s+exit 0/);
     expect(run.stdout).toContain(`report: ${reportPath}`);
