@@ -21,6 +21,8 @@ const REQUIRED_FILES = [
   'dist/index.mjs',
   'dist/index.d.mts',
   'native/nvml_abi.h',
+  // An operator validates a new GPU host with the tarball alone (docs/hardware.md).
+  'scripts/gpu-validate.sh',
 ];
 
 /** Patterns that must each match at least one file: [description, pattern]. */
