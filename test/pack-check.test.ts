@@ -12,11 +12,17 @@ const GOOD = [
   'native/nvml_abi.h', 'native/addon.cc', 'sim/runtime.cc',
   'prebuilds/linux-x64/gpugate.glibc.node', 'prebuilds/linux-x64/gpugate_sim.so',
   'scenarios/idle-8x-rtx-pro-6000.json', 'contrib/systemd/vllm.service',
+  'scripts/gpu-validate.sh', 'scripts/gpu-validate/report.cjs',
 ];
 
 describe('pack-check rules', () => {
   it('accepts a complete package', () => {
     expect(checkPackFiles(GOOD)).toEqual([]);
+  });
+
+  it('rejects a package without the host validation script', () => {
+    const problems = checkPackFiles(GOOD.filter((f) => f !== 'scripts/gpu-validate.sh'));
+    expect(problems.join('\n')).toContain('scripts/gpu-validate.sh');
   });
 
   it('rejects build output', () => {
