@@ -47,15 +47,17 @@ OpenFailure SessionCore::Open(const std::string& explicitPath) {
     failure.message = library_.path + " does not export " + failure.symbol + " or any older variant";
     return failure;
   }
-  nvmlReturn_t code = symbols_.Get<nvmlInit_fn>(kInit)();
-  if (code != NVML_SUCCESS) {
+  // An NVML call that failed during open: its code, symbol, the driver's text, the simulator's reason.
+  auto nvmlFailure = [&](Fn fn, nvmlReturn_t code) {
     failure.kind = OpenFailure::kNvml;
     failure.code = code;
-    failure.symbol = symbols_.Symbol(kInit);
+    failure.symbol = symbols_.Symbol(fn);
     failure.message = NvmlErrorText(symbols_.Get<nvmlErrorString_fn>(kErrorString), code);
     failure.simulatorError = SimulatorError(symbols_);
     return failure;
-  }
+  };
+  nvmlReturn_t code = symbols_.Get<nvmlInit_fn>(kInit)();
+  if (code != NVML_SUCCESS) return nvmlFailure(kInit, code);
   initialized_ = true;
 
   versions_.driverVersion =
@@ -72,14 +74,10 @@ OpenFailure SessionCore::Open(const std::string& explicitPath) {
   unsigned count = 0;
   code = symbols_.Get<nvmlDeviceGetCount_fn>(kDeviceGetCount)(&count);
   if (code != NVML_SUCCESS) {
-    failure.kind = OpenFailure::kNvml;
-    failure.code = code;
-    failure.symbol = symbols_.Symbol(kDeviceGetCount);
-    failure.message = NvmlErrorText(symbols_.Get<nvmlErrorString_fn>(kErrorString), code);
-    failure.simulatorError = SimulatorError(symbols_);
+    OpenFailure countFailure = nvmlFailure(kDeviceGetCount, code);  // read the texts before shutdown
     symbols_.Get<nvmlShutdown_fn>(kShutdown)();
     initialized_ = false;
-    return failure;
+    return countFailure;
   }
   identities_.reserve(count);
   for (unsigned index = 0; index < count; ++index) identities_.push_back(ReadIdentity(symbols_, index));
