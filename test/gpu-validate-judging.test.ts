@@ -10,17 +10,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MIB, type StepRecord } from './helpers/gpu-validate-step';
 
 const helpers = resolve(__dirname, '..', 'scripts', 'gpu-validate');
-const MIB = 1024 * 1024;
-
-interface StepRecord {
-  step: string;
-  status: 'pass' | 'fail' | 'skip';
-  summary: string;
-  checks: Array<{ name: string; ok: boolean; detail: string }>;
-  data: Record<string, unknown>;
-}
 
 let work: string;
 let counter = 0;

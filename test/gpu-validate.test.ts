@@ -10,19 +10,11 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MIB, type StepRecord } from './helpers/gpu-validate-step';
 
 const repo = resolve(__dirname, '..');
 const script = join(repo, 'scripts', 'gpu-validate.sh');
 const helpers = join(repo, 'scripts', 'gpu-validate');
-const MIB = 1024 * 1024;
-
-interface StepRecord {
-  step: string;
-  status: 'pass' | 'fail' | 'skip';
-  summary: string;
-  checks: Array<{ name: string; ok: boolean; detail: string }>;
-  data: Record<string, unknown>;
-}
 
 interface Report {
   result: 'pass' | 'fail';
