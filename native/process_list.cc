@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "errors.h"
 
@@ -27,6 +28,7 @@ struct RawEntry {
 
 struct RawList {
   nvmlReturn_t code = NVML_SUCCESS;
+  unsigned claimedEntries = 0;  // set with code INSUFFICIENT_SIZE: a size answer above kMaxProcessEntries
   size_t strideBytes = 0;  // 0 when the list was empty (nothing to measure)
   bool implausible = false;
   std::vector<RawEntry> entries;
@@ -109,12 +111,24 @@ RawList ReadOneList(const SymbolTable& symbols, Fn fn, nvmlDevice_t device, doub
   std::vector<unsigned char> buffer;
   unsigned count = 0;
   for (int attempt = 0; attempt < kFillAttempts; ++attempt) {
-    const unsigned capacity = needed + needed / 2 + 4;  // headroom: the list is live
+    if (needed > kMaxProcessEntries) {
+      list.code = NVML_ERROR_INSUFFICIENT_SIZE;
+      list.claimedEntries = needed;
+      return list;
+    }
+    // Headroom (the list is live), within the bound; computed wide so it cannot wrap.
+    const size_t wanted = static_cast<size_t>(needed) + needed / 2 + 4;
+    const unsigned capacity = static_cast<unsigned>(wanted < kMaxProcessEntries ? wanted : kMaxProcessEntries);
     buffer.assign(static_cast<size_t>(capacity) * kWidestEntryBytes, kSentinel);
     count = capacity;
     code = call(device, &count, buffer.data());
     if (code != NVML_ERROR_INSUFFICIENT_SIZE) break;
     needed = count > needed ? count : needed + 1;
+  }
+  if (code == NVML_ERROR_INSUFFICIENT_SIZE && needed > kMaxProcessEntries) {
+    list.code = code;
+    list.claimedEntries = needed;
+    return list;
   }
   if (code != NVML_SUCCESS) {
     list.code = code;
@@ -237,7 +251,14 @@ ProcessListOutcome ReadProcessLists(const SymbolTable& symbols, nvmlDevice_t dev
     }
     if (list.code != NVML_SUCCESS) {
       // The compute list is the one that matters; the others may be unsupported on compute GPUs.
-      errors->push_back(MakeCallError(symbols, kind.field, kind.fn, list.code));
+      CallError error = MakeCallError(symbols, kind.field, kind.fn, list.code);
+      if (list.claimedEntries != 0) {
+        error.message = std::string(symbols.Symbol(kind.fn)) + " asked for room for " +
+                        std::to_string(list.claimedEntries) + " entries, more than the " +
+                        std::to_string(kMaxProcessEntries) +
+                        " gpugate reads from one list: a driver fault; the list was not read";
+      }
+      errors->push_back(error);
       if (kind.bit == kKindCompute) return outcome;
       continue;
     }

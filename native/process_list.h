@@ -7,6 +7,9 @@
 // measured stride is snapped to 16/24/32 and checked for plausibility (pid <= pid_max, instance
 // ids 0xFFFFFFFF or small, memory sum within the device's memory) before any entry is trusted.
 // The three lists are merged by pid with a bitmask of the lists each pid appeared in.
+//
+// A size answer above kMaxProcessEntries is a driver fault, not a list: nothing is allocated
+// for it and the list carries NVML_ERROR_INSUFFICIENT_SIZE with the claimed count in its message.
 #pragma once
 
 #include <vector>
@@ -15,6 +18,10 @@
 #include "symbols.h"
 
 namespace gpugate {
+
+// The most entries read from one list (2 MiB of buffer at the widest stride). Far above what a
+// GPU runs; a larger size answer (0xFFFFFFFF has been seen) would otherwise allocate gigabytes.
+constexpr unsigned kMaxProcessEntries = 65536;
 
 struct ProcessListOutcome {
   bool deviceLost = false;  // a device-level failure: `lostError` holds it

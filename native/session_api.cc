@@ -17,56 +17,105 @@ namespace gpugate {
 
 namespace {
 
-// Settles one promise on the JavaScript thread.
+struct Link;
+
+// Settles one promise on the JavaScript thread. Created on the NVML thread, run and deleted on
+// the JavaScript thread (or deleted unrun when the session was abandoned or its environment is
+// gone).
 struct Completion {
+  std::shared_ptr<Link> link;
   std::function<void(Napi::Env)> settle;
 };
 
-void CallCompletion(Napi::Env env, Napi::Function /*unused*/, void* /*context*/, Completion* completion) {
-  if (env != nullptr && completion != nullptr && completion->settle) {
+// Shared between the JavaScript side and the NVML thread; outlives either.
+//
+// Liveness: the thread-safe function is ref'd while at least one promise is pending, so a
+// process awaiting a snapshot stays alive, and unref'd when none is. `pending` and `abandoned`
+// are only touched on the JavaScript thread.
+//
+// Never into a dead or abandoned environment: `callable` (under `mutex`) is cleared when the
+// session is abandoned (the function is released right then, from the JavaScript thread), when
+// the NVML thread releases it at its end, and by the function's finalizer, which Node runs before
+// freeing it (also when a worker_threads environment is torn down). The NVML thread calls or
+// releases the function only under `mutex` with `callable` set, so a thread left behind in a hung
+// call can return at any time later and find nothing to call.
+struct Link {
+  napi_threadsafe_function function = nullptr;
+  napi_env env = nullptr;
+  unsigned pending = 0;
+  bool abandoned = false;
+  std::mutex mutex;
+  bool callable = true;
+
+  void Began() {
+    if (pending++ == 0) napi_ref_threadsafe_function(env, function);
+  }
+  void Ended() {
+    if (pending > 0 && --pending == 0) napi_unref_threadsafe_function(env, function);
+  }
+  // JavaScript thread: no completion of this session runs from now on.
+  void Abandon() {
+    abandoned = true;
+    pending = 0;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!callable) return;
+    callable = false;
+    napi_unref_threadsafe_function(env, function);
+    napi_release_threadsafe_function(function, napi_tsfn_release);
+  }
+  // NVML thread: hands a completion to the JavaScript thread, or deletes it.
+  void Deliver(Completion* completion) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!callable || napi_call_threadsafe_function(function, completion, napi_tsfn_nonblocking) != napi_ok) {
+      delete completion;
+    }
+  }
+  // NVML thread, after its last task.
+  void Release() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!callable) return;
+    callable = false;
+    napi_release_threadsafe_function(function, napi_tsfn_release);
+  }
+  // The function's finalizer (JavaScript thread, before Node frees it).
+  void Finalized() {
+    std::lock_guard<std::mutex> lock(mutex);
+    callable = false;
+  }
+};
+
+void FinalizeFunction(napi_env /*env*/, void* data, void* /*hint*/) {
+  auto* link = static_cast<std::shared_ptr<Link>*>(data);
+  (*link)->Finalized();
+  delete link;
+}
+
+void CallCompletion(napi_env env, napi_value /*callback*/, void* /*context*/, void* data) {
+  auto* completion = static_cast<Completion*>(data);
+  // env is null when Node drains the queue of a function being torn down.
+  if (env != nullptr && completion != nullptr && !completion->link->abandoned && completion->settle) {
     try {
-      completion->settle(env);
-    } catch (const Napi::Error& error) {
-      // A settle that throws has nowhere to report; never let it cross into Node.
-      (void)error;
+      completion->settle(Napi::Env(env));
+    } catch (...) {
+      // A settle that throws (out of memory building the result) has nowhere to report; never
+      // let it cross into Node. The promise stays pending and the deadline reports it.
     }
   }
   delete completion;
 }
 
-using CompletionFunction = Napi::TypedThreadSafeFunction<void, Completion, CallCompletion>;
-
-// Shared between the JavaScript side and the worker thread; outlives either.
-//
-// Liveness: the thread-safe function is ref'd while at least one promise is pending, so a
-// process awaiting a snapshot stays alive, and unref'd when none is, or when the session is
-// abandoned (its thread stuck in NVML must not keep the process alive). `pending` is only
-// touched on the JavaScript thread, and only while the function is alive (before the worker
-// releases it, or inside one of its callbacks).
-struct Link {
-  CompletionFunction function;
-  std::atomic<bool> environmentGone{false};
-  napi_env env = nullptr;
-  unsigned pending = 0;
-
-  void Began() {
-    if (pending++ == 0) function.Ref(env);
+// Runs `read` and returns "" or, if it threw, what it threw: no exception leaves an NVML task.
+template <typename Read>
+std::string Guarded(Read&& read) {
+  try {
+    read();
+    return "";
+  } catch (const std::exception& error) {
+    return error.what()[0] != '\0' ? error.what() : "a C++ exception";
+  } catch (...) {
+    return "a C++ exception";
   }
-  void Ended() {
-    if (pending > 0 && --pending == 0) function.Unref(env);
-  }
-  void Abandoned() {
-    pending = 0;
-    function.Unref(env);
-  }
-
-  void Deliver(Completion* completion) {
-    if (environmentGone.load() || function.BlockingCall(completion) != napi_ok) delete completion;
-  }
-  void Release() {
-    if (!environmentGone.load()) function.Release();
-  }
-};
+}
 
 constexpr napi_type_tag kSessionTag = {0x6770756761746531ULL, 0x73657373696f6e31ULL};  // "gpugate1session1"
 
@@ -97,16 +146,15 @@ void RemoveHook(SessionHandle* handle) {
 
 // Environment teardown: shut NVML down if the worker answers promptly; otherwise leave a stuck
 // thread detached rather than freeze the exit. The thread-safe function dies with the
-// environment, so the worker must not touch it any more.
+// environment; its finalizer makes the link refuse every later delivery.
 void StopForTeardown(SessionHandle* handle) {
-  handle->link->environmentGone = true;
   if (handle->stopped) return;
   handle->stopped = true;
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
   std::shared_ptr<SessionCore> core = handle->core;
   handle->worker->Post([core, done] {
-    core->Shutdown();
+    Guarded([&] { core->Shutdown(); });
     done->set_value();
   });
   handle->worker->Stop();
@@ -313,15 +361,23 @@ std::unique_lock<std::timed_mutex> LockForSyncCall(Napi::Env env, SessionCore& c
 
 Napi::Value CreateSession(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  auto* handle = new SessionHandle();
+  auto handle = std::make_unique<SessionHandle>();
   handle->env = env;
-  handle->link->function = CompletionFunction::New(env, "gpugate-nvml", 0, 1);
-  handle->link->function.Unref(env);
-  handle->link->env = env;
   std::shared_ptr<Link> link = handle->link;
+  link->env = env;
+  auto* finalizeData = new std::shared_ptr<Link>(link);
+  napi_status status = napi_create_threadsafe_function(env, nullptr, nullptr, Napi::String::New(env, "gpugate-nvml"), 0, 1,
+                                                       finalizeData, FinalizeFunction, nullptr, CallCompletion,
+                                                       &link->function);
+  if (status != napi_ok) {
+    delete finalizeData;
+    throw Napi::Error::New(env, "gpugate: could not create the session's thread-safe function");
+  }
+  napi_unref_threadsafe_function(env, link->function);
   handle->worker = std::make_shared<Worker>([link] { link->Release(); });
-  if (napi_add_env_cleanup_hook(env, OnEnvironmentCleanup, handle) == napi_ok) handle->hookRegistered = true;
-  Napi::External<SessionHandle> external = Napi::External<SessionHandle>::New(env, handle, FinalizeHandle);
+  SessionHandle* raw = handle.release();
+  if (napi_add_env_cleanup_hook(env, OnEnvironmentCleanup, raw) == napi_ok) raw->hookRegistered = true;
+  Napi::External<SessionHandle> external = Napi::External<SessionHandle>::New(env, raw, FinalizeHandle);
   external.TypeTag(&kSessionTag);
   return external;
 }
@@ -337,18 +393,21 @@ Napi::Value OpenSession(const Napi::CallbackInfo& info) {
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
   std::shared_ptr<SessionCore> core = handle->core;
   std::shared_ptr<Link> link = handle->link;
-  link->Began();
   handle->worker->Post([core, link, deferred, path] {
-    auto failure = std::make_shared<OpenFailure>(core->Open(path));
-    link->Deliver(new Completion{[core, link, deferred, failure](Napi::Env env) {
+    auto failure = std::make_shared<OpenFailure>();
+    const std::string thrown = Guarded([&] { *failure = core->Open(path); });
+    link->Deliver(new Completion{link, [core, link, deferred, failure, thrown](Napi::Env env) {
       link->Ended();
-      if (failure->kind == OpenFailure::kNone) {
+      if (!thrown.empty()) {
+        deferred.Reject(SessionError(env, "GPUGATE_NATIVE_FAILURE", "opening NVML failed in the addon: " + thrown).Value());
+      } else if (failure->kind == OpenFailure::kNone) {
         deferred.Resolve(OpenResultToJs(env, *core));
       } else {
         deferred.Reject(OpenFailureToJs(env, *failure).Value());
       }
     }});
   });
+  link->Began();  // after Post: a Post that throws leaves no reference behind
   return deferred.Promise();
 }
 
@@ -359,24 +418,26 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
   std::shared_ptr<SessionCore> core = handle->core;
   std::shared_ptr<Link> link = handle->link;
-  link->Began();
   handle->worker->Post([core, link, deferred, request] {
     auto encoded = std::make_shared<EncodedSnapshot>();
-    bool opened;
-    {
+    bool opened = false;
+    const std::string thrown = Guarded([&] {
       std::lock_guard<std::timed_mutex> lock(core->nvmlMutex);
       opened = core->Opened();
       if (opened) core->ReadSnapshot(request, encoded.get());
-    }
-    link->Deliver(new Completion{[link, deferred, encoded, opened](Napi::Env env) {
+    });
+    link->Deliver(new Completion{link, [link, deferred, encoded, opened, thrown](Napi::Env env) {
       link->Ended();
-      if (opened) {
+      if (!thrown.empty()) {
+        deferred.Reject(SessionError(env, "GPUGATE_NATIVE_FAILURE", "the snapshot failed in the addon: " + thrown).Value());
+      } else if (opened) {
         deferred.Resolve(EncodedToJs(env, *encoded));
       } else {
         deferred.Reject(SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed").Value());
       }
     }});
   });
+  link->Began();  // after Post: a Post that throws leaves no reference behind
   return deferred.Promise();
 }
 
@@ -389,7 +450,8 @@ Napi::Value SnapshotSync(const Napi::CallbackInfo& info) {
   {
     auto lock = LockForSyncCall(env, *handle->core, timeoutMs, "snapshotSync");
     if (!handle->core->Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
-    handle->core->ReadSnapshot(request, &encoded);
+    const std::string thrown = Guarded([&] { handle->core->ReadSnapshot(request, &encoded); });
+    if (!thrown.empty()) throw SessionError(env, "GPUGATE_NATIVE_FAILURE", "snapshotSync failed in the addon: " + thrown);
   }
   return EncodedToJs(env, encoded);
 }
@@ -433,16 +495,16 @@ Napi::Value CloseSession(const Napi::CallbackInfo& info) {
   std::shared_ptr<SessionCore> core = handle->core;
   std::shared_ptr<Link> link = handle->link;
   std::shared_ptr<Worker> worker = handle->worker;
-  link->Began();
   handle->worker->Post([core, link, deferred, worker] {
-    core->Shutdown();
-    link->Deliver(new Completion{[link, deferred, worker](Napi::Env env) {
+    Guarded([&] { core->Shutdown(); });
+    link->Deliver(new Completion{link, [link, deferred, worker](Napi::Env env) {
       link->Ended();
       // The worker has delivered its last result and is ending: joining is immediate.
       worker->Join();
       deferred.Resolve(env.Undefined());
     }});
   });
+  link->Began();
   handle->worker->Stop();
   return deferred.Promise();
 }
@@ -455,20 +517,25 @@ Napi::Value CurrentCall(const Napi::CallbackInfo& info) {
   const int device = handle->core->LastDevice();
   result.Set("fn", symbol != nullptr ? Napi::Value(Napi::String::New(env, symbol)) : env.Null());
   result.Set("device", device >= 0 ? Napi::Value(Napi::Number::New(env, device)) : env.Null());
+  const double runningMs = handle->worker->RunningMs();
+  result.Set("runningMs", runningMs >= 0 ? Napi::Value(Napi::Number::New(env, runningMs)) : env.Null());
   return result;
 }
 
+// Also after close(): a close stuck behind a hung call is abandoned the same way.
 Napi::Value AbandonSession(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   SessionHandle* handle = HandleArg(info);
-  if (handle->stopped) return env.Undefined();
-  handle->stopped = true;
+  if (handle->link->abandoned) return env.Undefined();
   RemoveHook(handle);
-  handle->link->Abandoned();
-  std::shared_ptr<SessionCore> core = handle->core;
-  // If the stuck call ever returns, the thread still pairs the init with its shutdown.
-  handle->worker->Post([core] { core->Shutdown(); });
-  handle->worker->Stop();
+  handle->link->Abandon();
+  if (!handle->stopped) {
+    handle->stopped = true;
+    std::shared_ptr<SessionCore> core = handle->core;
+    // If the stuck call ever returns, the thread still pairs the init with its shutdown.
+    handle->worker->Post([core] { core->Shutdown(); });
+    handle->worker->Stop();
+  }
   handle->worker->Detach();
   return env.Undefined();
 }

@@ -1,14 +1,18 @@
 // The NVML worker thread: one per session, running every queued NVML task serially.
 //
 // Lifecycle (what runs where): the JavaScript thread posts tasks; the worker thread runs them
-// in order, each delivering its own result back through the session's thread-safe function.
-// Stop() lets the queued tasks finish and then ends the thread; the caller either joins it
-// (normal close: the last task has already answered) or detaches it (a call is stuck inside
-// NVML and may never return; joining would freeze JavaScript, so the thread is left to end
-// on its own or with the process). The queue state is shared with the thread, so a detached
-// thread never touches a destroyed Worker.
+// in order, each delivering its own result back through the session's thread-safe function
+// (see session_api.cc: a session that was abandoned, or whose environment is gone, delivers
+// nothing). Stop() lets the queued tasks finish and then ends the thread, which runs `onExit`
+// last; the caller either joins it (normal close: the last task has already answered) or
+// detaches it (a call is stuck inside NVML and may never return; joining would freeze
+// JavaScript, so the thread is left to end on its own or with the process). The queue state is
+// shared with the thread, so a detached thread never touches a destroyed Worker. A task that
+// throws is contained here (it never reaches std::terminate); tasks catch their own exceptions
+// to report them.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -34,8 +38,9 @@ class Worker {
   void Stop();
   void Join();
   void Detach();
-  // True while a task is running or queued.
-  bool Busy() const;
+  // Milliseconds since the thread started the task it is running now; -1 when it is between
+  // tasks. Any thread may ask: this is what a call's deadline is measured against.
+  double RunningMs() const;
 
  private:
   struct State {
@@ -43,7 +48,7 @@ class Worker {
     std::condition_variable wake;
     std::deque<Task> queue;
     bool stopping = false;
-    bool running = false;
+    std::atomic<long long> taskStartedNs{-1};  // steady clock; -1 between tasks
   };
   static void Run(std::shared_ptr<State> state, Task onExit);
 

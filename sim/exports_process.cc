@@ -1,7 +1,8 @@
 // NVML running-process lists (compute, graphics, MPS) in every exported variant, each with its
 // own entry layout: plain = 16-byte v1 entries; _v2/_v3 = 24-byte entries, or 32-byte entries
 // when the scenario sets "processStride": 32 (drivers 535.43-535.86). Implements NVML's
-// count-then-fill protocol, including INSUFFICIENT_SIZE with the needed count.
+// count-then-fill protocol, including INSUFFICIENT_SIZE with the needed count (or a device's
+// "claimedProcessCount", as a faulty driver would answer).
 #include <cstring>
 
 #include "device_call.h"
@@ -20,6 +21,12 @@ nvmlReturn_t listProcesses(int sym, nvmlDevice_t h, unsigned int* count, void* i
     unsigned needed = 0;
     for (const auto& p : all) {
       if (p.kinds & kind) needed++;
+    }
+    // A faulty driver: the size answer claims more entries than exist (until given that much room).
+    const uint32_t claimed = r.mig == nullptr ? r.device->claimedProcessCount : 0;
+    if (claimed > needed && *count < claimed) {
+      *count = claimed;
+      return NVML_ERROR_INSUFFICIENT_SIZE;
     }
     if (needed == 0) {
       *count = 0;

@@ -78,6 +78,7 @@ struct SimDevice {
   Supported<double> powerWatts{true, 60.0};
   std::vector<SimProcess> processes;
   std::vector<SimMigDevice> migDevices;
+  uint32_t claimedProcessCount = 0;  // a faulty driver's size answer for every process list (0: none)
 };
 
 /** Which device fields a timeline `set` changes (bit per field). */
@@ -102,6 +103,7 @@ enum DeviceFieldBits : uint64_t {
   kFieldPower = 1ull << 17,
   kFieldProcesses = 1ull << 18,
   kFieldMigDevices = 1ull << 19,
+  kFieldClaimedProcessCount = 1ull << 20,
 };
 
 /** Copies the fields named by `mask` from `patch` into `target`. */

@@ -49,6 +49,7 @@ void applyDevicePatch(SimDevice& t, const SimDevice& p, uint64_t m) {
   if (m & kFieldPower) t.powerWatts = p.powerWatts;
   if (m & kFieldProcesses) t.processes = p.processes;
   if (m & kFieldMigDevices) t.migDevices = p.migDevices;
+  if (m & kFieldClaimedProcessCount) t.claimedProcessCount = p.claimedProcessCount;
 }
 
 namespace {
@@ -297,12 +298,12 @@ std::vector<SimMigDevice> readMigDevices(const JsonValue& v) {
 const char* const kDeviceKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciSubSystemId", "minorNumber",
                                    "computeCapability", "memory", "persistenceMode", "computeMode", "migMode",
                                    "migModePending", "maxMigDevices", "utilization", "temperatureC", "powerWatts",
-                                   "processes", "migDevices", nullptr};
+                                   "processes", "migDevices", "claimedProcessCount", nullptr};
 
 const char* const kSetKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciSubSystemId", "minorNumber",
                                 "computeCapability", "memory", "persistenceMode", "computeMode", "migMode",
                                 "migModePending", "maxMigDevices", "utilization", "temperatureC", "powerWatts",
-                                "processes", "migDevices", "faults", nullptr};
+                                "processes", "migDevices", "claimedProcessCount", "faults", nullptr};
 
 /** Reads device fields present in `v` into `d`, recording them in `mask`. */
 void readDeviceFields(const JsonValue& v, SimDevice& d, uint64_t& mask, bool isBase) {
@@ -417,6 +418,10 @@ void readDeviceFields(const JsonValue& v, SimDevice& d, uint64_t& mask, bool isB
   if (const JsonValue* x = v.find("migDevices")) {
     d.migDevices = readMigDevices(*x);
     mask |= kFieldMigDevices;
+  }
+  if (const JsonValue* x = v.find("claimedProcessCount")) {
+    d.claimedProcessCount = static_cast<uint32_t>(readInteger(*x, "claimedProcessCount", 0, 0xFFFFFFFFll));
+    mask |= kFieldClaimedProcessCount;
   }
 }
 

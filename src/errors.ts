@@ -44,6 +44,10 @@ export const GPUGATE_LIBRARY_NOT_FOUND = 'GPUGATE_LIBRARY_NOT_FOUND';
 export const GPUGATE_TIMEOUT = 'GPUGATE_TIMEOUT';
 /** The session was closed (or poisoned earlier). */
 export const GPUGATE_SESSION_CLOSED = 'GPUGATE_SESSION_CLOSED';
+/** A session already holds its limit of pending calls; this one was refused at once (the session is fine). */
+export const GPUGATE_QUEUE_FULL = 'GPUGATE_QUEUE_FULL';
+/** The addon failed inside one call (e.g. out of memory) and reported it instead of crashing. */
+export const GPUGATE_NATIVE_FAILURE = 'GPUGATE_NATIVE_FAILURE';
 
 /** The stable name of an nvmlReturn_t value: 'NVML_ERROR_GPU_IS_LOST', or 'NVML_ERROR_<n>' when unlisted. */
 export function nvmlCodeName(nvmlReturn: number): string {
@@ -63,7 +67,7 @@ export interface NvmlErrorOptions {
 
 /** A failure of the NVML layer. `instanceof NvmlError` works; `code` is stable for programs. */
 export class NvmlError extends Error {
-  /** 'NVML_ERROR_GPU_IS_LOST', 'NVML_ERROR_<n>', or 'GPUGATE_LIBRARY_NOT_FOUND' / 'GPUGATE_TIMEOUT' / 'GPUGATE_SESSION_CLOSED'. */
+  /** 'NVML_ERROR_GPU_IS_LOST', 'NVML_ERROR_<n>', or one of gpugate's own codes ('GPUGATE_TIMEOUT'...). */
   readonly code: string;
   /** The raw nvmlReturn_t, or null for gpugate's own codes. */
   readonly nvmlReturn: number | null;

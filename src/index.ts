@@ -11,7 +11,7 @@ export * from './wait';
 export * from './stale';
 export * from './shm';
 export * from './reap';
-export { openNvml, DEFAULT_CALL_TIMEOUT_MS } from './session';
+export { openNvml, DEFAULT_CALL_TIMEOUT_MS, MAX_PENDING_CALLS } from './session';
 export {
   NvmlError,
   isFatalNvmlError,
@@ -19,6 +19,8 @@ export {
   GPUGATE_LIBRARY_NOT_FOUND,
   GPUGATE_TIMEOUT,
   GPUGATE_SESSION_CLOSED,
+  GPUGATE_QUEUE_FULL,
+  GPUGATE_NATIVE_FAILURE,
 } from './errors';
 export type { NvmlErrorOptions } from './errors';
 export { sdNotify } from './notify';

@@ -93,10 +93,14 @@ export interface NativeBinding {
   readMemory(handle: NativeSessionHandle, out: Float64Array, lockTimeoutMs?: number): number;
   /** nvmlShutdown (if init succeeded), then ends the worker thread. */
   close(handle: NativeSessionHandle): Promise<void>;
-  /** Poisons a session whose call missed its deadline: the stuck worker is detached, never joined. */
+  /** Poisons a session whose call missed its deadline: the stuck worker is detached, never joined, and nothing of the session calls into JavaScript again. */
   abandon(handle: NativeSessionHandle): void;
-  /** The NVML function the session's thread called last and the device it was reading: where a late call is stuck. */
-  currentCall(handle: NativeSessionHandle): { fn: string | null; device: number | null };
+  /**
+   * The NVML function the session's thread called last and the device it was reading (where a
+   * late call is stuck), and how long the thread has been in its current task (null between
+   * tasks): what the per-call deadline is measured against.
+   */
+  currentCall(handle: NativeSessionHandle): { fn: string | null; device: number | null; runningMs: number | null };
   /** Sends one unix datagram (sd_notify protocol); a leading '@' is the abstract namespace. Throws on failure. */
   sendNotify(socketPath: string, text: string): void;
   /** 'NVML_ERROR_GPU_IS_LOST' etc., 'NVML_ERROR_<n>' for unlisted codes. */

@@ -1,13 +1,16 @@
 /**
- * openNvml(): the typed session API over the native addon. Deadlines live here: every
- * asynchronous native call races a ref'd timer of `callTimeoutMs`; a missed deadline rejects
- * with GPUGATE_TIMEOUT and poisons the session (the stuck NVML thread is abandoned, so the
- * process can still exit).
+ * openNvml(): the typed session API over the native addon. Deadlines live here: a call's
+ * `callTimeoutMs` counts from the moment the session's NVML thread starts it (not while it waits
+ * behind earlier calls), checked by one watchdog timer per session for all its pending calls. A
+ * missed deadline rejects with GPUGATE_TIMEOUT and poisons the session (the stuck NVML thread is
+ * abandoned, so the process can still exit). At most MAX_PENDING_CALLS calls wait per session;
+ * more are refused at once with GPUGATE_QUEUE_FULL.
  */
 import { loadBinding } from './binding';
 import {
   adviceForNvmlCode,
   GPUGATE_LIBRARY_NOT_FOUND,
+  GPUGATE_QUEUE_FULL,
   GPUGATE_SESSION_CLOSED,
   GPUGATE_TIMEOUT,
   looksLikeContainer,
@@ -28,8 +31,14 @@ import { ENCODING } from './native-binding';
 import { decodeSnapshot, fromNativeCallError } from './snapshot-decode';
 import type { FieldError, GpuDevice, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from './types';
 
-/** Default deadline of one NVML request, in milliseconds. */
+/** Default deadline of one NVML request, in milliseconds, counted from when the NVML thread starts it. */
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+/**
+ * The most asynchronous calls (snapshots, running or queued) one session holds at once. Each
+ * waits its turn on the session's one NVML thread; a call beyond this is refused at once with
+ * GPUGATE_QUEUE_FULL instead of growing the queue without bound.
+ */
+export const MAX_PENDING_CALLS = 1024;
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
 function checkTimeout(value: unknown): number {
@@ -127,6 +136,12 @@ interface CheckedSnapshotOptions {
   devices: number[] | null;
 }
 
+/** An asynchronous call the session waits for: settled by the addon, or rejected by the watchdog. */
+interface PendingCall {
+  what: string;
+  reject(error: Error): void;
+}
+
 /** What never changes for a device during a session, formatted once. */
 interface ConstantDeviceFields {
   index: number;
@@ -153,6 +168,10 @@ class Session implements NvmlMemoryReader {
   readonly #constantFields: readonly ConstantDeviceFields[];
   #closed = false;
   #poisonedBy: NvmlError | null = null;
+  /** Calls handed to the NVML thread and not yet settled, oldest first (the thread runs them in order). */
+  readonly #pending = new Set<PendingCall>();
+  /** The one deadline timer for every pending call; ref'd only while calls are pending. */
+  #watchdog: NodeJS.Timeout | null = null;
 
   constructor(binding: NativeBinding, handle: NativeSessionHandle, opened: NativeOpenResult, timeoutMs: number) {
     this.#binding = binding;
@@ -218,12 +237,94 @@ class Session implements NvmlMemoryReader {
         `gpugate: ${what} did not answer within ${this.#timeoutMs} ms: ${stuck.text}. ` +
         'The session is closed and its NVML thread abandoned; check `dmesg` for NVIDIA Xid errors and whether nvidia-smi also hangs.',
     });
-    if (!this.#closed) {
+    if (this.#poisonedBy === null) {
       this.#closed = true;
       this.#poisonedBy = error;
       this.#binding.abandon(this.#handle);
+      this.#rejectPending();
     }
     return error;
+  }
+
+  /**
+   * Waits for `native` as one pending call: the addon settles it, or the watchdog rejects it when
+   * the NVML thread has spent longer than the deadline in one call.
+   */
+  #track<T>(native: Promise<T>, what: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const call: PendingCall = { what, reject };
+      if (this.#pending.size === 0) this.#watchdogBusy();
+      this.#pending.add(call);
+      native.then(
+        (value) => {
+          if (!this.#settled(call)) return;
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (!this.#settled(call)) return;
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
+  }
+
+  /** False when the watchdog already rejected `call`. */
+  #settled(call: PendingCall): boolean {
+    if (!this.#pending.delete(call)) return false;
+    if (this.#pending.size === 0) this.#watchdog?.unref();
+    return true;
+  }
+
+  #watchdogBusy(): void {
+    if (this.#watchdog === null) this.#watchdog = setTimeout(this.#onWatchdog, this.#timeoutMs);
+    else this.#watchdog.ref();
+  }
+
+  /** Checks how long the NVML thread has been in its current call; poisons at the deadline, else looks again when it would be due. */
+  readonly #onWatchdog = (): void => {
+    this.#watchdog = null;
+    if (this.#pending.size === 0 || this.#poisonedBy !== null) return;
+    const { runningMs } = this.#binding.currentCall(this.#handle);
+    if (runningMs !== null && runningMs >= this.#timeoutMs) {
+      // The oldest pending call is the one running (the thread takes them in order): it gets the diagnosis.
+      const stuck = this.#pending.values().next().value as PendingCall;
+      this.#pending.delete(stuck);
+      const error = this.#poison(stuck.what);
+      stuck.reject(stuck.what === 'close' ? this.#closeTimeoutError() : error);
+      return;
+    }
+    const dueInMs = runningMs === null ? this.#timeoutMs : this.#timeoutMs - runningMs;
+    this.#watchdog = setTimeout(this.#onWatchdog, Math.max(1, Math.ceil(dueInMs)));
+  };
+
+  /** After poisoning: every call still pending is rejected at once (the addon will never answer them). */
+  #rejectPending(): void {
+    const calls = [...this.#pending];
+    this.#pending.clear();
+    if (this.#watchdog !== null) clearTimeout(this.#watchdog);
+    this.#watchdog = null;
+    for (const call of calls) call.reject(call.what === 'close' ? this.#closeTimeoutError() : this.#closedError(call.what));
+  }
+
+  #closeTimeoutError(): NvmlError {
+    return new NvmlError({
+      code: GPUGATE_TIMEOUT,
+      nvmlReturn: null,
+      fn: 'nvmlShutdown',
+      message: `gpugate: close did not finish within ${this.#timeoutMs} ms (a pending call or nvmlShutdown is stuck); its NVML thread was abandoned`,
+      cause: this.#poisonedBy ?? undefined,
+    });
+  }
+
+  #queueFullError(what: string): NvmlError {
+    return new NvmlError({
+      code: GPUGATE_QUEUE_FULL,
+      nvmlReturn: null,
+      fn: what,
+      message:
+        `gpugate: ${what}: ${MAX_PENDING_CALLS} calls are already pending on this session (running or queued on its NVML thread); ` +
+        'this one was refused at once and the session is unaffected. Await earlier calls before starting more.',
+    });
   }
 
   #checkOptions(options: unknown): CheckedSnapshotOptions {
@@ -263,6 +364,7 @@ class Session implements NvmlMemoryReader {
 
   snapshot(options?: SnapshotOptions): Promise<Snapshot> {
     if (this.#closed) return Promise.reject(this.#closedError('snapshot'));
+    if (this.#pending.size >= MAX_PENDING_CALLS) return Promise.reject(this.#queueFullError('snapshot'));
     let checked: CheckedSnapshotOptions;
     let pending: Promise<NativeEncodedSnapshot>;
     const takenAt = Date.now();
@@ -274,9 +376,7 @@ class Session implements NvmlMemoryReader {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
     const what = checked.processes ? 'snapshot (memory and process lists)' : 'snapshot';
-    return withDeadline(pending, this.#timeoutMs, () => this.#poison(what)).then((encoded) =>
-      this.#decode(encoded, checked.processes, takenAt),
-    );
+    return this.#track(pending, what).then((encoded) => this.#decode(encoded, checked.processes, takenAt));
   }
 
   snapshotSync(options?: SnapshotOptions): Snapshot {
@@ -360,18 +460,11 @@ class Session implements NvmlMemoryReader {
     return target;
   }
 
+  /** Resolves once the calls already pending have settled and NVML is shut down (each under its own deadline). */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await withDeadline(this.#binding.close(this.#handle), this.#timeoutMs, () => {
-      this.#binding.abandon(this.#handle);
-      return new NvmlError({
-        code: GPUGATE_TIMEOUT,
-        nvmlReturn: null,
-        fn: 'nvmlShutdown',
-        message: `gpugate: close did not finish within ${this.#timeoutMs} ms (a pending call or nvmlShutdown is stuck); its NVML thread was abandoned`,
-      });
-    });
+    await this.#track(this.#binding.close(this.#handle), 'close');
   }
 }
 
