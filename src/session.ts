@@ -226,7 +226,8 @@ class Session implements NvmlMemoryReader {
     });
   }
 
-  #poison(what: string): NvmlError {
+  /** Poisons the session; `late` (the call that missed its deadline) is rejected first, then every other pending call. */
+  #poison(what: string, late?: PendingCall): NvmlError {
     const stuck = stuckCall(this.#binding, this.#handle);
     const error = new NvmlError({
       code: GPUGATE_TIMEOUT,
@@ -241,6 +242,10 @@ class Session implements NvmlMemoryReader {
       this.#closed = true;
       this.#poisonedBy = error;
       this.#binding.abandon(this.#handle);
+      if (late !== undefined) {
+        this.#pending.delete(late);
+        late.reject(late.what === 'close' ? this.#closeTimeoutError() : error);
+      }
       this.#rejectPending();
     }
     return error;
@@ -288,9 +293,7 @@ class Session implements NvmlMemoryReader {
     if (runningMs !== null && runningMs >= this.#timeoutMs) {
       // The oldest pending call is the one running (the thread takes them in order): it gets the diagnosis.
       const stuck = this.#pending.values().next().value as PendingCall;
-      this.#pending.delete(stuck);
-      const error = this.#poison(stuck.what);
-      stuck.reject(stuck.what === 'close' ? this.#closeTimeoutError() : error);
+      this.#poison(stuck.what, stuck);
       return;
     }
     const dueInMs = runningMs === null ? this.#timeoutMs : this.#timeoutMs - runningMs;
