@@ -131,7 +131,11 @@ export interface SnapshotOptions {
 export interface OpenNvmlOptions {
   /** Explicit path of the NVML library; else GPUGATE_NVML_LIBRARY, else the driver's usual places. */
   libraryPath?: string;
-  /** Deadline for each NVML call in milliseconds (default 10 000). A missed deadline poisons the session. */
+  /**
+   * Deadline for each NVML call in milliseconds (default 10 000), counted from when the session's
+   * NVML thread starts the call (time spent queued behind earlier calls does not count). A missed
+   * deadline poisons the session.
+   */
   callTimeoutMs?: number;
 }
 
