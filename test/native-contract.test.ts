@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { loadBinding } from '../src/binding';
 import { nvmlCodeName } from '../src/errors';
 import { ENCODING, NATIVE_EXPORT_NAMES } from '../src/native-binding';
+import { simDevice, writeScenario } from './helpers/sim';
+import { freshSimulator } from './session-helpers';
 
 describe('the native export table matches the TypeScript NativeBinding interface', () => {
   const binding = loadBinding();
@@ -27,6 +29,25 @@ describe('the native export table matches the TypeScript NativeBinding interface
     for (let code = -2; code <= 1000; code++) expect(binding.codeName(code)).toBe(nvmlCodeName(code));
     expect(nvmlCodeName(15)).toBe('NVML_ERROR_GPU_IS_LOST');
     expect(nvmlCodeName(31)).toBe('NVML_ERROR_31');
+  });
+
+  it('currentCall says where the NVML thread is and how long it has been in its task: what the deadline watchdog reads', async () => {
+    process.env['GPUGATE_SIM_SCENARIO'] = writeScenario({
+      devices: [simDevice(0), simDevice(1)],
+      faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, delayMs: 400 }],
+    });
+    const handle = binding.createSession();
+    expect(binding.currentCall(handle)).toEqual({ fn: null, device: null, runningMs: null });
+    await binding.open(handle, freshSimulator());
+    expect(binding.currentCall(handle).runningMs).toBeNull(); // between tasks
+    const pending = binding.snapshot(handle, false, true, null);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const during = binding.currentCall(handle);
+    expect(during).toMatchObject({ fn: 'nvmlDeviceGetMemoryInfo_v2', device: 1 });
+    expect(during.runningMs).toBeGreaterThan(0);
+    await pending;
+    expect(binding.currentCall(handle).runningMs).toBeNull();
+    await binding.close(handle);
   });
 
   it('searches the soname first, then the driver directories, never a CUDA stubs/ copy', () => {
