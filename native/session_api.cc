@@ -19,12 +19,19 @@ namespace {
 
 struct Link;
 
+// How a promise settles: resolved or rejected with `value`.
+struct Settlement {
+  bool resolved;
+  Napi::Value value;
+};
+
 // Settles one promise on the JavaScript thread. Created on the NVML thread, run and deleted on
 // the JavaScript thread (or deleted unrun when the session was abandoned or its environment is
-// gone).
+// gone). `outcome` builds the value; the promise is settled exactly once, here.
 struct Completion {
   std::shared_ptr<Link> link;
-  std::function<void(Napi::Env)> settle;
+  Napi::Promise::Deferred deferred;
+  std::function<Settlement(Napi::Env)> outcome;
 };
 
 // Shared between the JavaScript side and the NVML thread; outlives either.
@@ -90,15 +97,29 @@ void FinalizeFunction(napi_env /*env*/, void* data, void* /*hint*/) {
   delete link;
 }
 
-void CallCompletion(napi_env env, napi_value /*callback*/, void* /*context*/, void* data) {
+Napi::Error SessionError(Napi::Env env, const std::string& code, const std::string& message);
+
+void CallCompletion(napi_env rawEnv, napi_value /*callback*/, void* /*context*/, void* data) {
   auto* completion = static_cast<Completion*>(data);
-  // env is null when Node drains the queue of a function being torn down.
-  if (env != nullptr && completion != nullptr && !completion->link->abandoned && completion->settle) {
+  // rawEnv is null when Node drains the queue of a function being torn down.
+  if (rawEnv != nullptr && completion != nullptr && !completion->link->abandoned) {
+    Napi::Env env(rawEnv);
+    completion->link->Ended();
+    // Nothing thrown here may cross into Node: a result that cannot be built (out of memory)
+    // rejects instead; if even that fails, the promise stays pending and its deadline reports it.
     try {
-      completion->settle(Napi::Env(env));
+      Settlement settlement{false, Napi::Value()};
+      try {
+        settlement = completion->outcome(env);
+      } catch (const std::exception& error) {
+        settlement = {false, SessionError(env, "GPUGATE_NATIVE_FAILURE", std::string("building the result failed: ") + error.what()).Value()};
+      }
+      if (settlement.resolved) {
+        completion->deferred.Resolve(settlement.value);
+      } else {
+        completion->deferred.Reject(settlement.value);
+      }
     } catch (...) {
-      // A settle that throws (out of memory building the result) has nowhere to report; never
-      // let it cross into Node. The promise stays pending and the deadline reports it.
     }
   }
   delete completion;
@@ -396,15 +417,12 @@ Napi::Value OpenSession(const Napi::CallbackInfo& info) {
   handle->worker->Post([core, link, deferred, path] {
     auto failure = std::make_shared<OpenFailure>();
     const std::string thrown = Guarded([&] { *failure = core->Open(path); });
-    link->Deliver(new Completion{link, [core, link, deferred, failure, thrown](Napi::Env env) {
-      link->Ended();
+    link->Deliver(new Completion{link, deferred, [core, failure, thrown](Napi::Env env) -> Settlement {
       if (!thrown.empty()) {
-        deferred.Reject(SessionError(env, "GPUGATE_NATIVE_FAILURE", "opening NVML failed in the addon: " + thrown).Value());
-      } else if (failure->kind == OpenFailure::kNone) {
-        deferred.Resolve(OpenResultToJs(env, *core));
-      } else {
-        deferred.Reject(OpenFailureToJs(env, *failure).Value());
+        return {false, SessionError(env, "GPUGATE_NATIVE_FAILURE", "opening NVML failed in the addon: " + thrown).Value()};
       }
+      if (failure->kind == OpenFailure::kNone) return {true, OpenResultToJs(env, *core)};
+      return {false, OpenFailureToJs(env, *failure).Value()};
     }});
   });
   link->Began();  // after Post: a Post that throws leaves no reference behind
@@ -426,15 +444,12 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
       opened = core->Opened();
       if (opened) core->ReadSnapshot(request, encoded.get());
     });
-    link->Deliver(new Completion{link, [link, deferred, encoded, opened, thrown](Napi::Env env) {
-      link->Ended();
+    link->Deliver(new Completion{link, deferred, [encoded, opened, thrown](Napi::Env env) -> Settlement {
       if (!thrown.empty()) {
-        deferred.Reject(SessionError(env, "GPUGATE_NATIVE_FAILURE", "the snapshot failed in the addon: " + thrown).Value());
-      } else if (opened) {
-        deferred.Resolve(EncodedToJs(env, *encoded));
-      } else {
-        deferred.Reject(SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed").Value());
+        return {false, SessionError(env, "GPUGATE_NATIVE_FAILURE", "the snapshot failed in the addon: " + thrown).Value()};
       }
+      if (opened) return {true, EncodedToJs(env, *encoded)};
+      return {false, SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed").Value()};
     }});
   });
   link->Began();  // after Post: a Post that throws leaves no reference behind
@@ -497,11 +512,10 @@ Napi::Value CloseSession(const Napi::CallbackInfo& info) {
   std::shared_ptr<Worker> worker = handle->worker;
   handle->worker->Post([core, link, deferred, worker] {
     Guarded([&] { core->Shutdown(); });
-    link->Deliver(new Completion{link, [link, deferred, worker](Napi::Env env) {
-      link->Ended();
+    link->Deliver(new Completion{link, deferred, [worker](Napi::Env env) -> Settlement {
       // The worker has delivered its last result and is ending: joining is immediate.
       worker->Join();
-      deferred.Resolve(env.Undefined());
+      return {true, env.Undefined()};
     }});
   });
   link->Began();
