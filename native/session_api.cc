@@ -1,12 +1,13 @@
 // The JavaScript face of a session (see session_api.h for what runs on which thread).
 #include "session_api.h"
 
-#include <atomic>
 #include <chrono>
-#include <functional>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "errors.h"
