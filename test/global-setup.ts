@@ -1,11 +1,14 @@
 /**
  * vitest global setup: makes sure dist/ (the compiled TypeScript that the CLI tests and other
  * subprocess tests run) is current, by running `npm run build:ts` once when any source under
- * src/ is newer than dist/cli/main.js, or dist/ is missing.
+ * src/ is newer than dist/cli/main.js, or dist/ is missing; and creates the run's temp folder
+ * (helpers/temp-root.ts), removed at teardown with everything the test processes left in it.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { TEST_RUN_PREFIX, TEST_TMPDIR_ENV } from './helpers/temp-root';
 
 const root = join(__dirname, '..');
 
@@ -19,9 +22,34 @@ function newestSourceMs(dir: string): number {
   return newest;
 }
 
-export default function setup(): void {
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes the folders of earlier runs whose vitest process is gone (a run killed before its teardown). */
+function removeAbandonedRuns(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const match = new RegExp(`^${TEST_RUN_PREFIX}(\\d+)-`).exec(name);
+    if (match && !alive(Number(match[1]))) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
+export default function setup(): () => void {
   const built = join(root, 'dist', 'cli', 'main.js');
   const sources = Math.max(newestSourceMs(join(root, 'src')), statSync(join(root, 'package.json')).mtimeMs);
-  if (existsSync(built) && statSync(built).mtimeMs >= sources) return;
-  execFileSync('npm', ['run', 'build:ts'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+  if (!existsSync(built) || statSync(built).mtimeMs < sources) {
+    execFileSync('npm', ['run', 'build:ts'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+  }
+  removeAbandonedRuns();
+  const runDir = mkdtempSync(join(tmpdir(), `${TEST_RUN_PREFIX}${process.pid}-`));
+  // Test processes are forked after the global setup and inherit this environment.
+  process.env[TEST_TMPDIR_ENV] = runDir;
+  const remove = (): void => rmSync(runDir, { recursive: true, force: true });
+  process.once('exit', remove);
+  return remove;
 }

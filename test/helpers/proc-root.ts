@@ -3,9 +3,9 @@
  * entries either copy a real process's files (so pids, start times and parents stay true) or are
  * written by hand (state D, the exiting flag, nested namespaces, unreadable descriptors).
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { makeTestTempDir } from './temp-root';
 
 /** What to write for one pid. Unset fields are copied from the real /proc/PID when `copyFrom` is set. */
 export interface FakeProcess {
@@ -46,7 +46,7 @@ function realFile(pid: number, name: string): string {
 
 /** A temp procfs tree; call remove() when done. */
 export class ProcRoot {
-  readonly root = mkdtempSync(path.join(tmpdir(), 'gpugate-proc-'));
+  readonly root = makeTestTempDir('gpugate-proc-');
 
   constructor() {
     writeFileSync(path.join(this.root, 'stat'), readFileSync('/proc/stat', 'utf8'));
@@ -90,7 +90,7 @@ export class ProcRoot {
  * a test sees exactly the processes it spawned, read through their real /proc files.
  */
 export function mirrorProcRoot(pids: number[]): { root: string; add(pid: number): void; remove(): void } {
-  const root = mkdtempSync(path.join(tmpdir(), 'gpugate-mirror-'));
+  const root = makeTestTempDir('gpugate-mirror-');
   writeFileSync(path.join(root, 'stat'), readFileSync('/proc/stat', 'utf8'));
   const add = (pid: number): void => symlinkSync(`/proc/${pid}`, path.join(root, String(pid)));
   for (const pid of pids) add(pid);

@@ -4,8 +4,8 @@
  * into a temp dir or replace one atomically so a running simulator reloads it.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
+import { makeTestTempDir } from './temp-root';
 
 /** The repository root (this file lives in test/helpers/). */
 export function repoRoot(): string {
@@ -43,10 +43,13 @@ export type SimScenario = Record<string, unknown>;
 
 let baseDir: string | null = null;
 
-/** A temp directory private to this test process (removed at exit); scenarios are written here. */
+/**
+ * A temp directory private to this test process, removed at exit (and, should the process be
+ * killed, with the run's folder at the end of the run); scenarios and simulator copies go here.
+ */
 export function testTempDir(): string {
   if (baseDir === null) {
-    baseDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpugate-sim-'));
+    baseDir = makeTestTempDir('gpugate-sim-');
     const dir = baseDir;
     process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
   }
