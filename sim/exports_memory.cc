@@ -10,6 +10,7 @@ using namespace gpugate_sim;
 namespace {
 
 inline uint64_t freeBytes(const SimMemory& m) {
+  if (m.freeReported) return m.reportedFreeBytes;
   uint64_t taken = m.reservedBytes + m.usedBytes;
   return taken >= m.totalBytes ? 0 : m.totalBytes - taken;
 }

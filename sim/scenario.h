@@ -40,6 +40,9 @@ struct SimMemory {
   uint64_t totalBytes = 0;
   uint64_t reservedBytes = 0;
   uint64_t usedBytes = 0;  // excludes reserved (the v2 view)
+  // A faulty driver's free figure, reported as is instead of the derived one (when set).
+  bool freeReported = false;
+  uint64_t reportedFreeBytes = 0;
 };
 
 struct SimMigDevice {
@@ -104,6 +107,7 @@ enum DeviceFieldBits : uint64_t {
   kFieldProcesses = 1ull << 18,
   kFieldMigDevices = 1ull << 19,
   kFieldClaimedProcessCount = 1ull << 20,
+  kFieldMemoryFree = 1ull << 21,
 };
 
 /** Copies the fields named by `mask` from `patch` into `target`. */

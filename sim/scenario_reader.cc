@@ -36,6 +36,10 @@ void applyDevicePatch(SimDevice& t, const SimDevice& p, uint64_t m) {
   if (m & kFieldMemoryTotal) t.memory.totalBytes = p.memory.totalBytes;
   if (m & kFieldMemoryReserved) t.memory.reservedBytes = p.memory.reservedBytes;
   if (m & kFieldMemoryUsed) t.memory.usedBytes = p.memory.usedBytes;
+  if (m & kFieldMemoryFree) {
+    t.memory.freeReported = p.memory.freeReported;
+    t.memory.reportedFreeBytes = p.memory.reportedFreeBytes;
+  }
   if (m & kFieldPersistenceMode) t.persistenceMode = p.persistenceMode;
   if (m & kFieldComputeMode) t.computeMode = p.computeMode;
   if (m & kFieldMigMode) t.migMode = p.migMode;
@@ -187,7 +191,7 @@ uint32_t readId32(const JsonValue& v, const std::string& key) {
   return static_cast<uint32_t>(readInteger(v, key, 0, 0xFFFFFFFFll));
 }
 
-const char* const kMemoryKeys[] = {"totalBytes", "reservedBytes", "usedBytes", nullptr};
+const char* const kMemoryKeys[] = {"totalBytes", "reservedBytes", "usedBytes", "freeBytes", nullptr};
 
 /** Reads a memory object; `mask` gets the kFieldMemory* bits of the keys present. */
 void readMemory(const JsonValue& v, SimMemory& mem, uint64_t& mask, bool requireTotal) {
@@ -206,6 +210,12 @@ void readMemory(const JsonValue& v, SimMemory& mem, uint64_t& mask, bool require
   if (const JsonValue* u = v.find("usedBytes")) {
     mem.usedBytes = readBytes(*u, "usedBytes");
     mask |= kFieldMemoryUsed;
+  }
+  if (const JsonValue* f = v.find("freeBytes")) {
+    // null returns to the derived figure; a number is reported as is, however implausible.
+    mem.freeReported = f->kind != Kind::Null;
+    mem.reportedFreeBytes = mem.freeReported ? readBytes(*f, "freeBytes") : 0;
+    mask |= kFieldMemoryFree;
   }
   if (requireTotal && mem.reservedBytes + mem.usedBytes > mem.totalBytes) {
     fail(v.pos, "expected usedBytes + reservedBytes <= totalBytes in \"memory\"");

@@ -4,6 +4,7 @@
  * at all, and how long free memory has stayed within the stability tolerance.
  */
 import { ConfigError } from './config-error';
+import type { GpuMemory } from './types';
 import type { SizeOrFraction } from './units';
 import { formatBytes } from './units';
 
@@ -103,6 +104,35 @@ export function neededFreeBytes(criteria: Criteria, totalBytes: number, label = 
     );
   }
   return needed;
+}
+
+/** 64 MiB: the least slack allowed between free + used (+ reserved) and total. */
+export const MEMORY_SUM_TOLERANCE_MIN_BYTES = 64 * 1024 ** 2;
+/** 1 %: the slack allowed between free + used (+ reserved) and total, as a fraction of total. */
+export const MEMORY_SUM_TOLERANCE_FRACTION = 0.01;
+
+/**
+ * Why a memory reading cannot be believed, or null when it can. One NVML memory query returns
+ * its numbers together, so they must add up: free and used each at most total, and free + used
+ * (+ reserved for the v2 query, whose used excludes it) equal to total within
+ * max(64 MiB, 1 % of total). Anything else means a struct read with the wrong layout or a driver
+ * fault, and no free-memory verdict drawn from it can be trusted.
+ */
+export function implausibleMemory(memory: GpuMemory): string | null {
+  const { totalBytes, freeBytes, usedBytes } = memory;
+  const reservedBytes = memory.source === 'v2' ? (memory.reservedBytes ?? 0) : 0;
+  const numbers = `total ${formatBytes(totalBytes)} (${totalBytes} bytes), free ${formatBytes(freeBytes)} (${freeBytes}), used ${formatBytes(usedBytes)} (${usedBytes})${memory.source === 'v2' ? `, reserved ${formatBytes(reservedBytes)} (${reservedBytes})` : ''}`;
+  const values = [totalBytes, freeBytes, usedBytes, reservedBytes];
+  if (values.some((value) => !Number.isFinite(value) || value < 0)) return `${numbers}: a value is not a byte count`;
+  if (freeBytes > totalBytes) return `${numbers}: free exceeds total`;
+  if (usedBytes > totalBytes) return `${numbers}: used exceeds total`;
+  const tolerance = Math.max(MEMORY_SUM_TOLERANCE_MIN_BYTES, Math.ceil(totalBytes * MEMORY_SUM_TOLERANCE_FRACTION));
+  const sum = freeBytes + usedBytes + reservedBytes;
+  if (Math.abs(sum - totalBytes) > tolerance) {
+    const terms = memory.source === 'v2' ? 'free + used + reserved' : 'free + used';
+    return `${numbers}: ${terms} = ${formatBytes(sum)}, more than ${formatBytes(tolerance)} away from total`;
+  }
+  return null;
 }
 
 /** The most memory a GPU of `totalBytes` may have in use: floor(total × fraction) or bytes; null when not set. */

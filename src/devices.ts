@@ -6,6 +6,7 @@
  */
 import type { GpuDevice } from './types';
 import { DeviceSelectionError } from './device-selection-error';
+import { NvmlError } from './errors';
 
 /** Where a selection came from. */
 export type DeviceSelectionSource = 'option' | 'NVIDIA_VISIBLE_DEVICES' | 'CUDA_VISIBLE_DEVICES' | 'SLURM_JOB_GPUS' | 'all';
@@ -54,6 +55,25 @@ function everything(devices: GpuDevice[]): string[] {
   return list;
 }
 
+/**
+ * A UUID or bus-id selector that matches no readable GPU while some GPU's identity could not be
+ * read (a lost GPU answers nothing, its UUID included): the selector may well name that GPU, so
+ * this is the GPU's failure (exit 69), not a configuration error.
+ */
+function unidentifiedDeviceError(devices: GpuDevice[], what: string): NvmlError | null {
+  const unknown = devices.filter((d) => d.error !== null && (d.uuid === '' || d.pciBusId === ''));
+  const first = unknown[0];
+  if (first === undefined || first.error === null) return null;
+  const list = unknown.map((d) => `GPU ${d.index} (${d.error?.code ?? 'unreadable'}: ${d.error?.message ?? ''})`).join(', ');
+  return new NvmlError({
+    code: first.error.code,
+    nvmlReturn: first.error.nvmlReturn,
+    fn: first.error.fn,
+    device: first.index,
+    message: `${what} matches no readable GPU, and ${list} cannot be identified: it may be the selected one; waiting cannot help`,
+  });
+}
+
 interface Match {
   index: number;
   migUuid: string | null;
@@ -87,12 +107,12 @@ function matchOne(devices: GpuDevice[], selector: string, origin: string): Match
       const names = prefixed.map((c) => c.uuid);
       throw new DeviceSelectionError(selector, names, `${what} is ambiguous: it is a prefix of ${names.join(', ')}; give more characters`);
     }
-    throw new DeviceSelectionError(selector, everything(devices), `${what} matches no GPU or MIG UUID; ${existing}`);
+    throw unidentifiedDeviceError(devices, what) ?? new DeviceSelectionError(selector, everything(devices), `${what} matches no GPU or MIG UUID; ${existing}`);
   }
   const pci = normalizePciBusId(text);
   if (pci !== null) {
     const device = devices.find((d) => normalizePciBusId(d.pciBusId) === pci);
-    if (!device) throw new DeviceSelectionError(selector, everything(devices), `${what} matches no PCI bus id; ${existing}`);
+    if (!device) throw unidentifiedDeviceError(devices, what) ?? new DeviceSelectionError(selector, everything(devices), `${what} matches no PCI bus id; ${existing}`);
     return { index: device.index, migUuid: null };
   }
   throw new DeviceSelectionError(selector, everything(devices), `${what} is not understood: expected ${SELECTOR_EXPECTED}`);
@@ -173,4 +193,29 @@ export function selectDevices(devices: GpuDevice[], selectors?: string[], env: N
   const slurm = env.SLURM_JOB_GPUS?.trim();
   if (slurm !== undefined && slurm !== '') return build(devices, parseSelectorList(slurm), 'SLURM_JOB_GPUS', warnings);
   return all(devices, 'all', warnings);
+}
+
+/**
+ * The error for a gate that selected no GPU: "nothing to check" must never read as "free". Names
+ * what emptied the selection (the variable and its value, the option, or a host without GPUs)
+ * and how to accept it deliberately.
+ */
+export function emptySelectionError(selection: DeviceSelection, selectors: string[] | undefined, env: NodeJS.ProcessEnv = process.env): DeviceSelectionError {
+  let what: string;
+  let selector: string;
+  if (selection.source === 'option') {
+    selector = (selectors ?? []).join(',');
+    what = `the GPU selector list ${JSON.stringify(selector)} selects no GPU`;
+  } else if (selection.source === 'all') {
+    selector = '';
+    what = 'NVML reports no GPU on this host';
+  } else {
+    selector = `${selection.source}=${env[selection.source] ?? ''}`;
+    what = `${selection.source}=${JSON.stringify(env[selection.source] ?? '')} selects no GPU`;
+  }
+  return new DeviceSelectionError(
+    selector,
+    [],
+    `${what}: there is nothing to check, and that is not "free"; select GPUs (--gpus), fix the variable, or accept an empty selection explicitly (--allow-empty, allowEmptySelection: true)`,
+  );
 }

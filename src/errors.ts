@@ -48,6 +48,8 @@ export const GPUGATE_SESSION_CLOSED = 'GPUGATE_SESSION_CLOSED';
 export const GPUGATE_QUEUE_FULL = 'GPUGATE_QUEUE_FULL';
 /** The addon failed inside one call (e.g. out of memory) and reported it instead of crashing. */
 export const GPUGATE_NATIVE_FAILURE = 'GPUGATE_NATIVE_FAILURE';
+/** A memory reading whose numbers do not add up (see implausibleMemory): the GPU cannot be judged. */
+export const GPUGATE_MEMORY_IMPLAUSIBLE = 'GPUGATE_MEMORY_IMPLAUSIBLE';
 
 /** The stable name of an nvmlReturn_t value: 'NVML_ERROR_GPU_IS_LOST', or 'NVML_ERROR_<n>' when unlisted. */
 export function nvmlCodeName(nvmlReturn: number): string {

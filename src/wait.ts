@@ -7,13 +7,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlSession, OpenNvmlOptions, Snapshot } from './types';
-import { selectDevices, type DeviceSelection } from './devices';
-import { resolveCriteria, neededFreeBytes, maxUsedBytes, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
+import { emptySelectionError, selectDevices, type DeviceSelection } from './devices';
+import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
 import { SnapshotPoller, type PollResult } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from './procfs';
-import { NvmlError, isFatalNvmlError } from './errors';
+import { GPUGATE_MEMORY_IMPLAUSIBLE, NvmlError, isFatalNvmlError } from './errors';
 import { openNvml } from './session';
 
 /** Options of waitForGpusFree (and checkGpusOnce, which ignores the timing ones). */
@@ -37,10 +37,19 @@ export interface WaitOptions extends CriteriaOptions {
   inspectHolders?: boolean | InspectOptions;
   /** Environment for device selection (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Accept a selection of no GPU at all (`gpus: []`, CUDA_VISIBLE_DEVICES=-1, NVIDIA_VISIBLE_DEVICES=none,
+   * a host without GPUs) and succeed at once. Default false: an empty selection rejects with a
+   * DeviceSelectionError, since "nothing to check" must not read as "free".
+   */
+  allowEmptySelection?: boolean;
 }
 
-/** Why a GPU is not (yet) acceptable. */
-export type GpuFailureReason = 'memory' | 'processes' | 'unstable' | 'error';
+/**
+ * Why a GPU is not (yet) acceptable. 'compute-mode': no new CUDA context can be created there
+ * (compute mode prohibited, or exclusive_process with a context already on it).
+ */
+export type GpuFailureReason = 'memory' | 'processes' | 'unstable' | 'error' | 'compute-mode';
 
 /** The state of one selected GPU (or MIG instance) at one poll. */
 export interface GpuEvaluation {
@@ -51,6 +60,8 @@ export interface GpuEvaluation {
   name: string;
   /** Set when the evaluation is of a MIG instance of GPU `index`. */
   migUuid: string | null;
+  /** The GPU's compute mode (null when unread, e.g. with memoryOnly snapshots). */
+  computeMode: GpuDevice['computeMode'];
   memory: GpuMemory | null;
   neededFreeBytes: number | null;
   maxUsedBytes: number | null;
@@ -221,6 +232,32 @@ function unjudgeableMemory(device: GpuDevice, criteria: Criteria): Error | null 
   });
 }
 
+/**
+ * A memory reading whose numbers do not add up ends the wait at once: it comes from a wrongly
+ * laid out struct or a faulty driver, and any verdict drawn from it could say "free" on a busy
+ * GPU. Only where a memory criterion applies.
+ */
+function implausibleMemoryError(device: GpuDevice, memory: GpuMemory | null, label: string, criteria: Criteria): Error | null {
+  if (memory === null || (criteria.minFree === null && criteria.maxUsed === null)) return null;
+  const why = implausibleMemory(memory);
+  if (why === null) return null;
+  const fn = memory.source === 'v2' ? 'nvmlDeviceGetMemoryInfo_v2' : 'nvmlDeviceGetMemoryInfo';
+  return new NvmlError({
+    code: GPUGATE_MEMORY_IMPLAUSIBLE,
+    nvmlReturn: null,
+    fn,
+    device: device.index,
+    message: `${label}, ${device.pciBusId}: ${fn} reported implausible memory figures (${why}); the GPU cannot be judged and is never reported free`,
+  });
+}
+
+/** True when no new CUDA context can be created on the GPU because of its compute mode. */
+function computeModeBlocks(mode: GpuDevice['computeMode'], processes: GpuProcess[] | null | undefined): boolean {
+  if (mode === 'prohibited') return true;
+  // exclusive_process: one context at a time; an unreadable list cannot prove there is none.
+  return mode === 'exclusive_process' && (processes === null || processes === undefined || processes.length > 0);
+}
+
 async function holdersOf(processes: GpuProcess[] | null | undefined, index: number, takenAt: number, state: WaitState): Promise<Holder[]> {
   const listed = listedProcesses([{ index, processes: processes ?? [] } as GpuDevice]);
   return Promise.all(
@@ -259,6 +296,8 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
     const error = device.error ?? mig?.error ?? device.fieldErrors.memory ?? null;
     const reasons: GpuEvaluation['reasons'] = [];
     const label = `GPU ${device.index} (${unit.migUuid ?? device.uuid})`;
+    const implausible = implausibleMemoryError(device, memory, label, state.criteria);
+    if (implausible) throw implausible;
     let needed: number | null = null;
     let maxUsed: number | null = null;
     let stableForMs = 0;
@@ -280,6 +319,7 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
         if (!reasons.includes('error')) reasons.push('error');
       } else if (holders.length > 0) reasons.push('processes');
     }
+    if (computeModeBlocks(device.computeMode, processes)) reasons.push('compute-mode');
     if (memory && useStability && stableForMs < state.criteria.stableMs) reasons.push('unstable');
     devices.push({
       index: device.index,
@@ -287,6 +327,7 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
       pciBusId: device.pciBusId,
       name: device.name,
       migUuid: unit.migUuid,
+      computeMode: device.computeMode,
       memory,
       neededFreeBytes: needed,
       maxUsedBytes: maxUsed,
@@ -313,7 +354,9 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
 async function prepare(options: WaitOptions, session: NvmlSession, startMs: number): Promise<WaitState> {
   const criteria = resolveCriteria(options);
   const devices = await deviceList(session);
-  const selection = selectDevices(devices, options.gpus, options.env ?? process.env);
+  const env = options.env ?? process.env;
+  const selection = selectDevices(devices, options.gpus, env);
+  if (selection.indices.length === 0 && options.allowEmptySelection !== true) throw emptySelectionError(selection, options.gpus, env);
   let ctx: InspectContext | null = null;
   if (options.inspectHolders !== false) {
     ctx = await prepareInspectContext(typeof options.inspectHolders === 'object' ? options.inspectHolders : {});
@@ -360,6 +403,9 @@ function checkOptions(options: WaitOptions): void {
   }
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
     throw new TypeError(`option signal must be an AbortSignal, got ${describeValue(options.signal)}`);
+  }
+  if (options.allowEmptySelection !== undefined && typeof options.allowEmptySelection !== 'boolean') {
+    throw new TypeError(`option allowEmptySelection must be a boolean, got ${describeValue(options.allowEmptySelection)}`);
   }
   if (options.onPoll !== undefined && typeof options.onPoll !== 'function') {
     throw new TypeError(`option onPoll must be a function, got ${describeValue(options.onPoll)}`);
@@ -460,7 +506,7 @@ export async function waitForGpusFree(options: WaitOptions = {}): Promise<WaitRe
       timer = setTimeout(() => finish(() => reject(new GpuWaitTimeoutError(timeoutMs, last))), Math.max(0, timeoutMs - (performance.now() - startMs)));
     }
     if (state.units.length === 0) {
-      // Nothing selected: nothing to wait for.
+      // Nothing selected, and the caller said that is acceptable (allowEmptySelection).
       const evaluation: Evaluation = { elapsedMs: performance.now() - startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
       finish(() => resolve({ elapsedMs: evaluation.elapsedMs, polls: 0, devices: [], evaluation }));
       return;

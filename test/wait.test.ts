@@ -204,9 +204,18 @@ describe('waitForGpusFree stability and settling', () => {
     expect(ea.evaluation!.snapshot.devices.map((d) => d.index)).toEqual([0, 1]);
   });
 
-  it('selects nothing and resolves at once for an empty selector list', async () => {
+  it('rejects an empty selector list with a DeviceSelectionError: nothing to check is not "free"', async () => {
     const session = new FakeSession(() => [{ usedBytes: 50 * GiB }]);
-    const result = await waitForGpusFree({ session, gpus: [], timeoutMs: 1000 });
+    const waited = await waitForGpusFree({ session, gpus: [], timeoutMs: 1000 }).catch((e: unknown) => e);
+    expect(waited).toBeInstanceOf(DeviceSelectionError);
+    expect((waited as Error).message).toMatch(/selects no GPU.*allowEmptySelection/);
+    await expect(checkGpusOnce({ session, gpus: [] })).rejects.toBeInstanceOf(DeviceSelectionError);
+    await expect(checkGpusOnce({ session, env: { CUDA_VISIBLE_DEVICES: '-1' } })).rejects.toThrow(/CUDA_VISIBLE_DEVICES="-1" selects no GPU/);
+  });
+
+  it('selects nothing and resolves at once for an empty selector list with allowEmptySelection', async () => {
+    const session = new FakeSession(() => [{ usedBytes: 50 * GiB }]);
+    const result = await waitForGpusFree({ session, gpus: [], timeoutMs: 1000, allowEmptySelection: true });
     expect(result.devices).toEqual([]);
     expect(result.evaluation.selection.warnings.join()).toMatch(/no GPUs selected/);
   });

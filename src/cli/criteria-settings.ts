@@ -34,6 +34,8 @@ export interface CriteriaSettings extends SessionSettings {
   maxUsed: SizeOrFraction | undefined;
   noProcesses: boolean;
   ignore: Array<number | string>;
+  /** --allow-empty: a selection of no GPU succeeds instead of exiting 78. */
+  allowEmpty: boolean;
   stale: StalePolicy;
   killStale: boolean;
   killGraceMs: number;
@@ -75,8 +77,8 @@ export function parseSessionSettings(command: CommandName, values: FlagValues): 
   let gpus: string[] | undefined;
   if (gpusText !== undefined) {
     gpus = parseSelectorList(gpusText);
-    if (gpus.length === 0) {
-      throw new CliError(`--gpus ${JSON.stringify(gpusText)} selects no GPU: expected a comma-separated list of NVML indices, GPU-/MIG- UUIDs or PCI bus ids`, ExitCode.config, 'no-gpu-selected');
+    if (gpus.length === 0 && !booleanFlag(values, 'allow-empty')) {
+      throw new CliError(`--gpus ${JSON.stringify(gpusText)} selects no GPU: expected a comma-separated list of NVML indices, GPU-/MIG- UUIDs or PCI bus ids${command === 'wait' || command === 'check' ? ' (or --allow-empty to accept none)' : ''}`, ExitCode.config, 'no-gpu-selected');
     }
   }
   const callTimeoutMs = flagValue(values, 'nvml-timeout', parseDuration, DEFAULT_NVML_TIMEOUT) as number;
@@ -138,6 +140,7 @@ export function parseCriteriaSettings(command: CommandName, values: FlagValues):
     maxUsed: flagValue(values, 'max-used', parseSizeOrFraction),
     noProcesses: booleanFlag(values, 'no-processes'),
     ignore,
+    allowEmpty: booleanFlag(values, 'allow-empty'),
     stale: staleText,
     killStale,
     killGraceMs,

@@ -20,6 +20,12 @@ export function describeGpuFailure(gpu: GpuEvaluationView): string {
       }
     } else if (reason === 'processes') {
       parts.push(`${gpu.holders.length} process(es) on it`);
+    } else if (reason === 'compute-mode') {
+      parts.push(
+        gpu.computeMode === 'prohibited'
+          ? 'compute mode prohibited: no CUDA context can be created'
+          : `compute mode ${gpu.computeMode ?? 'unknown'}: one CUDA context at a time, and one is there (or the process list is unreadable)`,
+      );
     } else if (reason === 'unstable') {
       parts.push(`memory still moving (stable for ${formatDuration(gpu.stableForMs)})`);
     } else if (reason === 'error') {

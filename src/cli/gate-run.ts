@@ -122,6 +122,7 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
       ...(settings.maxUsed !== undefined ? { maxUsed: settings.maxUsed } : {}),
       noProcesses: settings.noProcesses,
       ignore: settings.ignore,
+      allowEmptySelection: settings.allowEmpty,
       inspectHolders: settings.stale !== 'ignore',
       env,
     };

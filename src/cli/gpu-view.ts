@@ -27,6 +27,8 @@ export interface GpuEvaluationView {
   uuid: string;
   pciBusId: string;
   name?: string;
+  /** The compute mode, when read (explains a 'compute-mode' reason). */
+  computeMode?: string | null;
   memory: GpuMemory | null;
   neededFreeBytes: number | null;
   maxUsedBytes: number | null;

@@ -28,6 +28,8 @@ export interface GpuJson {
   uuid: string;
   pciBusId: string;
   name: string | null;
+  /** default, exclusive_thread, prohibited, exclusive_process; null when unread. */
+  computeMode: string | null;
   totalBytes: number | null;
   usedBytes: number | null;
   reservedBytes: number | null;
@@ -91,6 +93,7 @@ export function gpuJson(gpu: GpuEvaluationView): GpuJson {
     uuid: gpu.uuid,
     pciBusId: gpu.pciBusId,
     name: gpu.name ?? null,
+    computeMode: gpu.computeMode ?? null,
     totalBytes: memory?.totalBytes ?? null,
     usedBytes: memory?.usedBytes ?? null,
     reservedBytes: memory?.reservedBytes ?? null,

@@ -36,6 +36,8 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   // Selection and the NVML library
   { name: 'gpus', type: 'string', valueName: 'LIST', commands: GPU_COMMANDS,
     help: 'GPUs to check: NVML indices, GPU-/MIG- UUIDs (unique prefixes) or PCI bus ids, comma separated. Default: NVIDIA_VISIBLE_DEVICES, then CUDA_VISIBLE_DEVICES, then SLURM_JOB_GPUS, then all' },
+  { name: 'allow-empty', type: 'boolean', commands: CRITERIA_COMMANDS,
+    help: 'succeed when the selection holds no GPU (CUDA_VISIBLE_DEVICES=-1 or empty, NVIDIA_VISIBLE_DEVICES=none|void, --gpus ""); without it that exits 78' },
   { name: 'library', type: 'string', valueName: 'PATH', commands: [...GPU_COMMANDS, 'bench'],
     help: 'NVML library to load (default: GPUGATE_NVML_LIBRARY, then libnvidia-ml.so.1 in the usual places)' },
   { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: [...GPU_COMMANDS, 'bench'], defaults: { wait: '10s', check: '10s', status: '10s', holders: '10s', bench: '10s' },

@@ -33,6 +33,7 @@ export function gpuPairs(gpu: GpuEvaluationView, context: LineContext = {}): Arr
     pairs.push(['unattributed', formatBytes(gpu.unattributedBytes)]);
   }
   if (!gpu.ok && gpu.reasons.length > 0) pairs.push(['why', gpu.reasons.join(',')]);
+  if (gpu.reasons.includes('compute-mode')) pairs.push(['compute_mode', gpu.computeMode ?? null]);
   if (gpu.reasons.includes('unstable') && context.stableMs !== undefined) {
     pairs.push(['stable_for', `${formatDuration(gpu.stableForMs)}/${formatDuration(context.stableMs)}`]);
   }
