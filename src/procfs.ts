@@ -143,6 +143,37 @@ export function parseMaps(text: string): string[] {
   return [...paths];
 }
 
+/**
+ * The identity of a file: its device (major and minor numbers) and inode. Two names (a hardlink,
+ * a bind-mount alias, a deleted name) of one file have the same identity; a path string does not.
+ * Written as `major:minor:inode` in decimal, the key used to compare identities.
+ */
+export type FileIdentity = string;
+
+/** The identity of a file from its device number (st_dev, Linux's encoding) and inode (st_ino). */
+export function identityOfStat(dev: bigint, ino: bigint): FileIdentity {
+  // Linux new_encode_dev: minor in bits 0-7 and 20-39, major in bits 8-19 and 40-63.
+  const major = ((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn);
+  const minor = (dev & 0xffn) | ((dev >> 12n) & ~0xffn);
+  return `${major}:${minor}:${ino}`;
+}
+
+/**
+ * Identities of the file-backed mappings in /proc/PID/maps, from the device (`major:minor` in
+ * hex) and inode columns, so a mapped file is recognised whatever its name (a name with a
+ * newline is written `\012`, a removed one gets " (deleted)"). Anonymous mappings (inode 0) are
+ * not files.
+ */
+export function parseMapsIdentities(text: string): FileIdentity[] {
+  const identities = new Set<FileIdentity>();
+  for (const line of text.split('\n')) {
+    const match = /^\S+\s+\S+\s+\S+\s+([0-9a-fA-F]+):([0-9a-fA-F]+)\s+(\d+)(?:\s|$)/.exec(line);
+    if (!match || match[3] === '0') continue;
+    identities.add(`${BigInt(`0x${match[1]!}`)}:${BigInt(`0x${match[2]!}`)}:${BigInt(match[3]!)}`);
+  }
+  return [...identities];
+}
+
 /** One line of /proc/PID/mountinfo. */
 export interface MountInfoEntry {
   mountId: number;
@@ -284,6 +315,80 @@ export async function readMappedPaths(pid: number, procRoot = '/proc'): Promise<
   return { kind: 'ok', paths: parseMaps(text.text) };
 }
 
+/** What /proc/PID/fd holds: each descriptor's link text and the identity of the file behind it. */
+export interface FdFiles {
+  kind: 'ok';
+  targets: string[];
+  identities: FileIdentity[];
+}
+
+/**
+ * Reads /proc/PID/fd: every descriptor's link text, and the identity of the open file, taken by
+ * stat THROUGH the link (which reaches the open file itself, whatever name it was opened by or
+ * whether that name still exists). A descriptor closed meanwhile is skipped; sockets, pipes and
+ * anonymous inodes (link texts not starting with '/') are not files that a name can reach.
+ */
+export async function readFdFiles(pid: number, procRoot = '/proc'): Promise<FdFiles | ReadFailure> {
+  const dir = path.join(procRoot, String(pid), 'fd');
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir);
+  } catch (error) {
+    return failureOf(error, dir);
+  }
+  const targets: string[] = [];
+  const identities: FileIdentity[] = [];
+  // A descriptor closed between readdir and reading its link is gone; any other failure means
+  // this process's files cannot be known.
+  let failure: ReadFailure | null = null;
+  const closedOrFailed = (error: unknown, link: string): void => {
+    const why = failureOf(error, link);
+    if (why.kind === 'unreadable') failure ??= why;
+  };
+  await Promise.all(
+    names.map(async (name) => {
+      const link = path.join(dir, name);
+      let target: string;
+      try {
+        target = await fsp.readlink(link);
+      } catch (error) {
+        closedOrFailed(error, link);
+        return;
+      }
+      targets.push(target);
+      if (!target.startsWith('/')) return;
+      try {
+        const stats = await fsp.stat(link, { bigint: true });
+        identities.push(identityOfStat(stats.dev, stats.ino));
+      } catch (error) {
+        closedOrFailed(error, link);
+      }
+    }),
+  );
+  if (failure !== null) {
+    // The whole process vanished meanwhile, or it exists and hides its descriptors.
+    return (await processExists(pid, procRoot)) ? failure : { kind: 'missing' };
+  }
+  return { kind: 'ok', targets, identities };
+}
+
+async function processExists(pid: number, procRoot: string): Promise<boolean> {
+  try {
+    await fsp.lstat(path.join(procRoot, String(pid), 'stat'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Reads /proc/PID/maps: mapped paths (as written there) and the identities of the mapped files. */
+export async function readMappedFiles(pid: number, procRoot = '/proc'): Promise<{ kind: 'ok'; paths: string[]; identities: FileIdentity[] } | ReadFailure> {
+  const file = path.join(procRoot, String(pid), 'maps');
+  const text = await readProcText(file);
+  if (text.kind !== 'ok') return text;
+  return { kind: 'ok', paths: parseMaps(text.text), identities: parseMapsIdentities(text.text) };
+}
+
 /** The states of the threads in /proc/PID/task other than the leader, or a failure. */
 export async function readOtherThreadStates(pid: number, procRoot = '/proc'): Promise<{ kind: 'ok'; states: string[] } | ReadFailure> {
   const dir = path.join(procRoot, String(pid), 'task');
@@ -319,15 +424,35 @@ export async function listPids(procRoot = '/proc'): Promise<number[]> {
 /** What one process has open or mapped (either may be null when unreadable). */
 export interface OpenFiles {
   pid: number;
+  /** Link texts of /proc/PID/fd/*. */
   fdTargets: string[] | null;
+  /** Paths of /proc/PID/maps, as written there. */
   mappedPaths: string[] | null;
+  /** Identities of the files its descriptors refer to. */
+  fdFiles: FileIdentity[] | null;
+  /** Identities of the files it maps. */
+  mappedFiles: FileIdentity[] | null;
   /** Why fdTargets or mappedPaths is null. */
   error: string | null;
 }
 
-/** Reads fd targets and mapped paths of every visible process under procRoot (the `fuser` view). */
-export async function scanOpenFiles(procRoot = '/proc'): Promise<OpenFiles[]> {
-  const pids = await listPids(procRoot);
+/** Options of scanOpenFiles. */
+export interface ScanOptions {
+  /**
+   * The pids to read instead of listing procRoot. Lets a test hand in a pid that has exited
+   * between the listing and the reading, the race every scan of a busy host meets.
+   */
+  pids?: readonly number[];
+}
+
+/**
+ * Reads fd targets and mapped files of every visible process under procRoot (the `fuser` view).
+ * A process that vanishes while it is read (any of its files answers "no such process") has
+ * exited and holds nothing: it is left out. Only a process that exists and cannot be read is
+ * returned with nulls (and then blocks any conclusion that a file is unused).
+ */
+export async function scanOpenFiles(procRoot = '/proc', options: ScanOptions = {}): Promise<OpenFiles[]> {
+  const pids = options.pids !== undefined ? [...options.pids] : await listPids(procRoot);
   const results: OpenFiles[] = [];
   // Bounded parallelism: a host may have thousands of processes.
   const batch = 32;
@@ -335,13 +460,15 @@ export async function scanOpenFiles(procRoot = '/proc'): Promise<OpenFiles[]> {
     const slice = pids.slice(i, i + batch);
     const part = await Promise.all(
       slice.map(async (pid): Promise<OpenFiles | null> => {
-        const [fds, maps] = await Promise.all([readFdTargets(pid, procRoot), readMappedPaths(pid, procRoot)]);
-        if (fds.kind === 'missing' && maps.kind === 'missing') return null;
+        const [fds, maps] = await Promise.all([readFdFiles(pid, procRoot), readMappedFiles(pid, procRoot)]);
+        if (fds.kind === 'missing' || maps.kind === 'missing') return null;
         const errors = [fds, maps].filter((r): r is { kind: 'unreadable'; reason: string } => r.kind === 'unreadable').map((r) => r.reason);
         return {
           pid,
           fdTargets: fds.kind === 'ok' ? fds.targets : null,
           mappedPaths: maps.kind === 'ok' ? maps.paths : null,
+          fdFiles: fds.kind === 'ok' ? fds.identities : null,
+          mappedFiles: maps.kind === 'ok' ? maps.identities : null,
           error: errors.length > 0 ? errors.join('; ') : null,
         };
       }),

@@ -130,7 +130,7 @@ describe('findLeakedShm / cleanShm', () => {
     writeFileSync(path.join(dir, 'nccl-a'), Buffer.alloc(4096));
     const results = await cleanShm(['nccl-*'], {
       shmRoot: dir,
-      openFiles: [{ pid: 4242, fdTargets: null, mappedPaths: null, error: 'cannot read /proc/4242/fd: EACCES' }],
+      openFiles: [{ pid: 4242, fdTargets: null, mappedPaths: null, fdFiles: null, mappedFiles: null, error: 'cannot read /proc/4242/fd: EACCES' }],
     });
     expect(results).toEqual([{ path: path.join(dir, 'nccl-a'), sizeBytes: 4096, result: 'skipped', reason: expect.stringMatching(/cannot prove it unused/) }]);
     expect(existsSync(path.join(dir, 'nccl-a'))).toBe(true);

@@ -1,0 +1,242 @@
+/**
+ * --clean-shm removes only what nobody uses, decided by file identity (device and inode) and
+ * never by name: real files on a real tmpfs, held open or mapped by real processes through a
+ * hardlink, a bind-mount alias (in a private mount namespace), a name ending in " (deleted)",
+ * a name with a newline, a name that is not UTF-8; and processes that exit while they are read.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, linkSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cleanShm, fileNameText, findLeakedShm } from '../src/shm';
+import { listPids, parseMapsIdentities, scanOpenFiles } from '../src/procfs';
+import { mirrorProcRoot } from './helpers/proc-root';
+import { repoRoot } from './helpers/sim';
+import { makeTestTempDir } from './helpers/temp-root';
+
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill('SIGKILL');
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(prefix: string): string {
+  const dir = makeTestTempDir(prefix);
+  dirs.push(dir);
+  return dir;
+}
+
+/**
+ * A real python process holding `file` (a path as bytes) open (fd) or mapped with its fd
+ * closed (maps). Resolves with its pid once the file is held.
+ */
+async function holdFile(file: Buffer, how: 'fd' | 'maps'): Promise<number> {
+  const code =
+    how === 'fd'
+      ? `import sys, time\nf = open(bytes.fromhex(sys.argv[1]), 'rb')\nprint('ready', flush=True)\ntime.sleep(120)\n`
+      : `import mmap, os, sys, time\nfd = os.open(bytes.fromhex(sys.argv[1]), os.O_RDWR)\nm = mmap.mmap(fd, 4096)\nos.close(fd)\nprint('ready', flush=True)\ntime.sleep(120)\n`;
+  const child = spawn('python3', ['-c', code, file.toString('hex')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', (status) => reject(new Error(`holder exited with ${status}`)));
+  });
+  return child.pid!;
+}
+
+const bytes = (text: string): Buffer => Buffer.from(text, 'utf8');
+
+/** The results of a clean as [name, result] pairs. */
+function outcome(results: Array<{ path: string; result: string }>): Array<[string, string]> {
+  return results.map((r) => [path.basename(r.path), r.result]);
+}
+
+describe('in use means the same file, by any name', () => {
+  it('keeps a file held open through a hardlink outside the shm directory', async () => {
+    const shm = tempDir('gpugate-shm-');
+    const elsewhere = tempDir('gpugate-shm-alias-');
+    writeFileSync(path.join(shm, 'nccl-linked'), Buffer.alloc(4096));
+    writeFileSync(path.join(shm, 'nccl-free'), Buffer.alloc(4096));
+    linkSync(path.join(shm, 'nccl-linked'), path.join(elsewhere, 'other-name'));
+    const holder = await holdFile(bytes(path.join(elsewhere, 'other-name')), 'fd');
+    const proc = mirrorProcRoot([process.pid, holder]);
+    dirs.push(proc.root);
+    const report = await findLeakedShm({ shmRoot: shm, procRoot: proc.root });
+    expect(report.leaked.map((e) => e.name)).toEqual(['nccl-free']);
+    const results = await cleanShm(['nccl-*'], { shmRoot: shm, procRoot: proc.root });
+    expect(outcome(results)).toEqual([
+      ['nccl-free', 'removed'],
+      ['nccl-linked', 'skipped'],
+    ]);
+    expect(existsSync(path.join(shm, 'nccl-linked'))).toBe(true);
+  });
+
+  it('keeps an open file whose real name ends in " (deleted)", and that name shields no other file', async () => {
+    const shm = tempDir('gpugate-shm-');
+    writeFileSync(path.join(shm, 'nccl-x (deleted)'), Buffer.alloc(4096));
+    writeFileSync(path.join(shm, 'nccl-x'), Buffer.alloc(4096));
+    const holder = await holdFile(bytes(path.join(shm, 'nccl-x (deleted)')), 'fd');
+    const proc = mirrorProcRoot([process.pid, holder]);
+    dirs.push(proc.root);
+    const results = await cleanShm(['nccl-*'], { shmRoot: shm, procRoot: proc.root });
+    expect(outcome(results)).toEqual([
+      ['nccl-x', 'removed'],
+      ['nccl-x (deleted)', 'skipped'],
+    ]);
+  });
+
+  it('keeps a mapped file whose name contains a newline (written \\012 in maps)', async () => {
+    const shm = tempDir('gpugate-shm-');
+    const name = 'nccl-line\nbreak';
+    writeFileSync(path.join(shm, name), Buffer.alloc(4096));
+    const holder = await holdFile(bytes(path.join(shm, name)), 'maps');
+    const proc = mirrorProcRoot([process.pid, holder]);
+    dirs.push(proc.root);
+    const results = await cleanShm(['nccl-*'], { shmRoot: shm, procRoot: proc.root });
+    expect(results).toEqual([expect.objectContaining({ result: 'skipped', reason: 'a live process has it open or mapped' })]);
+    // Reported with the newline escaped, so a log line stays one line.
+    expect(results[0]!.path).toBe(path.join(shm, 'nccl-line\\x0abreak'));
+    expect(existsSync(path.join(shm, name))).toBe(true);
+  });
+
+  it('reports names that are not UTF-8 escaped, keeps a held one and removes an unused one by identity', async () => {
+    const shm = tempDir('gpugate-shm-');
+    const held = Buffer.concat([bytes(`${shm}/nccl-`), Buffer.from([0xff, 0xfe]), bytes('-held')]);
+    const unused = Buffer.concat([bytes(`${shm}/nccl-`), Buffer.from([0xc3, 0x28])]);
+    writeFileSync(held, Buffer.alloc(4096));
+    writeFileSync(unused, Buffer.alloc(4096));
+    const holder = await holdFile(held, 'maps');
+    const proc = mirrorProcRoot([process.pid, holder]);
+    dirs.push(proc.root);
+    const report = await findLeakedShm({ shmRoot: shm, procRoot: proc.root });
+    expect(report.leaked.map((e) => e.name)).toEqual(['nccl-\\xc3(']);
+    // A report's entries can be cleaned: the escaped name finds the file again.
+    const results = await cleanShm(report.leaked, { shmRoot: shm, procRoot: proc.root });
+    expect(outcome(results)).toEqual([['nccl-\\xc3(', 'removed']]);
+    const left = readdirSync(shm, { encoding: 'buffer' });
+    expect(left.map((n) => fileNameText(n))).toEqual(['nccl-\\xff\\xfe-held']);
+  });
+
+  it('names are escaped reversibly: backslashes and control characters too', () => {
+    expect(fileNameText(bytes('plain-name'))).toBe('plain-name');
+    expect(fileNameText(bytes('a\\x41'))).toBe('a\\\\x41');
+    expect(fileNameText(Buffer.from([0x61, 0x41]))).toBe('aA');
+    expect(fileNameText(bytes('esc\u001b[31m'))).toBe('esc\\x1b[31m');
+    expect(fileNameText(bytes('ü'))).toBe('ü');
+  });
+
+  it('reads the device and inode columns of maps (major:minor in hex)', () => {
+    const text = [
+      '7f0000000000-7f0000001000 rw-s 00000000 00:1a 12345                      /dev/shm/nccl-a (deleted)',
+      '7f0000001000-7f0000002000 r--p 00000000 fd:01 987654321                  /usr/lib/x.so',
+      '7f0000002000-7f0000003000 rw-p 00000000 00:00 0 ',
+      '7ffd00000000-7ffd00001000 rw-p 00000000 00:00 0                          [stack]',
+    ].join('\n');
+    expect(parseMapsIdentities(text)).toEqual(['0:26:12345', '253:1:987654321']);
+  });
+});
+
+/** Runs `script` as root in a private mount namespace (mounts vanish with it); returns stdout. */
+function inMountNamespace(script: string): string {
+  const run = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-euc', script], { encoding: 'utf8', timeout: 30_000 });
+  if (run.status !== 0) throw new Error(`unshare failed (${run.status}): ${run.stderr}`);
+  return run.stdout;
+}
+
+describe('a bind-mount alias of the shm directory', () => {
+  it('keeps a file on a private tmpfs held open through a bind mount of that tmpfs', () => {
+    const work = tempDir('gpugate-shm-bind-');
+    const shm = path.join(work, 'shm');
+    const alias = path.join(work, 'alias');
+    mkdirSync(shm);
+    mkdirSync(alias);
+    const shmModule = path.join(repoRoot(), 'dist', 'shm.js');
+    const judge = `
+      const { cleanShm } = require(${JSON.stringify(shmModule)});
+      const holder = Number(process.argv[1]);
+      cleanShm(['nccl-*'], { shmRoot: ${JSON.stringify(shm)}, pids: [process.pid, holder] })
+        .then((r) => console.log(JSON.stringify(r.map((x) => [x.path.split('/').pop(), x.result]))));`;
+    const out = inMountNamespace(`
+      mount -t tmpfs -o size=1m gpugate-test ${shm}
+      mount --bind ${shm} ${alias}
+      head -c 4096 /dev/zero > ${shm}/nccl-bound
+      head -c 4096 /dev/zero > ${shm}/nccl-free
+      python3 -c 'import sys, time
+f = open(sys.argv[1], "rb")
+print("ready", flush=True)
+time.sleep(60)' ${alias}/nccl-bound > ${work}/ready &
+      holder=$!
+      while [ ! -s ${work}/ready ]; do sleep 0.05; done
+      ${JSON.stringify(process.execPath)} -e ${shellQuote(judge)} $holder
+      kill $holder
+      ls ${shm}`);
+    const [json, ...left] = out.trim().split('\n');
+    expect(JSON.parse(json!)).toEqual([
+      ['nccl-bound', 'skipped'],
+      ['nccl-free', 'removed'],
+    ]);
+    expect(left).toEqual(['nccl-bound']);
+  });
+});
+
+function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+describe('processes that exit while they are read', () => {
+  it('a pid that vanished between its two reads holds nothing and does not block the clean-up', async () => {
+    const shm = tempDir('gpugate-shm-');
+    writeFileSync(path.join(shm, 'nccl-a'), Buffer.alloc(4096));
+    // The state a scan meets when a process exits mid-read: its fd list was read, its maps are gone.
+    const exited = spawnSync('true').pid;
+    const proc = mirrorProcRoot([process.pid]);
+    dirs.push(proc.root);
+    const caught = path.join(proc.root, '999999');
+    mkdirSync(caught);
+    symlinkSync(`/proc/${process.pid}/fd`, path.join(caught, 'fd'));
+    symlinkSync(`/proc/${exited}/maps`, path.join(caught, 'maps'));
+    const scan = await scanOpenFiles(proc.root);
+    expect(scan.map((e) => e.pid)).toEqual([process.pid]);
+    const results = await cleanShm(['nccl-*'], { shmRoot: shm, procRoot: proc.root });
+    expect(outcome(results)).toEqual([['nccl-a', 'removed']]);
+  });
+
+  it('a listed pid that has exited before it is read holds nothing (pids injected)', async () => {
+    const shm = tempDir('gpugate-shm-');
+    writeFileSync(path.join(shm, 'nccl-a'), Buffer.alloc(4096));
+    const exited = spawnSync('true').pid;
+    const results = await cleanShm(['nccl-*'], { shmRoot: shm, pids: [process.pid, exited] });
+    expect(outcome(results)).toEqual([['nccl-a', 'removed']]);
+  });
+
+  it('never refuses because of real short-lived processes exiting during the scan', async () => {
+    const shm = tempDir('gpugate-shm-');
+    // A shell that forks short-lived children as fast as it can.
+    const churn = spawn('sh', ['-c', 'while :; do /bin/true; done'], { stdio: 'ignore' });
+    children.push(churn);
+    for (let round = 0; round < 20; round += 1) {
+      writeFileSync(path.join(shm, `nccl-${round}`), Buffer.alloc(4096));
+      // Every pid but PID 1, whose files this sandbox may hide: the churn's children come and go.
+      const pids = (await listPids('/proc')).filter((pid) => pid !== 1);
+      const results = await cleanShm([`nccl-${round}`], { shmRoot: shm, pids });
+      expect(results.map((r) => [r.result, r.reason])).toEqual([['removed', 'unowned leftover']]);
+    }
+  });
+
+  it('a process that exists but whose files cannot be read still blocks removal', async () => {
+    const shm = tempDir('gpugate-shm-');
+    writeFileSync(path.join(shm, 'nccl-a'), Buffer.alloc(4096));
+    const proc = mirrorProcRoot([process.pid]);
+    dirs.push(proc.root);
+    // A live process whose fd "directory" cannot be listed (ENOTDIR), its stat still there.
+    const hidden = path.join(proc.root, '999998');
+    mkdirSync(hidden);
+    writeFileSync(path.join(hidden, 'fd'), '');
+    symlinkSync(`/proc/${process.pid}/stat`, path.join(hidden, 'stat'));
+    symlinkSync(`/proc/${process.pid}/maps`, path.join(hidden, 'maps'));
+    const results = await cleanShm(['nccl-*'], { shmRoot: shm, procRoot: proc.root });
+    expect(results).toEqual([expect.objectContaining({ result: 'skipped', reason: expect.stringMatching(/cannot prove it unused.*pid 999998/) })]);
+    expect(existsSync(path.join(shm, 'nccl-a'))).toBe(true);
+  });
+});
