@@ -4,6 +4,8 @@
  * only when stderr is the journal. `-q` keeps failures only; `-v` adds detail lines.
  */
 
+import { escapeForTerminal } from './terminal-text';
+
 /** syslog priorities as journald reads them from a `<N>` prefix. */
 export const Priority = { err: 3, warning: 4, notice: 5, info: 6, debug: 7 } as const;
 
@@ -41,13 +43,16 @@ export class Logger {
     return true;
   }
 
-  /** Write one line (newlines inside `text` are replaced, so one event stays one journal entry). */
+  /**
+   * Write one line: newlines inside `text` are replaced, so one event stays one journal entry, and
+   * every other control character is escaped (escapeForTerminal), so none reaches the terminal.
+   */
   log(priority: PriorityValue, text: string): void {
     if (!this.enabled(priority)) return;
     const prefix = this.journal ? `<${priority}>` : '';
     // Library messages may already start with "gpugate: ": do not say it twice.
     const body = text.startsWith('gpugate: ') ? text.slice('gpugate: '.length) : text;
-    this.sink.write(`${prefix}gpugate: ${body.replace(/\r?\n/g, ' | ')}\n`);
+    this.sink.write(`${prefix}gpugate: ${escapeForTerminal(body.replace(/\r?\n/g, ' | '))}\n`);
   }
 
   error(text: string): void { this.log(Priority.err, text); }

@@ -6,11 +6,12 @@
 
 import { writeFileSync } from 'node:fs';
 import type { Logger } from './logger';
+import { escapeForTerminal } from './terminal-text';
 
-/** Write `line` (plus a newline) to `path`, replacing what was there. */
+/** Write `line` (one line, control characters escaped, plus a newline) to `path`, replacing what was there. */
 export function writeReportFile(path: string, line: string, logger: Logger): void {
   try {
-    writeFileSync(path, `${line}\n`);
+    writeFileSync(path, `${escapeForTerminal(line.replace(/\r?\n/g, ' | '))}\n`);
   } catch (error) {
     logger.error(`--report-file ${JSON.stringify(path)}: cannot write: ${error instanceof Error ? error.message : String(error)}`);
   }

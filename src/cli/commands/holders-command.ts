@@ -16,6 +16,7 @@ import { logfmt } from '../logfmt';
 import { closeSession, openSession } from '../nvml-session';
 import { prometheusText } from '../prometheus-text';
 import { readSelectedSnapshot } from '../selected-snapshot';
+import { escapeForTerminal } from '../terminal-text';
 import { textTable } from '../text-table';
 
 /** Run `gpugate holders`. */
@@ -118,7 +119,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
     text += `\n/dev/shm: ${shm.leaked.length} leaked file(s)`;
     if (shm.tmpfsFreeBytes !== null && shm.tmpfsTotalBytes !== null) text += `, ${formatBytes(shm.tmpfsFreeBytes)} free of ${formatBytes(shm.tmpfsTotalBytes)}`;
     text += '\n';
-    for (const entry of shm.leaked) text += `  ${entry.path}  ${formatBytes(entry.allocatedBytes)}  (no process has it open or mapped)\n`;
+    for (const entry of shm.leaked) text += `  ${escapeForTerminal(entry.path)}  ${formatBytes(entry.allocatedBytes)}  (no process has it open or mapped)\n`;
     context.stdout.write(text);
     return ExitCode.ok;
   } finally {

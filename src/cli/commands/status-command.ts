@@ -14,6 +14,7 @@ import { withJsonError } from '../json-error';
 import { closeSession, openSession } from '../nvml-session';
 import { prometheusText } from '../prometheus-text';
 import { readSelectedSnapshot } from '../selected-snapshot';
+import { escapeForTerminal } from '../terminal-text';
 import { textTable } from '../text-table';
 
 /** Run `gpugate status`. */
@@ -65,7 +66,7 @@ function processName(pid: number): string {
 
 /** The human table: one line per GPU, its processes indented below it. */
 export function statusTable(snapshot: Snapshot, library: NvmlSession['library'], source: string): string {
-  const header = `NVML ${library.nvmlVersion ?? '?'}  driver ${library.driverVersion ?? '?'}  CUDA ${library.cudaDriverVersion ?? '?'}  library ${library.path}\n` +
+  const header = `${escapeForTerminal(`NVML ${library.nvmlVersion ?? '?'}  driver ${library.driverVersion ?? '?'}  CUDA ${library.cudaDriverVersion ?? '?'}  library ${library.path}`)}\n` +
     `${snapshot.devices.length} GPU(s) selected (${source === 'option' ? '--gpus' : source})\n\n`;
   const rows: string[][] = [['GPU', 'NAME', 'BUS', 'USED', 'FREE', 'RESERVED', 'TOTAL', 'PROCS', 'PERSIST', 'COMPUTE', 'MIG', 'UTIL', 'TEMP', 'POWER']];
   const details: Map<number, string[]> = new Map();
@@ -90,7 +91,7 @@ function deviceRow(device: GpuDevice, details: Map<number, string[]>): string[] 
       lines.push(`    pid ${process.pid} ${processName(process.pid)} ${process.usedBytes === null ? 'n/a' : formatBytes(process.usedBytes)} ${process.kinds.join('+')}`);
     }
   }
-  details.set(device.index, lines);
+  details.set(device.index, lines.map(escapeForTerminal));
   return [
     String(device.index),
     device.name,
