@@ -11,7 +11,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { cleanShm, fileNameText, findLeakedShm } from '../src/shm';
 import { listPids, parseMapsIdentities, scanOpenFiles } from '../src/procfs';
 import { mirrorProcRoot } from './helpers/proc-root';
-import { repoRoot } from './helpers/sim';
+import { cliEnv, cliPath } from './helpers/cli';
+import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
 
 const dirs: string[] = [];
@@ -177,6 +178,46 @@ time.sleep(60)' ${alias}/nccl-bound > ${work}/ready &
       ['nccl-free', 'removed'],
     ]);
     expect(left).toEqual(['nccl-bound']);
+  });
+});
+
+describe('gpugate check --clean-shm, end to end', () => {
+  it('on a private /dev/shm in new mount and PID namespaces, removes only the file nobody holds by any name', () => {
+    const work = tempDir('gpugate-shm-cli-');
+    const alias = path.join(work, 'alias');
+    mkdirSync(alias);
+    const scenario = writeScenario({ devices: [simDevice(0)] });
+    // The namespace's own procfs lists only its processes, all of them readable: the proof is complete.
+    const run = spawnSync(
+      'unshare',
+      ['--mount', '--propagation', 'private', '--pid', '--fork', '--mount-proc', 'sh', '-euc', `
+        mount -t tmpfs -o size=4m gpugate-test /dev/shm
+        mount --bind /dev/shm ${alias}
+        mkdir /dev/shm/elsewhere
+        for name in nccl-held nccl-linked nccl-free; do head -c 8192 /dev/zero > /dev/shm/$name; done
+        ln /dev/shm/nccl-linked /dev/shm/elsewhere/other-name
+        python3 -c 'import sys, time
+a = open(sys.argv[1], "rb")
+b = open(sys.argv[2], "rb")
+print("ready", flush=True)
+time.sleep(60)' ${alias}/nccl-held /dev/shm/elsewhere/other-name > ${work}/ready &
+        holder=$!
+        trap 'kill $holder' EXIT
+        while [ ! -s ${work}/ready ]; do sleep 0.05; done
+        ${JSON.stringify(process.execPath)} ${cliPath()} check --clean-shm 'nccl-*' --json
+        ls /dev/shm`],
+      { encoding: 'utf8', env: cliEnv(scenario), timeout: 60_000 },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    const lines = run.stdout.trim().split('\n');
+    const json = JSON.parse(lines[0]!) as { exitCode: number; actions: { shm: Array<{ path: string; result: string; reason: string }> } };
+    expect(json.exitCode).toBe(0);
+    expect(json.actions.shm.map((r) => [r.path, r.result, r.reason])).toEqual([
+      ['/dev/shm/nccl-free', 'removed', 'unowned leftover'],
+      ['/dev/shm/nccl-held', 'skipped', 'a live process has it open or mapped'],
+      ['/dev/shm/nccl-linked', 'skipped', 'a live process has it open or mapped'],
+    ]);
+    expect(lines.slice(1).sort()).toEqual(['elsewhere', 'nccl-held', 'nccl-linked']);
   });
 });
 
