@@ -6,10 +6,10 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTestTempDir } from './helpers/temp-root';
 import {
   bundledScenario,
   replaceScenario,
@@ -107,7 +107,7 @@ beforeAll(async () => {
   for (const lib of [simLibraryPath(), simLegacyLibraryPath(), path.join(simNvmlDir(), 'libnvidia-ml.so.1')]) {
     if (!fs.existsSync(lib)) throw new Error(`${lib} is missing: build the native targets first (npx node-gyp rebuild)`);
   }
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpugate-sim-test-'));
+  dir = makeTestTempDir('gpugate-sim-test-');
   client = path.join(dir, 'nvml_client');
   await new Promise<void>((resolve, reject) => {
     execFile('cc', ['-O2', '-Wall', '-o', client, path.join(repoRoot(), 'test', 'c', 'nvml_client.c'), '-ldl', '-lpthread'], (error, _out, stderr) => {

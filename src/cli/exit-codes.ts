@@ -9,7 +9,7 @@ export const ExitCode = {
   ok: 0,
   /** Usage error: unknown flag, bad size or duration. */
   usage: 64,
-  /** NVML missing or failing to initialise, version mismatch, GPU lost, NVML call hung. */
+  /** NVML missing or failing to initialise, version mismatch, GPU lost (also as the GPU a UUID may name), NVML call hung, memory figures that do not add up. */
   unavailable: 69,
   /** Internal error: a bug in gpugate. */
   software: 70,
@@ -19,7 +19,7 @@ export const ExitCode = {
   tempFail: 75,
   /** No permission for a requested action (`--kill-stale`, `--clean-shm`). */
   noPermission: 77,
-  /** Impossible configuration: `--gpus` matches nothing, threshold above total, fraction outside 0–1. */
+  /** Impossible configuration: `--gpus` matches nothing, no GPU selected (without --allow-empty), threshold above total, fraction outside 0–1. */
   config: 78,
   /** Interrupted by SIGINT, after printing the last state. */
   sigint: 130,
