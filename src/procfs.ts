@@ -421,6 +421,37 @@ export async function listPids(procRoot = '/proc'): Promise<number[]> {
     .sort((a, b) => a - b);
 }
 
+/**
+ * For a zombie thread-group leader, the files of its first other thread that can still be read
+ * (threads share descriptors and memory); null when the leader is not a zombie or none is left.
+ */
+async function readLiveThreadFiles(
+  pid: number,
+  procRoot: string,
+): Promise<[Awaited<ReturnType<typeof readFdFiles>>, Awaited<ReturnType<typeof readMappedFiles>>] | null> {
+  const stat = await readProcText(path.join(procRoot, String(pid), 'stat'));
+  if (stat.kind !== 'ok') return null;
+  let state: string;
+  try {
+    state = parseStat(stat.text).state;
+  } catch {
+    return null;
+  }
+  if (state !== 'Z') return null;
+  const taskRoot = path.join(procRoot, String(pid), 'task');
+  let tids: string[];
+  try {
+    tids = (await fsp.readdir(taskRoot)).filter((name) => /^\d+$/.test(name) && name !== String(pid));
+  } catch {
+    return null;
+  }
+  for (const tid of tids) {
+    const reads = await Promise.all([readFdFiles(Number(tid), taskRoot), readMappedFiles(Number(tid), taskRoot)]);
+    if (reads[0].kind !== 'missing' && reads[1].kind !== 'missing') return reads;
+  }
+  return null;
+}
+
 /** What one process has open or mapped (either may be null when unreadable). */
 export interface OpenFiles {
   pid: number;
@@ -460,7 +491,13 @@ export async function scanOpenFiles(procRoot = '/proc', options: ScanOptions = {
     const slice = pids.slice(i, i + batch);
     const part = await Promise.all(
       slice.map(async (pid): Promise<OpenFiles | null> => {
-        const [fds, maps] = await Promise.all([readFdFiles(pid, procRoot), readMappedFiles(pid, procRoot)]);
+        let [fds, maps] = await Promise.all([readFdFiles(pid, procRoot), readMappedFiles(pid, procRoot)]);
+        if (fds.kind === 'ok' && maps.kind === 'ok' && fds.targets.length === 0 && maps.paths.length === 0 && maps.identities.length === 0) {
+          // Nothing at all: a kernel thread, or a leader that exited while its other threads run on
+          // (they share its files and memory, which /proc/PID no longer shows): ask a live thread.
+          const threads = await readLiveThreadFiles(pid, procRoot);
+          if (threads !== null) [fds, maps] = threads;
+        }
         if (fds.kind === 'missing' || maps.kind === 'missing') return null;
         const errors = [fds, maps].filter((r): r is { kind: 'unreadable'; reason: string } => r.kind === 'unreadable').map((r) => r.reason);
         return {

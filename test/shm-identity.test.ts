@@ -5,7 +5,7 @@
  * a name with a newline, a name that is not UTF-8; and processes that exit while they are read.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, linkSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanShm, fileNameText, findLeakedShm } from '../src/shm';
@@ -224,6 +224,61 @@ time.sleep(60)' ${alias}/nccl-held /dev/shm/elsewhere/other-name > ${work}/ready
 function shellQuote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
 }
+
+/** A C program whose main thread exits (a zombie leader) while a second thread holds argv[1] open and argv[2] mapped. */
+const ZOMBIE_LEADER_C = `
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+static void* linger(void* unused) { (void)unused; sleep(60); return NULL; }
+int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  int held = open(argv[1], O_RDONLY);
+  int mapped = open(argv[2], O_RDWR);
+  if (held < 0 || mapped < 0) return 3;
+  if (mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, mapped, 0) == MAP_FAILED) return 4;
+  close(mapped);
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, linger, NULL) != 0) return 5;
+  printf("ready\\n");
+  fflush(stdout);
+  pthread_exit(NULL);
+}
+`;
+
+describe('a thread-group leader that exited while its threads run', () => {
+  it('still holds what its live threads hold open or mapped', async () => {
+    const work = tempDir('gpugate-shm-zombie-');
+    const source = path.join(work, 'zombie-leader.c');
+    const binary = path.join(work, 'zombie-leader');
+    writeFileSync(source, ZOMBIE_LEADER_C);
+    const built = spawnSync('cc', ['-O2', '-Wall', '-o', binary, source, '-lpthread'], { encoding: 'utf8' });
+    expect(built.status, built.stderr).toBe(0);
+    const shm = tempDir('gpugate-shm-');
+    for (const name of ['nccl-open', 'nccl-mapped', 'nccl-free']) writeFileSync(path.join(shm, name), Buffer.alloc(4096));
+    const child = spawn(binary, [path.join(shm, 'nccl-open'), path.join(shm, 'nccl-mapped')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.once('data', () => resolve());
+      child.once('exit', (status) => reject(new Error(`zombie-leader exited with ${status}`)));
+    });
+    const pid = child.pid!;
+    // The leader is a zombie now: /proc/PID shows neither its descriptors nor its mappings.
+    for (let i = 0; i < 200 && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '); i += 1) await new Promise((r) => setTimeout(r, 10));
+    expect(readFileSync(`/proc/${pid}/stat`, 'utf8')).toContain(') Z ');
+    expect(readFileSync(`/proc/${pid}/maps`, 'utf8')).toBe('');
+    const proc = mirrorProcRoot([process.pid, pid]);
+    dirs.push(proc.root);
+    const results = await cleanShm(['nccl-*'], { shmRoot: shm, procRoot: proc.root });
+    expect(outcome(results)).toEqual([
+      ['nccl-free', 'removed'],
+      ['nccl-mapped', 'skipped'],
+      ['nccl-open', 'skipped'],
+    ]);
+  });
+});
 
 describe('processes that exit while they are read', () => {
   it('a pid that vanished between its two reads holds nothing and does not block the clean-up', async () => {
