@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { escapeForTerminal } from './cli/terminal-text';
 import { openNvml } from './session';
 import type { NvmlSession, OpenNvmlOptions, SnapshotOptions } from './types';
 import { parseDuration } from './units';
@@ -253,11 +254,11 @@ export function formatBenchResult(result: BenchResult): string {
   if (result.nvidiaSmi !== null) add('nvidia-smi --query-gpu=memory.used', result.nvidiaSmi.perRun);
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
   const lines = [
-    `gpugate bench: ${result.deviceCount} GPU(s), library ${result.libraryPath}${result.driverVersion === null ? '' : `, driver ${result.driverVersion}`}`,
+    escapeForTerminal(`gpugate bench: ${result.deviceCount} GPU(s), library ${result.libraryPath}${result.driverVersion === null ? '' : `, driver ${result.driverVersion}`}`),
     ...rows.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')),
   ];
   if (result.nvidiaSmi === null) lines.push('nvidia-smi: not found on PATH (no comparison)');
-  else if (result.nvidiaSmi.error !== null) lines.push(`nvidia-smi: ${result.nvidiaSmi.error}`);
+  else if (result.nvidiaSmi.error !== null) lines.push(escapeForTerminal(`nvidia-smi: ${result.nvidiaSmi.error}`));
   if (result.speedupVsNvidiaSmi !== null) {
     lines.push(`ratio: one memory-only snapshot is ${result.speedupVsNvidiaSmi.toFixed(result.speedupVsNvidiaSmi >= 100 ? 0 : 1)}× faster than one nvidia-smi run (medians)`);
   }

@@ -64,6 +64,14 @@ describe('text output escapes control characters from names', () => {
     expect(run.stdout).toContain(`pid ${holder} ${escapeForTerminal(EVIL_COMM)}`);
   });
 
+  it('status: a driver version string with ESC appears escaped in the header', async () => {
+    const file = writeScenario({ system: { driverVersion: '580.95\u001b[2J' }, devices: [simDevice(0)] });
+    const run = await runCli(['status'], { env: cliEnv(file) });
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toMatch(RAW_CONTROL);
+    expect(run.stdout).toMatch(/^NVML .* driver 580\.95\\x1b\[2J /m);
+  });
+
   it('holders: the command name appears escaped in the table', async () => {
     const run = await runCli(['holders'], { env: cliEnv(scenario) });
     expect(run.code).toBe(0);
