@@ -8,6 +8,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
+import { freshSimulator, useScenario } from './session-helpers';
+import { DeviceSelectionError } from '../src/device-selection-error';
+import { checkGpusOnce, waitForGpusFree } from '../src/wait';
 
 const GiB = 1024 ** 3;
 const TOTAL = 96 * GiB;
@@ -98,6 +101,21 @@ describe('a gate that selects no GPU', () => {
     const refused = await runCli(['check', '--gpus', ','], { env: cliEnv(busy()) });
     expect(refused.code).toBe(78);
     expect(refused.stderr).toMatch(/--allow-empty/);
+  });
+});
+
+describe('the library refuses an empty selection the same way', () => {
+  it('waitForGpusFree({ gpus: [] }) and checkGpusOnce reject with a DeviceSelectionError unless allowEmptySelection', async () => {
+    useScenario({ devices: [simDevice(0, { memory: { totalBytes: TOTAL, reservedBytes: 0, usedBytes: 90 * GiB } })] });
+    const libraryPath = freshSimulator();
+    const waited = await waitForGpusFree({ libraryPath, gpus: [], timeoutMs: 5000 }).catch((error: unknown) => error);
+    expect(waited).toBeInstanceOf(DeviceSelectionError);
+    expect((waited as Error).message).toMatch(/selector list "" selects no GPU/);
+    const checked = await checkGpusOnce({ libraryPath, env: { NVIDIA_VISIBLE_DEVICES: 'void' } }).catch((error: unknown) => error);
+    expect(checked).toBeInstanceOf(DeviceSelectionError);
+    expect((checked as Error).message).toMatch(/NVIDIA_VISIBLE_DEVICES="void" selects no GPU/);
+    const allowed = await waitForGpusFree({ libraryPath, gpus: [], allowEmptySelection: true, timeoutMs: 5000 });
+    expect(allowed.devices).toEqual([]);
   });
 });
 
