@@ -54,16 +54,22 @@ export function globToRegExp(glob: string): RegExp {
 }
 
 /**
- * A file name as text, reversibly: valid UTF-8 stays as it is, except that '\\' is doubled and
- * control characters are written `\xNN`; each byte that is not part of valid UTF-8 is `\xNN`
- * too. Two different names never give the same text, so the text names the file in reports and
- * in cleanShm's entries, and no escape sequence reaches a terminal.
+ * A file name as text, reversibly: valid UTF-8 stays as it is, except that a backslash is
+ * doubled and control characters are written `\xNN` (C0, DEL) or `\u{NN}` (C1); each byte that
+ * is not part of valid UTF-8 is `\xNN`. Two different names never give the same text, so the
+ * text names the file in reports and in cleanShm's entries, and no escape sequence reaches a
+ * terminal.
  */
 export function fileNameText(name: Buffer): string {
   const text = name.toString('utf8');
   const hex = (byte: number): string => `\\x${byte.toString(16).padStart(2, '0')}`;
   if (Buffer.from(text, 'utf8').equals(name)) {
-    return text.replace(/[\\\u0000-\u001f\u007f-\u009f]/g, (c) => (c === '\\' ? '\\\\' : hex(c.charCodeAt(0))));
+    // C1 controls are characters, not bytes: `\u{85}`, never `\x85` (which is the byte 0x85).
+    return text.replace(/[\\\u0000-\u001f\u007f-\u009f]/g, (c) => {
+      const code = c.charCodeAt(0);
+      if (c === '\\') return '\\\\';
+      return code < 0x80 ? hex(code) : `\\u{${code.toString(16)}}`;
+    });
   }
   // Not UTF-8: keep the valid characters, escape every other byte.
   let out = '';

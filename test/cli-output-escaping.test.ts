@@ -5,7 +5,8 @@
  * keep their own escaping. The built command as a subprocess, through the real addon.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 import { simDevice, writeScenario } from './helpers/sim';
 import { escapeForTerminal } from '../src/cli/terminal-text';
@@ -23,17 +24,27 @@ let scenario = '';
 // eslint-disable-next-line no-control-regex
 const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/;
 
+/** True while `holder` is still the process started here (its comm and argv[0] are the evil ones). */
+function holderIsOurs(): boolean {
+  try {
+    return readFileSync(`/proc/${holder}/comm`, 'utf8') === `${EVIL_COMM}\n` && readFileSync(`/proc/${holder}/cmdline`, 'utf8').startsWith(`${EVIL_ARGV0}\0`);
+  } catch {
+    return false;
+  }
+}
+
 beforeAll(async () => {
-  // argv[0] through exec -a (the holders table shows the command line's first word), then the
+  // argv[0] set at exec (the holders table shows the command line's first word), then the
   // process renames its own comm (the status table shows comm), as any unprivileged user can.
   const code = `import sys, time\nopen('/proc/self/comm', 'w').write(sys.argv[1])\nprint('ready', flush=True)\ntime.sleep(60)\n`;
-  const child = spawn('bash', ['-c', 'exec -a "$1" python3 -c "$2" "$3"', 'bash', EVIL_ARGV0, code, EVIL_COMM], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('python3', ['-c', code, EVIL_COMM], { argv0: EVIL_ARGV0, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once('data', () => resolve());
     child.once('exit', (status) => reject(new Error(`holder exited with ${status}`)));
   });
   holder = child.pid!;
+  if (!holderIsOurs()) throw new Error(`holder ${holder} does not carry the names it was given: ${readFileSync(`/proc/${holder}/cmdline`, 'utf8')}`);
   scenario = writeScenario({
     devices: [
       simDevice(0, {
@@ -47,6 +58,11 @@ beforeAll(async () => {
 
 afterAll(() => {
   for (const child of children) child.kill('SIGKILL');
+});
+
+beforeEach(() => {
+  // Every test reads the holder through the simulator's pid: it must still be this process.
+  expect(holderIsOurs(), `holder ${holder} is gone or its pid was reused`).toBe(true);
 });
 
 describe('escapeForTerminal', () => {

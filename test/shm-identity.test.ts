@@ -125,6 +125,9 @@ describe('in use means the same file, by any name', () => {
     expect(fileNameText(Buffer.from([0x61, 0x41]))).toBe('aA');
     expect(fileNameText(bytes('esc\u001b[31m'))).toBe('esc\\x1b[31m');
     expect(fileNameText(bytes('ü'))).toBe('ü');
+    // A C1 control character and the lone byte of the same value are different names.
+    expect(fileNameText(bytes('a\u0085'))).toBe('a\\u{85}');
+    expect(fileNameText(Buffer.from([0x61, 0x85]))).toBe('a\\x85');
   });
 
   it('reads the device and inode columns of maps (major:minor in hex)', () => {
@@ -308,15 +311,18 @@ describe('processes that exit while they are read', () => {
 
   it('never refuses because of real short-lived processes exiting during the scan', async () => {
     const shm = tempDir('gpugate-shm-');
-    // A shell that forks short-lived children as fast as it can.
-    const churn = spawn('sh', ['-c', 'while :; do /bin/true; done'], { stdio: 'ignore' });
-    children.push(churn);
-    for (let round = 0; round < 20; round += 1) {
+    for (let round = 0; round < 5; round += 1) {
       writeFileSync(path.join(shm, `nccl-${round}`), Buffer.alloc(4096));
+      // A shell forking a bounded burst of short-lived children while the scan runs (bounded, so
+      // the pid space does not wrap under other tests' feet).
+      const churn = spawn('sh', ['-c', 'i=0; while [ $i -lt 60 ]; do /bin/true; i=$((i+1)); done'], { stdio: 'ignore' });
+      children.push(churn);
+      const churned = new Promise((resolve) => churn.once('exit', resolve));
       // Every pid but PID 1, whose files this sandbox may hide: the churn's children come and go.
       const pids = (await listPids('/proc')).filter((pid) => pid !== 1);
       const results = await cleanShm([`nccl-${round}`], { shmRoot: shm, pids });
       expect(results.map((r) => [r.result, r.reason])).toEqual([['removed', 'unowned leftover']]);
+      await churned;
     }
   });
 
