@@ -36,8 +36,9 @@ function holderIsOurs(): boolean {
 beforeAll(async () => {
   // argv[0] set at exec (the holders table shows the command line's first word), then the
   // process renames its own comm (the status table shows comm), as any unprivileged user can.
-  const code = `import sys, time\nopen('/proc/self/comm', 'w').write(sys.argv[1])\nprint('ready', flush=True)\ntime.sleep(60)\n`;
-  const child = spawn('python3', ['-c', code, EVIL_COMM], { argv0: EVIL_ARGV0, stdio: ['ignore', 'pipe', 'inherit'] });
+  // Node, not a python3 on PATH: an interpreter shim (pyenv) re-executes under its own argv[0].
+  const code = `require('fs').writeFileSync('/proc/self/comm', process.argv[1]); console.log('ready'); setTimeout(() => {}, 60_000);`;
+  const child = spawn(process.execPath, ['-e', code, EVIL_COMM], { argv0: EVIL_ARGV0, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once('data', () => resolve());
