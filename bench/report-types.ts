@@ -2,6 +2,7 @@
  * The shape of one benchmark run's results: what bench/run.ts writes to bench/results/latest.json
  * and what bench/report.ts renders as markdown.
  */
+import type { NvmlCallsReport } from './nvml-calls';
 import type { LatencySummaryNs } from './stats';
 
 /** `${devices}x${processesPerDevice}`, e.g. '8x2'. */
@@ -82,6 +83,8 @@ export interface BenchReport {
     standinNs: LatencySummaryNs | null;
     error: string | null;
   } | null;
+  /** NVML calls of whole `gpugate wait` processes on 8 idle GPUs (null: dist/cli/main.js missing). */
+  nvmlCalls: NvmlCallsReport | null;
   initCounts: Array<{ process: string; inits: number | null }>;
   /** Per measuring process: identity queries answered per device over the whole process (1 = read once per session). */
   identityReads: Array<{ size: string; perDevice: Record<string, number> | null }>;

@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { BENCH_DEVICE_COUNTS, BENCH_PROCESS_COUNTS, writeBenchScenario } from './scenarios';
 import { cliEntry, packageEntry, repoRoot, resultsDir, scratchDir, simulatorLibrary } from './paths';
+import { measureWaitCalls, readSimCalls } from './nvml-calls';
 import { measureEach, summarize, type LatencySummaryNs } from './stats';
 import { renderReport } from './report';
 import type { BenchReport, GoalResult, LatencyRow, SizeKey } from './report-types';
@@ -129,15 +130,14 @@ function runCapture(file: string, args: readonly string[], env: NodeJS.ProcessEn
 /** NVML initialisations recorded by the simulator's statistics file. */
 function initCount(statsFile: string): number | null {
   if (!fs.existsSync(statsFile)) return null;
-  const stats = JSON.parse(fs.readFileSync(statsFile, 'utf8')) as { calls?: Record<string, number> };
-  const calls = stats.calls ?? {};
+  const calls = readSimCalls(statsFile);
   return (calls['nvmlInit_v2'] ?? 0) + (calls['nvmlInit'] ?? 0) + (calls['nvmlInitWithFlags'] ?? 0);
 }
 
 /** How many times each identity query was answered, divided by the device count (1 = once per session). */
 function identityReadsPerDevice(statsFile: string, devices: number): Record<string, number> | null {
   if (!fs.existsSync(statsFile)) return null;
-  const calls = (JSON.parse(fs.readFileSync(statsFile, 'utf8')) as { calls?: Record<string, number> }).calls ?? {};
+  const calls = readSimCalls(statsFile);
   const sum = (names: string[]): number => names.reduce((total, name) => total + (calls[name] ?? 0), 0);
   return {
     name: sum(['nvmlDeviceGetName']) / devices,
@@ -362,6 +362,13 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
         : { nodeEmptyNs: null, gpugateCheckNs: null, gpugateCheckNoStaleNs: null, standinNs: null, error: checkError };
   }
 
+  // NVML calls of whole `gpugate wait` processes, counted by the simulator.
+  log('NVML calls of gpugate wait, 8 idle GPUs');
+  const nvmlCalls = fs.existsSync(cliEntry(root))
+    ? await measureWaitCalls(cliEntry(root), rssScenario, 8, simEnv(rssScenario), work)
+    : null;
+  if (nvmlCalls?.idleWait) initCounts.push({ process: 'gpugate wait --stable 0s', inits: initCount(path.join(work, 'stats-wait-idle.json')) });
+
   const report: BenchReport = {
     date: new Date(started).toISOString(),
     command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
@@ -384,6 +391,7 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
     rssPinned,
     rssNativeRead,
     startup,
+    nvmlCalls,
     initCounts,
     identityReads,
     goals: [] as GoalResult[],

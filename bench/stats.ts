@@ -76,22 +76,6 @@ export function measureSync(op: () => unknown, plan: BatchPlan): LatencySummaryN
   return summarize(values, batch);
 }
 
-/** Time an asynchronous operation (awaited one after another) in batches. */
-export async function measureAsync(op: () => Promise<unknown>, plan: BatchPlan): Promise<LatencySummaryNs> {
-  const warmUntil = nowNs() + plan.warmupMs * 1e6;
-  for (let i = 0; i < plan.warmupCalls || nowNs() < warmUntil; i++) await op();
-  const probeStart = nowNs();
-  for (let i = 0; i < CALIBRATION_CALLS; i++) await op();
-  const batch = batchFor((nowNs() - probeStart) / CALIBRATION_CALLS, plan.targetBatchNs);
-  const values: number[] = [];
-  for (let s = 0; s < plan.samples; s++) {
-    const start = nowNs();
-    for (let i = 0; i < batch; i++) await op();
-    values.push((nowNs() - start) / batch);
-  }
-  return summarize(values, batch);
-}
-
 /** Time `count` runs of an operation that cannot be batched (a subprocess), one sample each. */
 export async function measureEach(op: () => Promise<unknown>, count: number, warmup: number): Promise<LatencySummaryNs> {
   for (let i = 0; i < warmup; i++) await op();
@@ -102,4 +86,37 @@ export async function measureEach(op: () => Promise<unknown>, count: number, war
     values.push(nowNs() - start);
   }
   return summarize(values, 1);
+}
+
+/**
+ * Time several asynchronous operations interleaved: each sample times one batch of every
+ * operation in turn (the order rotates from sample to sample), so all of them meet the same
+ * machine state, and a ratio between two of them holds on an idle and on a busy machine alike.
+ */
+export async function measureAsyncInterleaved(
+  ops: Readonly<Record<string, () => Promise<unknown>>>,
+  plan: BatchPlan,
+): Promise<Record<string, LatencySummaryNs>> {
+  const names = Object.keys(ops);
+  const batches: number[] = [];
+  for (const name of names) {
+    const op = ops[name] as () => Promise<unknown>;
+    const warmUntil = nowNs() + plan.warmupMs * 1e6;
+    for (let i = 0; i < plan.warmupCalls || nowNs() < warmUntil; i++) await op();
+    const probeStart = nowNs();
+    for (let i = 0; i < CALIBRATION_CALLS; i++) await op();
+    batches.push(batchFor((nowNs() - probeStart) / CALIBRATION_CALLS, plan.targetBatchNs));
+  }
+  const values: number[][] = names.map(() => []);
+  for (let s = 0; s < plan.samples; s++) {
+    for (let k = 0; k < names.length; k++) {
+      const index = (s + k) % names.length;
+      const op = ops[names[index] as string] as () => Promise<unknown>;
+      const batch = batches[index] as number;
+      const start = nowNs();
+      for (let i = 0; i < batch; i++) await op();
+      (values[index] as number[]).push((nowNs() - start) / batch);
+    }
+  }
+  return Object.fromEntries(names.map((name, index) => [name, summarize(values[index] as number[], batches[index] as number)]));
 }

@@ -6,15 +6,17 @@
  *
  * Modes (argv[2]), with a JSON parameter object in argv[3]:
  *   latency   {samples, targetBatchNs, warmupCalls, warmupMs, globalWarmupMs, processesPerDevice}:
- *             the in-process contenders
+ *             the in-process contenders; the async ones interleaved with `await fs.promises.stat('/')`,
+ *             the platform's own thread-pool round trip, as their yardstick
  *   eventloop {durationMs}: event-loop delay while a process-list call sleeps (async, then sync)
  *   rss       {count, path}: resident memory before and after `count` snapshotSync / readMemorySync
  *             calls (run with --expose-gc)
  */
+import { promises as fsp } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { NvmlMemoryReader, OpenNvmlOptions, Snapshot } from '../src/types';
 import { packageEntry } from './paths';
-import { measureAsync, measureSync, type BatchPlan, type LatencySummaryNs } from './stats';
+import { measureAsyncInterleaved, measureSync, type BatchPlan, type LatencySummaryNs } from './stats';
 
 type OpenNvml = (options?: OpenNvmlOptions) => Promise<NvmlMemoryReader>;
 
@@ -85,10 +87,21 @@ async function latency(params: LatencyParams): Promise<unknown> {
     const contenders: Record<string, LatencySummaryNs> = {};
     contenders['nativeRead'] = measureSync(() => session.readMemorySync(out), params);
     contenders['snapshotSyncMemory'] = measureSync(() => session.snapshotSync(memoryOnly), params);
-    contenders['snapshotAsyncMemory'] = await measureAsync(() => session.snapshot(memoryOnly), params);
     contenders['snapshotSyncProcesses'] = measureSync(() => session.snapshotSync(withProcesses), params);
-    contenders['snapshotAsyncProcesses'] = await measureAsync(() => session.snapshot(withProcesses), params);
-    contenders['snapshotAsyncFull'] = await measureAsync(() => session.snapshot({ processes: true }), params);
+    // An awaited snapshot is a hand-off to the NVML thread and back, like a thread-pool call:
+    // both swing with the machine's idle state, so they are timed side by side.
+    Object.assign(
+      contenders,
+      await measureAsyncInterleaved(
+        {
+          threadPoolStat: () => fsp.stat('/'),
+          snapshotAsyncMemory: () => session.snapshot(memoryOnly),
+          snapshotAsyncProcesses: () => session.snapshot(withProcesses),
+          snapshotAsyncFull: () => session.snapshot({ processes: true }),
+        },
+        params,
+      ),
+    );
     return {
       deviceCount,
       nativeReadPath: 'session.readMemorySync(out: Float64Array)',

@@ -65,6 +65,8 @@ describe('npm run bench -- --quick', () => {
       '`gpugate check`',
       '`gpugate check --stale ignore` (no /proc scan)',
       "`node -e ''`",
+      "await fs.promises.stat('/'): thread-pool round trip",
+      'NVML calls of one `gpugate wait` (8 idle GPUs, simulator call counts)',
     ]) {
       expect(stdout).toContain(label);
     }
@@ -83,7 +85,22 @@ describe('npm run bench -- --quick', () => {
     expect(report.eventLoop.asyncPath.snapshotMeanMs).toBeGreaterThanOrEqual(5); // the injected 5 ms call ran
     expect(report.rss.count).toBeGreaterThan(0);
     expect(report.startup?.error).toBeNull();
-    expect(report.goals.length).toBe(13);
+    // Every awaited contender was timed next to its yardstick, at every size.
+    for (const contender of ['threadPoolStat', 'snapshotAsyncMemory']) {
+      expect(report.rows.filter((r) => r.contender === contender)).toHaveLength(9);
+    }
+    // The NVML calls of whole `gpugate wait` processes, counted by the simulator: the idle wait is
+    // ready at its first poll, the two unstable waits time out after different numbers of polls,
+    // and every further poll reads each GPU's memory at least once.
+    const calls = report.nvmlCalls;
+    expect(calls?.error).toBeNull();
+    expect(calls?.idleWait).toMatchObject({ exitCode: 0, polls: 1 });
+    expect(calls!.idleWait!.total).toBe(Object.values(calls!.idleWait!.calls).reduce((a, b) => a + b, 0));
+    expect(calls!.idleWait!.calls['nvmlInit_v2']).toBe(1);
+    expect(calls?.furtherPoll?.shorter.exitCode).toBe(75);
+    expect(calls!.furtherPoll!.longer.polls).toBeGreaterThan(calls!.furtherPoll!.shorter.polls);
+    expect(calls!.furtherPoll!.perFunction['nvmlDeviceGetMemoryInfo_v2']).toBeGreaterThanOrEqual(8);
+    expect(report.goals.length).toBe(15);
     for (const goal of report.goals) expect(stdout).toContain(`| ${goal.goal} | ${goal.measured} |`);
   });
 });
