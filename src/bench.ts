@@ -1,5 +1,6 @@
 /**
- * `gpugate bench`'s measuring part: this host's poll latency through gpugate, memory only and
+ * The poll-latency measure behind `gpugate bench` (its flags and its table live in the CLI):
+ * this host's poll latency through gpugate, memory only and
  * with process lists (per snapshot and per device: median / p99 / max), and, when `nvidia-smi` is
  * on the PATH, the same number of `nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits`
  * runs for comparison. Safe on a production host: it only reads (snapshots and nvidia-smi
@@ -8,10 +9,8 @@
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { escapeForTerminal } from './cli/terminal-text';
 import { openNvml } from './session';
 import type { NvmlSession, OpenNvmlOptions, SnapshotOptions } from './types';
-import { parseDuration } from './units';
 import { UsageError } from './usage-error';
 
 /** The query `gpugate bench` runs when nvidia-smi is available: the classic ExecStartPre= poll. */
@@ -233,99 +232,4 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
   } finally {
     if (ownSession) await session.close();
   }
-}
-
-function formatUs(us: number): string {
-  if (us < 1) return `${(us * 1000).toFixed(0)} ns`;
-  if (us < 1000) return `${us.toFixed(us < 10 ? 2 : 1)} µs`;
-  return `${(us / 1000).toFixed(us < 10_000 ? 2 : 1)} ms`;
-}
-
-/** The human-readable table `gpugate bench` prints. */
-export function formatBenchResult(result: BenchResult): string {
-  const rows: string[][] = [['measure', 'samples', 'median', 'p99', 'max']];
-  const add = (label: string, stats: LatencyStats | null): void => {
-    if (stats !== null) rows.push([label, String(stats.samples), formatUs(stats.medianUs), formatUs(stats.p99Us), formatUs(stats.maxUs)]);
-  };
-  add('gpugate snapshot, memory only', result.memoryOnly.perSnapshot);
-  add('  per device', result.memoryOnly.perDevice);
-  add('gpugate snapshot, with processes', result.withProcesses.perSnapshot);
-  add('  per device', result.withProcesses.perDevice);
-  if (result.nvidiaSmi !== null) add('nvidia-smi --query-gpu=memory.used', result.nvidiaSmi.perRun);
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
-  const lines = [
-    escapeForTerminal(`gpugate bench: ${result.deviceCount} GPU(s), library ${result.libraryPath}${result.driverVersion === null ? '' : `, driver ${result.driverVersion}`}`),
-    ...rows.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')),
-  ];
-  if (result.nvidiaSmi === null) lines.push('nvidia-smi: not found on PATH (no comparison)');
-  else if (result.nvidiaSmi.error !== null) lines.push(escapeForTerminal(`nvidia-smi: ${result.nvidiaSmi.error}`));
-  if (result.speedupVsNvidiaSmi !== null) {
-    lines.push(`ratio: one memory-only snapshot is ${result.speedupVsNvidiaSmi.toFixed(result.speedupVsNvidiaSmi >= 100 ? 0 : 1)}× faster than one nvidia-smi run (medians)`);
-  }
-  if (result.stoppedByDuration) lines.push(`note: stopped early at the ${(result.durationMs / 1000).toFixed(1)} s limit; fewer samples than ${result.iterations}`);
-  return lines.join('\n') + '\n';
-}
-
-/** The flags of `gpugate bench` as the command line gives them (strings as typed). */
-export interface BenchCommandValues {
-  /** `--iterations N` (default 200). */
-  iterations?: string | boolean | string[] | undefined;
-  /** `--duration DUR`, e.g. `20s` (default 20s). */
-  duration?: string | boolean | string[] | undefined;
-  /** `--json`: print one JSON object instead of the table. */
-  json?: string | boolean | string[] | undefined;
-  /** `--library PATH`. */
-  library?: string | boolean | string[] | undefined;
-  /** `--nvml-timeout DUR`. */
-  'nvml-timeout'?: string | boolean | string[] | undefined;
-}
-
-function flagText(values: BenchCommandValues, name: keyof BenchCommandValues): string | undefined {
-  const value = values[name];
-  return typeof value === 'string' ? value : undefined;
-}
-
-/**
- * `gpugate bench` end to end for the command dispatcher: parses its flags (a bad value throws
- * a UsageError naming the flag), measures with {@link runBench}, writes the table (or `--json`)
- * to `out` and resolves to exit code 0. NVML failures propagate as NvmlError for the CLI's
- * usual exit-code mapping.
- */
-export async function runBenchCommand(values: BenchCommandValues, out: { write(text: string): unknown }, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const options: BenchOptions = { env };
-  const iterationsText = flagText(values, 'iterations');
-  if (iterationsText !== undefined) {
-    if (!/^[1-9][0-9]*$/.test(iterationsText) || Number(iterationsText) > 10_000_000) {
-      throw new UsageError(iterationsText, 'an integer from 1 to 10000000', `--iterations ${JSON.stringify(iterationsText)} is invalid: expected an integer from 1 to 10000000`);
-    }
-    options.iterations = Number(iterationsText);
-  }
-  const durationText = flagText(values, 'duration');
-  if (durationText !== undefined) {
-    try {
-      options.durationMs = parseDuration(durationText);
-    } catch (error) {
-      throw new UsageError(durationText, 'a duration such as 500ms, 20s or 2m', `--duration: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    if (options.durationMs <= 0 || options.durationMs > 3_600_000) {
-      throw new UsageError(durationText, 'a duration above 0 and at most 1h', `--duration ${JSON.stringify(durationText)} is invalid: expected a duration above 0 and at most 1h`);
-    }
-  }
-  const timeoutText = flagText(values, 'nvml-timeout');
-  if (timeoutText !== undefined) {
-    try {
-      options.callTimeoutMs = parseDuration(timeoutText);
-    } catch (error) {
-      throw new UsageError(timeoutText, 'a duration such as 10s', `--nvml-timeout: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    if (options.callTimeoutMs <= 0) {
-      throw new UsageError(timeoutText, 'a duration above 0', `--nvml-timeout ${JSON.stringify(timeoutText)} is invalid: expected a duration above 0`);
-    }
-  }
-  const library = flagText(values, 'library');
-  if (library !== undefined) options.libraryPath = library;
-  const result = await runBench(options);
-  if (values.json === true) out.write(`${JSON.stringify({ command: 'bench', result: 'ok', exitCode: 0, ...result })}\n`);
-  else out.write(formatBenchResult(result));
-  return 0;
 }
