@@ -4,7 +4,7 @@
  * signal number when it died by a signal; 127 / 126 when it cannot be found / run, like env(1)).
  */
 
-import { spawn } from 'node:child_process';
+import type * as ChildProcessModule from 'node:child_process';
 import { constants } from 'node:os';
 import type { Logger } from './logger';
 
@@ -14,6 +14,9 @@ const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', '
 export function runWrapped(argv: readonly string[], logger: Logger, env: NodeJS.ProcessEnv): Promise<number> {
   const [file, ...args] = argv;
   if (file === undefined) return Promise.resolve(127);
+  // Required here, not at the top: node:child_process is not in Node's start-up snapshot and
+  // costs milliseconds to load, which every `check` and every plain `wait` would pay otherwise.
+  const { spawn } = require('node:child_process') as typeof ChildProcessModule;
   return new Promise((resolve) => {
     const child = spawn(file, args, { stdio: 'inherit', env });
     const handlers: Array<[NodeJS.Signals, () => void]> = FORWARDED.map((signal) => {
