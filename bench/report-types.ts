@@ -53,6 +53,11 @@ export interface BenchReport {
   /** How the "addon, memory only" contender reached the native read (null: not offered). */
   nativeReadPath: string | null;
   rows: LatencyRow[];
+  /**
+   * Each awaited contender against `await fs.promises.stat('/')` timed interleaved with it: the
+   * median over samples of the pair's ratio.
+   */
+  threadPoolRatios: Array<{ contender: string; size: SizeKey; ratio: number }>;
   eventLoop: { resolutionMs: number; idle: EventLoopFigures; asyncPath: EventLoopFigures; syncPath: EventLoopFigures };
   rss: {
     count: number;

@@ -192,6 +192,7 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
   const workerJs = path.join(__dirname, 'worker.js');
 
   const rows: LatencyRow[] = [];
+  const threadPoolRatios: BenchReport['threadPoolRatios'] = [];
   const initCounts: Array<{ process: string; inits: number | null }> = [];
   const identityReads: BenchReport['identityReads'] = [];
   let memoryReadNs: number | null = null;
@@ -231,11 +232,16 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
         processesPerDevice,
       };
       const out = await runCapture(process.execPath, [workerJs, 'latency', JSON.stringify(params)], simEnv(scenario, statsFile), 300_000);
-      const result = JSON.parse(out) as { contenders: Record<string, LatencySummaryNs>; nativeReadPath: string | null };
+      const result = JSON.parse(out) as {
+        contenders: Record<string, LatencySummaryNs>;
+        nativeReadPath: string | null;
+        threadPoolRatios: Record<string, number>;
+      };
       nativeReadPath = result.nativeReadPath ?? nativeReadPath;
       for (const [contender, ns] of Object.entries(result.contenders)) {
         rows.push({ contender, size: key, devices, processesPerDevice, ns });
       }
+      for (const [contender, ratio] of Object.entries(result.threadPoolRatios)) threadPoolRatios.push({ contender, size: key, ratio });
       initCounts.push({ process: `worker ${key} (sync + async snapshots)`, inits: initCount(statsFile) });
       identityReads.push({ size: key, perDevice: identityReadsPerDevice(statsFile, devices) });
     }
@@ -386,6 +392,7 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
     memoryReadNs,
     nativeReadPath,
     rows,
+    threadPoolRatios,
     eventLoop,
     rss,
     rssPinned,

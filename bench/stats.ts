@@ -88,15 +88,26 @@ export async function measureEach(op: () => Promise<unknown>, count: number, war
   return summarize(values, 1);
 }
 
+/** What {@link measureAsyncInterleaved} gives: each operation's summary, and its ratio to the yardstick. */
+export interface InterleavedResult {
+  summaries: Record<string, LatencySummaryNs>;
+  /**
+   * Per operation, the median over samples of its time divided by the yardstick's time in the
+   * same sample: a pair measured moments apart, so the machine's drift cancels out.
+   */
+  ratiosToYardstick: Record<string, number>;
+}
+
 /**
  * Time several asynchronous operations interleaved: each sample times one batch of every
  * operation in turn (the order rotates from sample to sample), so all of them meet the same
- * machine state, and a ratio between two of them holds on an idle and on a busy machine alike.
+ * machine state, and a ratio to the yardstick (the first operation) holds on an idle and on a
+ * busy machine alike.
  */
 export async function measureAsyncInterleaved(
   ops: Readonly<Record<string, () => Promise<unknown>>>,
   plan: BatchPlan,
-): Promise<Record<string, LatencySummaryNs>> {
+): Promise<InterleavedResult> {
   const names = Object.keys(ops);
   const batches: number[] = [];
   for (const name of names) {
@@ -118,5 +129,14 @@ export async function measureAsyncInterleaved(
       (values[index] as number[]).push((nowNs() - start) / batch);
     }
   }
-  return Object.fromEntries(names.map((name, index) => [name, summarize(values[index] as number[], batches[index] as number)]));
+  const yardstick = values[0] as number[];
+  const ratiosToYardstick: Record<string, number> = {};
+  for (let index = 1; index < names.length; index++) {
+    const ratios = (values[index] as number[]).map((v, s) => v / (yardstick[s] as number)).sort((a, b) => a - b);
+    ratiosToYardstick[names[index] as string] = percentile(ratios, 0.5);
+  }
+  return {
+    summaries: Object.fromEntries(names.map((name, index) => [name, summarize(values[index] as number[], batches[index] as number)])),
+    ratiosToYardstick,
+  };
 }

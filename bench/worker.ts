@@ -90,22 +90,21 @@ async function latency(params: LatencyParams): Promise<unknown> {
     contenders['snapshotSyncProcesses'] = measureSync(() => session.snapshotSync(withProcesses), params);
     // An awaited snapshot is a hand-off to the NVML thread and back, like a thread-pool call:
     // both swing with the machine's idle state, so they are timed side by side.
-    Object.assign(
-      contenders,
-      await measureAsyncInterleaved(
-        {
-          threadPoolStat: () => fsp.stat('/'),
-          snapshotAsyncMemory: () => session.snapshot(memoryOnly),
-          snapshotAsyncProcesses: () => session.snapshot(withProcesses),
-          snapshotAsyncFull: () => session.snapshot({ processes: true }),
-        },
-        params,
-      ),
+    const interleaved = await measureAsyncInterleaved(
+      {
+        threadPoolStat: () => fsp.stat('/'),
+        snapshotAsyncMemory: () => session.snapshot(memoryOnly),
+        snapshotAsyncProcesses: () => session.snapshot(withProcesses),
+        snapshotAsyncFull: () => session.snapshot({ processes: true }),
+      },
+      params,
     );
+    Object.assign(contenders, interleaved.summaries);
     return {
       deviceCount,
       nativeReadPath: 'session.readMemorySync(out: Float64Array)',
       contenders,
+      threadPoolRatios: interleaved.ratiosToYardstick,
     };
   } finally {
     await session.close();

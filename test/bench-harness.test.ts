@@ -89,6 +89,8 @@ describe('npm run bench -- --quick', () => {
     for (const contender of ['threadPoolStat', 'snapshotAsyncMemory']) {
       expect(report.rows.filter((r) => r.contender === contender)).toHaveLength(9);
     }
+    expect(report.threadPoolRatios).toHaveLength(27);
+    for (const entry of report.threadPoolRatios) expect(entry.ratio, `${entry.contender} at ${entry.size}`).toBeGreaterThan(0);
     // The NVML calls of whole `gpugate wait` processes, counted by the simulator: the idle wait is
     // ready at its first poll, the two unstable waits time out after different numbers of polls,
     // and every further poll reads each GPU's memory at least once.
