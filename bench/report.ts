@@ -17,7 +17,6 @@ const LABELS: Record<string, string> = {
   snapshotAsyncFull: 'snapshot({ processes: true }), all fields',
   subprocessExecFile: 'nvidia-smi style: execFile per poll',
   subprocessShellLoop: 'nvidia-smi style: shell loop per poll',
-  threadPoolStat: "await fs.promises.stat('/'): thread-pool round trip",
 };
 
 /** The awaited contenders, each timed interleaved with the thread-pool round trip. */

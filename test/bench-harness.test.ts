@@ -65,7 +65,7 @@ describe('npm run bench -- --quick', () => {
       '`gpugate check`',
       '`gpugate check --stale ignore` (no /proc scan)',
       "`node -e ''`",
-      "await fs.promises.stat('/'): thread-pool round trip",
+      "## Awaited calls against a thread-pool round trip (`await fs.promises.stat('/')`)",
       'NVML calls of one `gpugate wait` (8 idle GPUs, simulator call counts)',
     ]) {
       expect(stdout).toContain(label);
