@@ -1,10 +1,10 @@
 /**
  * The poll-latency measure behind `gpugate bench` (its flags and its table live in the CLI):
- * this host's poll latency through gpugate, memory only and
- * with process lists (per snapshot and per device: median / p99 / max), and, when `nvidia-smi` is
- * on the PATH, the same number of `nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits`
- * runs for comparison. Safe on a production host: it only reads (snapshots and nvidia-smi
- * queries), changes no GPU setting, and is bounded in time by `durationMs`.
+ * this host's poll latency through gpugate, memory only and with process lists (per snapshot
+ * and per device: median / p99 / max), and, when `nvidia-smi` is on the PATH, the same number of
+ * `nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits` runs for comparison. Safe
+ * on a production host: it only reads (snapshots and nvidia-smi queries), changes no GPU
+ * setting, and is bounded in time by `durationMs`.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
