@@ -119,10 +119,10 @@ bool anchorOrigin(Runtime& rt, int64_t now, bool atInit) {
 /** Empty when this library can serve `s`, else why not (its profile differs from the library's). */
 std::string profileMismatch(const Runtime& rt, const Scenario& s) {
   if (s.system.profile == libraryProfile()) return "";
-  return rt.path + ": the scenario is a " + profileName(s.system.profile) + " driver (driverVersion " + s.system.driverVersion +
-         "), but this simulator library exports the " + profileName(libraryProfile()) +
-         " profile; load the library built for it (sim/" + profileName(s.system.profile) +
-         "/libnvidia-ml.so.1; `gpugate sim` picks it)";
+  return rt.path + ":" + std::to_string(s.system.profileLine) + ":" + std::to_string(s.system.profileColumn) +
+         ": expected a driver of the " + profileName(libraryProfile()) + " profile, which this simulator library is built as; found " +
+         s.system.driverVersion + " (the " + profileName(s.system.profile) + " profile): load the library built for it (sim/" +
+         profileName(s.system.profile) + "/libnvidia-ml.so.1; `gpugate sim` picks it)";
 }
 
 bool entryReached(const Runtime& rt, const SimTimelineEntry& e, int64_t now) {
@@ -198,7 +198,7 @@ nvmlReturn_t load(Runtime& rt, int64_t now) {
   std::string mismatch = profileMismatch(rt, s);
   if (!mismatch.empty()) {
     reportError(rt, mismatch);
-    return NVML_ERROR_LIB_RM_VERSION_MISMATCH;
+    return NVML_ERROR_UNKNOWN;
   }
   rt.live = std::move(s);
   rt.applied.assign(rt.live.timeline.size(), false);

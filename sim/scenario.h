@@ -190,6 +190,7 @@ struct SimSystem {
   std::string nvmlVersion = "13.580.95.05";
   int cudaDriverVersion = 13000;
   int profile = -1;  // ProfileId: "driverProfile", else the profile of driverVersion
+  int profileLine = 1, profileColumn = 1;  // where the profile was decided, for messages
 };
 
 /** Where the timeline's 0 ms is (see docs/scenarios.md, "The shared clock"). */

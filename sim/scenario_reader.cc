@@ -712,6 +712,11 @@ void readSystem(const JsonValue* sys, SimSystem& system) {
     }
     profile = sys->find("driverProfile");
   }
+  const JsonValue* decided = profile != nullptr ? profile : version != nullptr ? version : sys;
+  if (decided != nullptr) {
+    system.profileLine = decided->pos.line;
+    system.profileColumn = decided->pos.column;
+  }
   if (profile != nullptr) {
     system.profile = profileByName(readString(*profile, "driverProfile", 40).c_str());
     if (system.profile < 0) fail(profile->pos, "expected one of " + profileList() + " for \"driverProfile\"");
