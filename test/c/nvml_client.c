@@ -20,7 +20,10 @@
  *   nvml_client [--lib PATH] detect INDEX                the _v3 list read with the entry size told
  *                                                         by the exports (ConfCompute without DetailList: 32)
  *   nvml_client [--lib PATH] telemetry INDEX             one line per monitoring query: "name rc values..."
- *   nvml_client [--lib PATH] interactive                 reads "mem I" / "procs I" / "quit" lines
+ *   nvml_client [--lib PATH] migextra INDEX              MIG slot count, per slot: is-MIG flag, BAR1 and
+ *                                                         process count; the parent's combined _v3 list
+ *   nvml_client [--lib PATH] interactive                 reads "mem I" / "procs I" / "state" / "quit" lines
+ *                                                         (state: every GPU's used bytes and process count)
  *   nvml_client [--lib PATH] bench N                     ns per nvmlDeviceGetMemoryInfo_v2 call
  *   nvml_client [--lib PATH] threads I                   a second thread reads device I's memory
  *                                                         while the main thread reads device 0's
@@ -443,6 +446,44 @@ static void *maybe(const char *name) {
   return p;
 }
 
+static int cmd_migextra(unsigned int index) {
+  if (do_init() != 0) return 3;
+  dev_t_ d = NULL;
+  rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(index, &d);
+  if (rc != 0) {
+    printf("handle-failed rc=%d\n", rc);
+    return 0;
+  }
+  unsigned int max = 99, isMig = 9;
+  rc = FN(f_devuint, "nvmlDeviceGetMaxMigDeviceCount")(d, &max);
+  printf("max %d %u\n", rc, max);
+  FN(f_devuint, "nvmlDeviceIsMigDeviceHandle")(d, &isMig);
+  printf("parent_is_mig %u\n", isMig);
+  for (unsigned int slot = 0; slot < max && rc == 0; slot++) {
+    dev_t_ m = NULL;
+    rc_t got = FN(f_migh, "nvmlDeviceGetMigDeviceHandleByIndex")(d, slot, &m);
+    if (got != 0) {
+      printf("slot %u %d\n", slot, got);
+      continue;
+    }
+    bar1_info bar1 = {0, 0, 0};
+    rc_t b = FN(f_bar1, "nvmlDeviceGetBAR1MemoryInfo")(m, &bar1);
+    isMig = 9;
+    FN(f_devuint, "nvmlDeviceIsMigDeviceHandle")(m, &isMig);
+    unsigned int n = 0;
+    rc_t p = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(m, &n, NULL);
+    printf("slot %u 0 is_mig=%u bar1=%d:%llu procs=%d:%u\n", slot, isMig, b, bar1.total, p, n);
+  }
+  proc_v2 list[64];
+  unsigned int n = 64;
+  rc = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, list);
+  printf("parent_procs %d", rc);
+  for (unsigned int k = 0; k < n && rc == 0; k++) printf(" %u:%u:%u", list[k].pid, list[k].gi, list[k].ci);
+  printf("\n");
+  FN(f_void, "nvmlShutdown")();
+  return 0;
+}
+
 static int cmd_telemetry(unsigned int index) {
   if (do_init() != 0) return 3;
   dev_t_ d = NULL;
@@ -564,6 +605,21 @@ static int cmd_interactive(void) {
       unsigned int n = 0;
       if (rc == 0) rc = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, NULL);
       printf("procs %u rc=%d count=%u\n", index, rc, n);
+    } else if (strncmp(line, "state", 5) == 0) {
+      unsigned int count = 0;
+      FN(f_uint, "nvmlDeviceGetCount_v2")(&count);
+      printf("state");
+      for (unsigned int i = 0; i < count; i++) {
+        mem_v2 m;
+        memset(&m, 0, sizeof m);
+        m.version = MEM_V2_VERSION;
+        unsigned int n = 0;
+        rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(i, &d);
+        if (rc == 0) rc = FN(f_mem2, "nvmlDeviceGetMemoryInfo_v2")(d, &m);
+        if (rc == 0) FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, NULL);
+        printf(" %llu/%u", m.used, n);
+      }
+      printf("\n");
     } else {
       printf("unknown command\n");
     }
@@ -664,6 +720,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "procs24") == 0 && i < argc) return cmd_procs24((unsigned int)atoi(argv[i]));
   if (strcmp(cmd, "detect") == 0 && i < argc) return cmd_detect((unsigned int)atoi(argv[i]));
   if (strcmp(cmd, "telemetry") == 0 && i < argc) return cmd_telemetry((unsigned int)atoi(argv[i]));
+  if (strcmp(cmd, "migextra") == 0 && i < argc) return cmd_migextra((unsigned int)atoi(argv[i]));
   if (strcmp(cmd, "interactive") == 0) return cmd_interactive();
   if (strcmp(cmd, "threads") == 0 && i < argc) return cmd_threads((unsigned int)atoi(argv[i]));
   if (strcmp(cmd, "bench") == 0 && i < argc) return cmd_bench(atol(argv[i]));
