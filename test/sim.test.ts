@@ -456,7 +456,7 @@ describe('timeline, faults, reload and statistics', () => {
     expect(snaps.map((s) => s.devices[0]?.memory?.usedBytes)).toEqual([0, 3 * GiB, 0, 3 * GiB]);
   });
 
-  it('faults are bounded in time by atMs/untilMs (measured from the timeline's anchor, here the file's write time)', async () => {
+  it('faults are bounded in time by atMs/untilMs (measured from the timeline anchor, here the file write time)', async () => {
     const file = writeScenario({
       devices: [simDevice(0), simDevice(1)],
       faults: [
