@@ -47,7 +47,7 @@ export async function runSim(context: CommandContext): Promise<number> {
     process.once('SIGTERM', () => resolve('SIGTERM'));
   });
   try {
-    const count = await deviceCount(host.libraryPath, host.scenarioPath);
+    const count = await deviceCount(host.libraryPath, host.scenarioPath, scenario);
     const env = host.env({});
     context.stdout.write(
       `export GPUGATE_SIM_SCENARIO=${shellQuote(env['GPUGATE_SIM_SCENARIO']!)}\n` +
@@ -69,7 +69,7 @@ export async function runSim(context: CommandContext): Promise<number> {
 }
 
 /** Reads the host once through the simulator, so a scenario it rejects fails now, naming the file. */
-async function deviceCount(libraryPath: string, scenarioPath: string): Promise<number> {
+async function deviceCount(libraryPath: string, scenarioPath: string, source: string): Promise<number> {
   const { openNvml } = require('../../session') as typeof import('../../session');
   const previous = process.env['GPUGATE_SIM_SCENARIO'];
   process.env['GPUGATE_SIM_SCENARIO'] = scenarioPath;
@@ -81,7 +81,9 @@ async function deviceCount(libraryPath: string, scenarioPath: string): Promise<n
       await session.close();
     }
   } catch (error) {
-    throw new CliError(`gpugate sim: the simulator rejected the scenario: ${error instanceof Error ? error.message : String(error)}`, ExitCode.usage, 'usage-error');
+    const message = error instanceof Error ? error.message : String(error);
+    const simulator = /\(simulator: (.*)\)$/.exec(message)?.[1] ?? message;
+    throw new CliError(`gpugate sim: the simulator rejected ${source} (as written with startedAt and holder pids filled in): ${simulator}`, ExitCode.usage, 'usage-error');
   } finally {
     if (previous === undefined) delete process.env['GPUGATE_SIM_SCENARIO'];
     else process.env['GPUGATE_SIM_SCENARIO'] = previous;
