@@ -75,6 +75,8 @@
   X(nvmlDeviceGetTemperature, legacy)                                 \
   X(nvmlDeviceGetTemperatureV, current)                               \
   X(nvmlDeviceGetFanSpeed, legacy)                                    \
+  X(nvmlDeviceGetFanSpeed_v2, r470)                                   \
+  X(nvmlDeviceGetNumFans, r470)                                       \
   X(nvmlDeviceGetPowerUsage, legacy)                                  \
   X(nvmlDeviceGetPowerManagementLimit, legacy)                        \
   X(nvmlDeviceGetEnforcedPowerLimit, legacy)                          \

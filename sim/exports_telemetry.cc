@@ -1,4 +1,4 @@
-// NVML telemetry queries that monitoring tools make on every refresh: fan, power limits,
+// NVML telemetry queries that monitoring tools make on every refresh: fans, power limits,
 // clocks, performance state, ECC totals, encoder / decoder utilisation, display state, driver
 // model, PCIe throughput, the versioned temperature query, serial number and field values.
 // Each answers from the scenario's device fields (defaults per GPU model, gpu_models.cc), or
@@ -102,6 +102,24 @@ void fieldValue(const SimDevice& d, nvmlFieldValue_t& v, long long nowUs) {
 GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int* speed) {
   return withDevice(kSym_nvmlDeviceGetFanSpeed, device, true, [&](Resolved& r) {
     return answer(r.device->fanSpeedPercent, speed, r.device->fanSpeedPercent.value);
+  });
+}
+
+GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int* numFans) {
+  return withDevice(kSym_nvmlDeviceGetNumFans, device, true, [&](Resolved& r) -> nvmlReturn_t {
+    if (numFans == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *numFans = r.device->fanSpeedPercent.supported ? 1 : 0;  // a passively cooled board has none
+    return NVML_SUCCESS;
+  });
+}
+
+GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned int fan, unsigned int* speed) {
+  return withDevice(kSym_nvmlDeviceGetFanSpeed_v2, device, true, [&](Resolved& r) -> nvmlReturn_t {
+    if (speed == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!r.device->fanSpeedPercent.supported) return NVML_ERROR_NOT_SUPPORTED;
+    if (fan != 0) return NVML_ERROR_INVALID_ARGUMENT;
+    *speed = r.device->fanSpeedPercent.value;
+    return NVML_SUCCESS;
   });
 }
 
