@@ -31,7 +31,7 @@ async function lines(lib: string, args: string[], scenario: string): Promise<Map
   return out;
 }
 
-/** What nvitop 1.x, gpustat 1.1 and nvidia-ml-py 12.5x resolve on a current driver (their own NVML calls). */
+/** What nvitop 1.x, gpustat 1.1, nvidia-ml-py 12.5x and nvml-wrapper 0.9 resolve on a current driver (their own NVML calls). */
 const MONITORING_TOOL_SYMBOLS = [
   'nvmlInit', 'nvmlInit_v2', 'nvmlInitWithFlags', 'nvmlShutdown', 'nvmlErrorString',
   'nvmlSystemGetDriverVersion', 'nvmlSystemGetNVMLVersion', 'nvmlSystemGetCudaDriverVersion', 'nvmlSystemGetCudaDriverVersion_v2',
@@ -44,7 +44,7 @@ const MONITORING_TOOL_SYMBOLS = [
   'nvmlDeviceGetGraphicsRunningProcesses', 'nvmlDeviceGetGraphicsRunningProcesses_v2', 'nvmlDeviceGetGraphicsRunningProcesses_v3',
   'nvmlDeviceGetMPSComputeRunningProcesses', 'nvmlDeviceGetMPSComputeRunningProcesses_v2', 'nvmlDeviceGetMPSComputeRunningProcesses_v3',
   'nvmlDeviceGetProcessUtilization', 'nvmlDeviceGetUtilizationRates', 'nvmlDeviceGetEncoderUtilization', 'nvmlDeviceGetDecoderUtilization',
-  'nvmlDeviceGetFanSpeed', 'nvmlDeviceGetTemperature', 'nvmlDeviceGetTemperatureV', 'nvmlDeviceGetPowerUsage',
+  'nvmlDeviceGetFanSpeed', 'nvmlDeviceGetFanSpeed_v2', 'nvmlDeviceGetNumFans', 'nvmlDeviceGetTemperature', 'nvmlDeviceGetTemperatureV', 'nvmlDeviceGetPowerUsage',
   'nvmlDeviceGetPowerManagementLimit', 'nvmlDeviceGetEnforcedPowerLimit', 'nvmlDeviceGetClockInfo', 'nvmlDeviceGetMaxClockInfo',
   'nvmlDeviceGetPerformanceState', 'nvmlDeviceGetTotalEccErrors', 'nvmlDeviceGetPcieThroughput', 'nvmlDeviceGetDisplayActive',
   'nvmlDeviceGetDisplayMode', 'nvmlDeviceGetDriverModel', 'nvmlDeviceGetPersistenceMode', 'nvmlDeviceGetComputeMode',
