@@ -90,6 +90,9 @@ describe('driver profiles', () => {
     expect(simLibraryFor(named)).toBe(simProfileLibraryPath('gpugate_sim_r470'));
     const [dump] = (await runNvmlClient(client, ['--lib', simLibraryFor(named), '--v1', 'dump'], simEnv(named))).stdout.trim().split('\n');
     expect(JSON.parse(dump!).count).toBe(1);
+    const v2Fault = writeScenario({ system: { driverProfile: 'r470' }, devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', return: 3 }] });
+    const noV2 = await runNvmlClient(client, ['--lib', simLibraryFor(v2Fault), '--v1', 'dump'], simEnv(v2Fault));
+    expect(noV2.stdout).toContain('expected an NVML symbol the simulator exports in the r470 driver profile (or a prefix ending in \'*\') for "function", found "nvmlDeviceGetMemoryInfo_v2"');
     const bad = writeScenario({ system: { driverProfile: 'r999' }, devices: [simDevice(0)] });
     const rejected = await runNvmlClient(client, ['--lib', simLibraryPath(), 'dump'], simEnv(bad));
     expect(rejected.stdout).toContain('expected one of "legacy", "r470", "r510", "r535-early", "current" for "driverProfile"');
