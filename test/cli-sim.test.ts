@@ -49,11 +49,13 @@ describe('gpugate sim', () => {
       ],
       timeline: [{ atMs: 2500, device: 0, set: { processes: [], memory: { usedBytes: 0 } } }],
     });
-    const sim = startCli(['sim', '--scenario', scenario], { env: cliEnv(null), killAfterMs: 60_000 });
+    // A clock override in the environment must not move the host's own anchor.
+    const sim = startCli(['sim', '--scenario', scenario], { env: cliEnv(null, { GPUGATE_SIM_STARTED_AT: 'init' }), killAfterMs: 60_000 });
     try {
       await sim.waitFor(/simulated host running gpus=2 profile=current /);
       const env = exportsOf(sim.stdout());
       expect(Object.keys(env).sort()).toEqual(['GPUGATE_NVML_LIBRARY', 'GPUGATE_SIM_SCENARIO', 'LD_LIBRARY_PATH']);
+      expect(sim.stdout().split('\n')[0]).toBe('unset GPUGATE_SIM_STARTED_AT');
       const folder = /folder=(\S+);/.exec(sim.stderr())![1]!;
       const devices = await dumpThroughLdLibraryPath(env);
       const pids = devices.map((d) => d.processes?.[0]?.pid ?? 0);

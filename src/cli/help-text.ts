@@ -66,7 +66,10 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
   sim: {
     usage: ['gpugate sim [--scenario FILE] [--started-at WHEN]'],
     about: 'Start a simulated GPU host for your own tools (no GPU needed) and keep it running until interrupted:\nthe scenario anchored to one start time (every reader sees the same moment of its timeline), real processes\nfor its "spawn" holders, and the simulator library of its driver profile. Prints the variables to export.',
-    examples: ['gpugate sim > /tmp/sim.env & sleep 1; . /tmp/sim.env; nvidia-smi-like-tool', 'eval "$(gpugate sim --scenario scenarios/mig.json | head -3)"'],
+    examples: [
+      'gpugate sim > sim.env &   # then, once sim.env has its lines:  . ./sim.env && nvitop -1',
+      'gpugate sim --scenario scenarios/mig.json --started-at 2026-12-01T09:00:00Z > sim.env &',
+    ],
     exitCodes: `Exit codes:
   64   usage error: unknown flag, bad --started-at, a scenario that cannot be read or that the simulator rejects
   69   the simulator library for the scenario's driver profile is not built

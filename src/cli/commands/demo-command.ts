@@ -81,8 +81,10 @@ $ gpugate ${DEMO_WAIT_ARGS.join(' ')}     (on the simulated host: GPUGATE_NVML_L
 `);
     const env: NodeJS.ProcessEnv = { ...context.env, GPUGATE_SIM_SCENARIO: host.scenarioPath };
     for (const name of SELECTION_VARIABLES) delete env[name];
-    // The simulator reads the scenario path from this process's environment at nvmlInit.
+    // The simulator reads the scenario path (and any clock override) from this process's
+    // environment at nvmlInit; the host's own startedAt must be the clock.
     process.env.GPUGATE_SIM_SCENARIO = host.scenarioPath;
+    delete process.env.GPUGATE_SIM_STARTED_AT;
     const { main } = require('../main') as typeof import('../main');
     waiting = true;
     const code = await main([...DEMO_WAIT_ARGS, '--library', simLibrary], env);

@@ -49,8 +49,10 @@ export async function runSim(context: CommandContext): Promise<number> {
   try {
     const count = await deviceCount(host.libraryPath, host.scenarioPath, scenario);
     const env = host.env({});
+    // The host's startedAt is the anchor: a GPUGATE_SIM_STARTED_AT left in the shell would override it.
     context.stdout.write(
-      `export GPUGATE_SIM_SCENARIO=${shellQuote(env['GPUGATE_SIM_SCENARIO']!)}\n` +
+      'unset GPUGATE_SIM_STARTED_AT\n' +
+        `export GPUGATE_SIM_SCENARIO=${shellQuote(env['GPUGATE_SIM_SCENARIO']!)}\n` +
         `export GPUGATE_NVML_LIBRARY=${shellQuote(env['GPUGATE_NVML_LIBRARY']!)}\n` +
         `export LD_LIBRARY_PATH=${shellQuote(env['LD_LIBRARY_PATH']!)}\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n`,
     );
@@ -73,6 +75,7 @@ async function deviceCount(libraryPath: string, scenarioPath: string, source: st
   const { openNvml } = require('../../session') as typeof import('../../session');
   const previous = process.env['GPUGATE_SIM_SCENARIO'];
   process.env['GPUGATE_SIM_SCENARIO'] = scenarioPath;
+  delete process.env['GPUGATE_SIM_STARTED_AT'];  // the host's own anchor applies
   try {
     const session = await openNvml({ libraryPath });
     try {
