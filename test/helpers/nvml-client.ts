@@ -4,9 +4,9 @@
  */
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { repoRoot } from './sim';
+import { makeTestTempDir } from './temp-root';
 
 export interface ClientResult {
   code: number | null;
@@ -16,7 +16,7 @@ export interface ClientResult {
 
 /** Compiles the client; returns its path and a cleanup that removes it. */
 export async function buildNvmlClient(): Promise<{ client: string; remove: () => void }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpugate-nvml-client-'));
+  const dir = makeTestTempDir('gpugate-nvml-client-');
   const client = path.join(dir, 'nvml_client');
   await new Promise<void>((resolve, reject) => {
     execFile('cc', ['-O2', '-Wall', '-o', client, path.join(repoRoot(), 'test', 'c', 'nvml_client.c'), '-ldl', '-lpthread'], (error, _out, stderr) => {
