@@ -725,7 +725,7 @@ void readSystem(const JsonValue* sys, SimSystem& system) {
   system.profile = profileForDriverVersion(system.driverVersion.c_str());
   if (system.profile < 0) {
     fail(version != nullptr ? version->pos : sys->pos,
-         "expected a driver version MAJOR.MINOR[.PATCH] (e.g. \"535.54.03\") for \"driverVersion\", or a \"driverProfile\"");
+         "expected a driver version starting MAJOR.MINOR (e.g. \"535.54.03\") for \"driverVersion\", or a \"driverProfile\"");
   }
 }
 

@@ -67,18 +67,14 @@ int profileByName(const char* name) {
 }
 
 int profileForDriverVersion(const char* version) {
-  // MAJOR.MINOR with an optional .PATCH, digits only.
+  // The leading MAJOR.MINOR decides; a patch level or anything else may follow.
   const char* p = version;
   char* end = nullptr;
   if (p == nullptr || *p < '0' || *p > '9') return -1;
   long major = strtol(p, &end, 10);
   if (*end != '.' || end[1] < '0' || end[1] > '9') return -1;
   long minor = strtol(end + 1, &end, 10);
-  if (*end == '.') {
-    if (end[1] < '0' || end[1] > '9') return -1;
-    strtol(end + 1, &end, 10);
-  }
-  if (*end != '\0' || minor > 999) return -1;
+  if (minor > 999) return -1;
   long key = major * 1000 + minor;
   int found = 0;
   for (int i = 0; i < kProfileCount; i++) {

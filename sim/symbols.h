@@ -41,7 +41,7 @@ const char* profileName(int profile);
 /** The profile named `name`, or -1. */
 int profileByName(const char* name);
 
-/** The profile a driver version ("535.54.03") belongs to, or -1 when it is not MAJOR.MINOR[.PATCH]. */
+/** The profile a driver version ("535.54.03") belongs to by its leading MAJOR.MINOR, or -1 without one. */
 int profileForDriverVersion(const char* version);
 
 /** Bytes per entry written by the _v3 process lists in `profile` (24 or 32). */

@@ -72,8 +72,9 @@ export function simProfileForScenario(scenarioPath: string, packageRoot?: string
     return named;
   }
   const version = system.driverVersion ?? '580.95.05';
-  const match = typeof version === 'string' ? /^(\d+)\.(\d{1,3})(?:\.\d+)?$/.exec(version) : null;
-  if (match === null) throw new Error(`${scenarioPath}: expected a driver version MAJOR.MINOR[.PATCH] for system.driverVersion, found ${JSON.stringify(version)}`);
+  // The leading MAJOR.MINOR decides, as in the simulator (sim/symbols.cc).
+  const match = typeof version === 'string' ? /^(\d+)\.(\d{1,3})(?!\d)/.exec(version) : null;
+  if (match === null) throw new Error(`${scenarioPath}: expected a driver version starting MAJOR.MINOR for system.driverVersion, or a system.driverProfile; found ${JSON.stringify(version)}`);
   const key = Number(match[1]) * 1000 + Number(match[2]);
   return profiles.filter((p) => p.firstDriver <= key).at(-1) ?? profiles[0]!;
 }

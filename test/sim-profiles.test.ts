@@ -93,6 +93,14 @@ describe('driver profiles', () => {
     const v2Fault = writeScenario({ system: { driverProfile: 'r470' }, devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', return: 3 }] });
     const noV2 = await runNvmlClient(client, ['--lib', simLibraryFor(v2Fault), '--v1', 'dump'], simEnv(v2Fault));
     expect(noV2.stdout).toContain('expected an NVML symbol the simulator exports in the r470 driver profile (or a prefix ending in \'*\') for "function", found "nvmlDeviceGetMemoryInfo_v2"');
+    // The leading MAJOR.MINOR decides; a version without one needs a driverProfile.
+    const suffixed = writeScenario({ system: { driverVersion: '535.54.03-custom' }, devices: [simDevice(0)] });
+    expect(simLibraryFor(suffixed)).toBe(simProfileLibraryPath('gpugate_sim_r535_early'));
+    expect((await runNvmlClient(client, ['--lib', simLibraryFor(suffixed), 'dump'], simEnv(suffixed))).code).toBe(0);
+    const unversioned = writeScenario({ system: { driverVersion: 'beta' }, devices: [simDevice(0)] });
+    expect((await runNvmlClient(client, ['--lib', simLibraryPath(), 'dump'], simEnv(unversioned))).stdout).toContain(
+      'expected a driver version starting MAJOR.MINOR (e.g. "535.54.03") for "driverVersion", or a "driverProfile"',
+    );
     const bad = writeScenario({ system: { driverProfile: 'r999' }, devices: [simDevice(0)] });
     const rejected = await runNvmlClient(client, ['--lib', simLibraryPath(), 'dump'], simEnv(bad));
     expect(rejected.stdout).toContain('expected one of "legacy", "r470", "r510", "r535-early", "current" for "driverProfile"');
