@@ -19,8 +19,11 @@ import { buildNvmlClient, runNvmlClient } from './helpers/nvml-client';
 import { repoRoot, simNvmlDir, simProfileLibraryPath } from './helpers/sim';
 
 const REGISTRY = '/usr/share/cargo/registry';
-const READER_DIR = path.join(repoRoot(), 'test', 'rust-reader');
-const TARGET_DIR = path.join(repoRoot(), 'build', 'rust-reader');
+const SOURCE_DIR = path.join(repoRoot(), 'test', 'rust-reader');
+// Built from a copy under build/ (with its own Cargo.lock, written by whichever cargo runs), so the
+// source tree stays clean and cargo reuses the build across runs.
+const CRATE_DIR = path.join(repoRoot(), 'build', 'rust-reader', 'crate');
+const TARGET_DIR = path.join(repoRoot(), 'build', 'rust-reader', 'target');
 const READER = path.join(TARGET_DIR, 'release', 'rust-reader');
 
 function whyUnavailable(): string | null {
@@ -75,8 +78,10 @@ let remove = (): void => {};
 describe.skipIf(unavailable !== null)('a Rust nvml-wrapper 0.9 client', () => {
   beforeAll(async () => {
     // Built once per run (a minute on two cores the first time; cargo reuses build/rust-reader after).
+    fs.rmSync(CRATE_DIR, { recursive: true, force: true });
+    fs.cpSync(SOURCE_DIR, CRATE_DIR, { recursive: true });
     execFileSync('cargo', ['build', '--offline', '--release', '--quiet'], {
-      cwd: READER_DIR,
+      cwd: CRATE_DIR, // where cargo finds .cargo/config.toml (the Debian registry, offline)
       env: { ...process.env, CARGO_TARGET_DIR: TARGET_DIR },
       stdio: ['ignore', 'inherit', 'inherit'],
       timeout: 600_000,
