@@ -55,6 +55,17 @@ interface ScenarioObject {
   startedAt?: unknown;
 }
 
+interface SimHostFields {
+  folder: string;
+  scenarioPath: string;
+  libraryPath: string;
+  libraryDir: string;
+  profile: SimDriverProfile;
+  startedAt: number;
+  holders: SimHostHolder[];
+  running: SimHolder[];
+}
+
 /** A running simulated host; stop() ends its holders and removes its folder. */
 export class SimulatedHost {
   readonly folder: string;
@@ -68,7 +79,7 @@ export class SimulatedHost {
   private readonly running: SimHolder[];
   private readonly timers: NodeJS.Timeout[] = [];
 
-  private constructor(fields: Omit<SimulatedHost, 'env' | 'stop' | 'timers' | 'running'> & { running: SimHolder[] }) {
+  private constructor(fields: SimHostFields) {
     this.folder = fields.folder;
     this.scenarioPath = fields.scenarioPath;
     this.libraryPath = fields.libraryPath;
