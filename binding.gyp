@@ -1,6 +1,21 @@
 {
   "variables": {
-    "gpugate_napi_version": "8"
+    "gpugate_napi_version": "8",
+    "gpugate_sim_sources": [
+      "sim/exports_device.cc",
+      "sim/exports_memory.cc",
+      "sim/exports_mig.cc",
+      "sim/exports_process.cc",
+      "sim/exports_system.cc",
+      "sim/exports_telemetry.cc",
+      "sim/extras.cc",
+      "sim/gpu_models.cc",
+      "sim/json.cc",
+      "sim/lookup.cc",
+      "sim/runtime.cc",
+      "sim/scenario_reader.cc",
+      "sim/symbols.cc"
+    ]
   },
   "target_defaults": {
     "cflags_cc": ["-std=c++17", "-fvisibility=hidden", "-Wall", "-Wextra"],
@@ -31,52 +46,132 @@
     {
       "target_name": "gpugate_sim",
       "type": "shared_library",
-      "sources": [
-        "sim/exports_device.cc",
-        "sim/exports_memory.cc",
-        "sim/exports_mig.cc",
-        "sim/exports_process.cc",
-        "sim/exports_system.cc",
-        "sim/extras.cc",
-        "sim/json.cc",
-        "sim/lookup.cc",
-        "sim/runtime.cc",
-        "sim/scenario_reader.cc",
-        "sim/symbols.cc"
+      "sources": ["<@(gpugate_sim_sources)"],
+      "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=current"],
+      "ldflags": [
+        "-Xlinker",
+        "--version-script",
+        "-Xlinker",
+        "<!(node sim/profile-table.cjs version-script current build/sim-exports)"
       ],
-      "ldflags": ["-Xlinker", "--version-script", "-Xlinker", "<!(node -p \"require('path').resolve('sim/exports.map')\")"],
       "libraries": ["-lpthread"]
     },
     {
       "target_name": "gpugate_sim_legacy",
       "type": "shared_library",
-      "sources": [
-        "sim/exports_device.cc",
-        "sim/exports_memory.cc",
-        "sim/exports_mig.cc",
-        "sim/exports_process.cc",
-        "sim/exports_system.cc",
-        "sim/extras.cc",
-        "sim/json.cc",
-        "sim/lookup.cc",
-        "sim/runtime.cc",
-        "sim/scenario_reader.cc",
-        "sim/symbols.cc"
+      "sources": ["<@(gpugate_sim_sources)"],
+      "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=legacy"],
+      "ldflags": [
+        "-Xlinker",
+        "--version-script",
+        "-Xlinker",
+        "<!(node sim/profile-table.cjs version-script legacy build/sim-exports)"
       ],
-      "defines": ["GPUGATE_SIM_LEGACY"],
-      "ldflags": ["-Xlinker", "--version-script", "-Xlinker", "<!(node -p \"require('path').resolve('sim/exports.map')\")"],
+      "libraries": ["-lpthread"]
+    },
+    {
+      "target_name": "gpugate_sim_r470",
+      "type": "shared_library",
+      "sources": ["<@(gpugate_sim_sources)"],
+      "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=r470"],
+      "ldflags": [
+        "-Xlinker",
+        "--version-script",
+        "-Xlinker",
+        "<!(node sim/profile-table.cjs version-script r470 build/sim-exports)"
+      ],
+      "libraries": ["-lpthread"]
+    },
+    {
+      "target_name": "gpugate_sim_r510",
+      "type": "shared_library",
+      "sources": ["<@(gpugate_sim_sources)"],
+      "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=r510"],
+      "ldflags": [
+        "-Xlinker",
+        "--version-script",
+        "-Xlinker",
+        "<!(node sim/profile-table.cjs version-script r510 build/sim-exports)"
+      ],
+      "libraries": ["-lpthread"]
+    },
+    {
+      "target_name": "gpugate_sim_r535_early",
+      "type": "shared_library",
+      "sources": ["<@(gpugate_sim_sources)"],
+      "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=r535_early"],
+      "ldflags": [
+        "-Xlinker",
+        "--version-script",
+        "-Xlinker",
+        "<!(node sim/profile-table.cjs version-script r535_early build/sim-exports)"
+      ],
       "libraries": ["-lpthread"]
     },
     {
       "target_name": "gpugate_sim_nvml_name",
       "type": "none",
-      "dependencies": ["gpugate_sim"],
+      "dependencies": ["gpugate_sim", "gpugate_sim_legacy", "gpugate_sim_r470", "gpugate_sim_r510", "gpugate_sim_r535_early"],
       "actions": [
         {
           "action_name": "install_sim_as_libnvidia_ml",
           "inputs": ["<(PRODUCT_DIR)/gpugate_sim.so"],
           "outputs": ["<(PRODUCT_DIR)/sim/libnvidia-ml.so.1"],
-          "action": ["sh", "-c", "mkdir -p <(PRODUCT_DIR)/sim && cp -f <(PRODUCT_DIR)/gpugate_sim.so <(PRODUCT_DIR)/sim/libnvidia-ml.so.1"]
+          "action": [
+            "sh",
+            "-c",
+            "mkdir -p <(PRODUCT_DIR)/sim && cp -f <(PRODUCT_DIR)/gpugate_sim.so <(PRODUCT_DIR)/sim/libnvidia-ml.so.1"
+          ]
+        },
+        {
+          "action_name": "install_current_profile_as_libnvidia_ml",
+          "inputs": ["<(PRODUCT_DIR)/gpugate_sim.so"],
+          "outputs": ["<(PRODUCT_DIR)/sim/current/libnvidia-ml.so.1"],
+          "action": [
+            "sh",
+            "-c",
+            "mkdir -p <(PRODUCT_DIR)/sim/current && cp -f <(PRODUCT_DIR)/gpugate_sim.so <(PRODUCT_DIR)/sim/current/libnvidia-ml.so.1"
+          ]
+        },
+        {
+          "action_name": "install_legacy_profile_as_libnvidia_ml",
+          "inputs": ["<(PRODUCT_DIR)/gpugate_sim_legacy.so"],
+          "outputs": ["<(PRODUCT_DIR)/sim/legacy/libnvidia-ml.so.1"],
+          "action": [
+            "sh",
+            "-c",
+            "mkdir -p <(PRODUCT_DIR)/sim/legacy && cp -f <(PRODUCT_DIR)/gpugate_sim_legacy.so <(PRODUCT_DIR)/sim/legacy/libnvidia-ml.so.1"
+          ]
+        },
+        {
+          "action_name": "install_r470_profile_as_libnvidia_ml",
+          "inputs": ["<(PRODUCT_DIR)/gpugate_sim_r470.so"],
+          "outputs": ["<(PRODUCT_DIR)/sim/r470/libnvidia-ml.so.1"],
+          "action": [
+            "sh",
+            "-c",
+            "mkdir -p <(PRODUCT_DIR)/sim/r470 && cp -f <(PRODUCT_DIR)/gpugate_sim_r470.so <(PRODUCT_DIR)/sim/r470/libnvidia-ml.so.1"
+          ]
+        },
+        {
+          "action_name": "install_r510_profile_as_libnvidia_ml",
+          "inputs": ["<(PRODUCT_DIR)/gpugate_sim_r510.so"],
+          "outputs": ["<(PRODUCT_DIR)/sim/r510/libnvidia-ml.so.1"],
+          "action": [
+            "sh",
+            "-c",
+            "mkdir -p <(PRODUCT_DIR)/sim/r510 && cp -f <(PRODUCT_DIR)/gpugate_sim_r510.so <(PRODUCT_DIR)/sim/r510/libnvidia-ml.so.1"
+          ]
+        },
+        {
+          "action_name": "install_r535_early_profile_as_libnvidia_ml",
+          "inputs": ["<(PRODUCT_DIR)/gpugate_sim_r535_early.so"],
+          "outputs": ["<(PRODUCT_DIR)/sim/r535-early/libnvidia-ml.so.1"],
+          "action": [
+            "sh",
+            "-c",
+            "mkdir -p <(PRODUCT_DIR)/sim/r535-early && cp -f <(PRODUCT_DIR)/gpugate_sim_r535_early.so <(PRODUCT_DIR)/sim/r535-early/libnvidia-ml.so.1"
+          ]
         }
       ]
     }

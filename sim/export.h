@@ -1,8 +1,9 @@
 // Export markers for the simulator's C entry points.
 //
-// The library is built with -fvisibility=hidden; only NVML symbols and the gpugateSim* extras
-// are marked default-visible. The legacy variant (GPUGATE_SIM_LEGACY, standing in for an old
-// driver) compiles the _v2/_v3 entry points out entirely, so dlsym finds none of them.
+// The library is built with -fvisibility=hidden; NVML symbols and the gpugateSim* extras are
+// marked default-visible, and each library's linker version script (written from
+// sim/driver_profiles.h) then keeps only the symbols of its driver profile in the dynamic symbol
+// table: a symbol the profile lacks is not found by dlsym.
 #pragma once
 
 #define GPUGATE_SIM_API extern "C" __attribute__((visibility("default")))

@@ -109,7 +109,6 @@ GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciIn
   return pciInfo(kSym_nvmlDeviceGetPciInfo, device, pci, true);
 }
 
-#ifndef GPUGATE_SIM_LEGACY
 GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) { return getCount(kSym_nvmlDeviceGetCount_v2, count); }
 
 GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
@@ -127,7 +126,6 @@ GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPc
 GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
   return pciInfo(kSym_nvmlDeviceGetPciInfo_v3, device, pci, false);
 }
-#endif
 
 GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
   nvmlReturn_t rc;

@@ -1,5 +1,6 @@
-// NVML MIG entry points: the MIG slot count, MIG device handles by slot (holes answer
-// NOT_FOUND), the parent of a MIG handle, and a MIG device's GPU / compute instance ids.
+// NVML MIG entry points: the MIG slot count (0 while MIG mode is off), MIG device handles by
+// slot (holes answer NOT_FOUND), whether a handle is a MIG device, the parent of a MIG handle,
+// and a MIG device's GPU / compute instance ids.
 #include "device_call.h"
 #include "export.h"
 
@@ -9,7 +10,15 @@ GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
   return withDevice(kSym_nvmlDeviceGetMaxMigDeviceCount, device, false, [&](Resolved& r) {
     if (count == nullptr || r.mig != nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (!r.device->migMode.supported) return NVML_ERROR_NOT_SUPPORTED;
-    *count = r.device->maxMigDevices;
+    *count = migEnabled(*r.device) ? r.device->maxMigDevices : 0;  // as NVML documents: 0 with MIG off
+    return NVML_SUCCESS;
+  });
+}
+
+GPUGATE_SIM_API nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int* isMigDevice) {
+  return withDevice(kSym_nvmlDeviceIsMigDeviceHandle, device, false, [&](Resolved& r) {
+    if (isMigDevice == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *isMigDevice = r.mig != nullptr ? 1 : 0;
     return NVML_SUCCESS;
   });
 }

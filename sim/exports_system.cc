@@ -15,9 +15,7 @@ GPUGATE_SIM_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
   return initialize(kSym_nvmlInitWithFlags);
 }
 
-#ifndef GPUGATE_SIM_LEGACY
 GPUGATE_SIM_API nvmlReturn_t nvmlInit_v2(void) { return initialize(kSym_nvmlInit_v2); }
-#endif
 
 GPUGATE_SIM_API nvmlReturn_t nvmlShutdown(void) { return shutdown(); }
 
@@ -94,11 +92,9 @@ GPUGATE_SIM_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* version) {
   return cudaVersion(kSym_nvmlSystemGetCudaDriverVersion, version);
 }
 
-#ifndef GPUGATE_SIM_LEGACY
 GPUGATE_SIM_API nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
   return cudaVersion(kSym_nvmlSystemGetCudaDriverVersion_v2, version);
 }
-#endif
 
 GPUGATE_SIM_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* name, unsigned int length) {
   nvmlReturn_t rc;

@@ -77,7 +77,53 @@ bool statFile(const std::string& path, Runtime::FileId& id) {
   return true;
 }
 
-int64_t elapsedMs(const Runtime& rt, int64_t now) { return rt.originSet ? (now - rt.originNs) / 1000000 : 0; }
+// Before the anchor (a startedAt in the future) the clock reads 0: faults with no atMs are active.
+int64_t elapsedMs(const Runtime& rt, int64_t now) { return rt.originSet && now > rt.originNs ? (now - rt.originNs) / 1000000 : 0; }
+
+int64_t realtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+/**
+ * Sets the timeline's origin (on the monotonic clock) from the anchor in force: the variable
+ * GPUGATE_SIM_STARTED_AT, else the scenario's "startedAt", else the time the file was written.
+ * A wall-clock anchor is the same instant for every process, so they all see the same phase.
+ * The per-reader anchor ("init") starts at this process's init and is kept across reloads.
+ * False (with an error reported) when the variable is malformed. Caller holds mu.
+ */
+bool anchorOrigin(Runtime& rt, int64_t now, bool atInit) {
+  SimClockAnchor anchor = rt.live.startedAt;
+  const char* env = getenv("GPUGATE_SIM_STARTED_AT");
+  if (env != nullptr && env[0] != '\0' && !parseClockAnchor(env, anchor)) {
+    reportError(rt, std::string("GPUGATE_SIM_STARTED_AT=") + env +
+                        ": expected Unix milliseconds, an ISO 8601 UTC time like 2026-12-01T09:00:00Z, or init");
+    return false;
+  }
+  switch (anchor.kind) {
+    case SimClockAnchor::Kind::PerReader:
+      if (atInit || !rt.originSet) rt.originNs = now;
+      break;
+    case SimClockAnchor::Kind::WallClock:
+      rt.originNs = now - (realtimeNs() - anchor.unixNs);
+      break;
+    case SimClockAnchor::Kind::FileWritten:
+      rt.originNs = now - (realtimeNs() - rt.fileId.mtimeNs);
+      break;
+  }
+  rt.originSet = true;
+  return true;
+}
+
+/** Empty when this library can serve `s`, else why not (its profile differs from the library's). */
+std::string profileMismatch(const Runtime& rt, const Scenario& s) {
+  if (s.system.profile == libraryProfile()) return "";
+  return rt.path + ":" + std::to_string(s.system.profileLine) + ":" + std::to_string(s.system.profileColumn) +
+         ": expected a driver of the " + profileName(libraryProfile()) + " profile, which this simulator library is built as; found " +
+         s.system.driverVersion + " (the " + profileName(s.system.profile) + " profile): load the library built for it (sim/" +
+         profileName(s.system.profile) + "/libnvidia-ml.so.1; `gpugate sim` picks it)";
+}
 
 bool entryReached(const Runtime& rt, const SimTimelineEntry& e, int64_t now) {
   if (e.byCall) {
@@ -139,15 +185,20 @@ void advance(Runtime& rt, int64_t now) {
   rt.nextCheckNs.store(next == kNever ? kNever : next - rt.hotClockLagNs, std::memory_order_relaxed);
 }
 
-/** Reads the scenario file into the live state. Caller holds mu. */
-bool load(Runtime& rt, int64_t now) {
+/** Reads the scenario file into the live state: SUCCESS, or the code init answers. Caller holds mu. */
+nvmlReturn_t load(Runtime& rt, int64_t now) {
   Scenario s;
   std::string error;
   Runtime::FileId id;
   bool haveId = statFile(rt.path, id);
   if (!readScenarioFile(rt.path, s, error)) {
     reportError(rt, error);
-    return false;
+    return NVML_ERROR_UNKNOWN;
+  }
+  std::string mismatch = profileMismatch(rt, s);
+  if (!mismatch.empty()) {
+    reportError(rt, mismatch);
+    return NVML_ERROR_UNKNOWN;
   }
   rt.live = std::move(s);
   rt.applied.assign(rt.live.timeline.size(), false);
@@ -157,7 +208,7 @@ bool load(Runtime& rt, int64_t now) {
   rt.lastError.clear();
   rt.lastPrinted.clear();
   rt.nextStatNs = now + kStatIntervalNs;
-  return true;
+  return NVML_SUCCESS;
 }
 
 /** Re-reads the file when it was replaced. Caller holds mu. */
@@ -173,12 +224,19 @@ void maybeReload(Runtime& rt, int64_t now) {
     reportError(rt, error + " (the previous scenario stays in effect)");
     return;
   }
+  std::string mismatch = profileMismatch(rt, s);
+  if (!mismatch.empty()) {
+    rt.fileId = id;
+    reportError(rt, mismatch + " (the previous scenario stays in effect)");
+    return;
+  }
   rt.live = std::move(s);
   rt.applied.assign(rt.live.timeline.size(), false);
   rt.faultsChanged = true;
   rt.fileId = id;
   rt.lastError.clear();
   rt.lastPrinted.clear();
+  anchorOrigin(rt, now, false);
 }
 
 struct FaultOutcome {
@@ -256,10 +314,14 @@ nvmlReturn_t initialize(int sym) {
       bool changed = !rt.loaded || rt.path != env || !statFile(env, id) || !(id == rt.fileId);
       if (changed) {
         rt.path = env;
-        if (!load(rt, now)) return NVML_ERROR_UNKNOWN;
-        // A scenario read at init starts its own clock and call counts; this init is call 0.
-        rt.originSet = true;
-        rt.originNs = now;
+        nvmlReturn_t loaded = load(rt, now);
+        if (loaded != NVML_SUCCESS) return loaded;
+        // A scenario read at init sets its clock from its anchor and starts its call counts;
+        // this init is call 0.
+        if (!anchorOrigin(rt, now, true)) {
+          rt.loaded = false;
+          return NVML_ERROR_UNKNOWN;
+        }
         for (int s = 0; s < kSymbolCount; s++) rt.countBase[s] = rt.counts[s].load(std::memory_order_relaxed);
         rt.countBase[sym] = callIndex;
       }

@@ -31,6 +31,8 @@ struct SimProcess {
   uint64_t usedBytes = 0;
   unsigned kinds = kKindCompute;
   std::string name;
+  unsigned smUtilization = 0;      // percent, for nvmlDeviceGetProcessUtilization
+  unsigned memoryUtilization = 0;
   bool hasInstanceIds = false;
   uint32_t gpuInstanceId = 0xFFFFFFFFu;
   uint32_t computeInstanceId = 0xFFFFFFFFu;
@@ -60,6 +62,23 @@ struct SimUtilization {
   unsigned memory = 0;
 };
 
+/** Clock domains in nvmlClockType_t order (graphics, SM, memory, video), in MHz. */
+struct SimClocks {
+  unsigned graphics = 0, sm = 0, memory = 0, video = 0;
+};
+
+struct SimEccErrors {
+  uint64_t corrected = 0, uncorrected = 0;
+};
+
+struct SimPcieThroughput {
+  unsigned txKBps = 0, rxKBps = 0;
+};
+
+struct SimBar1 {
+  uint64_t totalBytes = 0, usedBytes = 0;
+};
+
 struct SimDevice {
   std::string name;
   std::string uuid;
@@ -79,6 +98,21 @@ struct SimDevice {
   Supported<SimUtilization> utilization;
   Supported<unsigned> temperatureC{true, 30};
   Supported<double> powerWatts{true, 60.0};
+  // Defaults for these come from the GPU model (gpu_models.cc) when the scenario omits them.
+  Supported<unsigned> fanSpeedPercent;
+  Supported<double> powerLimitWatts;
+  Supported<SimClocks> clocksMHz;
+  Supported<SimClocks> maxClocksMHz;
+  Supported<unsigned> performanceState;
+  Supported<SimEccErrors> eccErrors;
+  Supported<unsigned> encoderUtilization;
+  Supported<unsigned> decoderUtilization;
+  Supported<bool> displayActive{true, false};
+  Supported<bool> displayMode{true, false};
+  Supported<SimPcieThroughput> pcieThroughputKBps;
+  Supported<std::string> serial;
+  Supported<SimBar1> bar1Memory;
+  uint32_t nvlinkCount = 0;
   std::vector<SimProcess> processes;
   std::vector<SimMigDevice> migDevices;
   uint32_t claimedProcessCount = 0;  // a faulty driver's size answer for every process list (0: none)
@@ -108,6 +142,20 @@ enum DeviceFieldBits : uint64_t {
   kFieldMigDevices = 1ull << 19,
   kFieldClaimedProcessCount = 1ull << 20,
   kFieldMemoryFree = 1ull << 21,
+  kFieldFanSpeed = 1ull << 22,
+  kFieldPowerLimit = 1ull << 23,
+  kFieldClocks = 1ull << 24,
+  kFieldMaxClocks = 1ull << 25,
+  kFieldPerformanceState = 1ull << 26,
+  kFieldEccErrors = 1ull << 27,
+  kFieldEncoderUtilization = 1ull << 28,
+  kFieldDecoderUtilization = 1ull << 29,
+  kFieldDisplayActive = 1ull << 30,
+  kFieldDisplayMode = 1ull << 31,
+  kFieldPcieThroughput = 1ull << 32,
+  kFieldSerial = 1ull << 33,
+  kFieldBar1Memory = 1ull << 34,
+  kFieldNvlinkCount = 1ull << 35,
 };
 
 /** Copies the fields named by `mask` from `patch` into `target`. */
@@ -141,11 +189,19 @@ struct SimSystem {
   std::string driverVersion = "580.95.05";
   std::string nvmlVersion = "13.580.95.05";
   int cudaDriverVersion = 13000;
+  int profile = -1;  // ProfileId: "driverProfile", else the profile of driverVersion
+  int profileLine = 1, profileColumn = 1;  // where the profile was decided, for messages
+};
+
+/** Where the timeline's 0 ms is (see docs/scenarios.md, "The shared clock"). */
+struct SimClockAnchor {
+  enum class Kind { FileWritten, WallClock, PerReader } kind = Kind::FileWritten;
+  int64_t unixNs = 0;  // WallClock: the instant, in CLOCK_REALTIME nanoseconds
 };
 
 struct Scenario {
   SimSystem system;
-  int processStride = 24;
+  SimClockAnchor startedAt;
   std::vector<SimDevice> devices;
   std::vector<SimTimelineEntry> timeline;
   std::vector<SimFault> faults;
@@ -159,5 +215,11 @@ bool readScenarioFile(const std::string& path, Scenario& out, std::string& error
 
 /** Same, from text already in memory (`path` is only used in messages). */
 bool readScenarioText(const std::string& path, const std::string& text, Scenario& out, std::string& error);
+
+/**
+ * Parses a "startedAt" value given as text (GPUGATE_SIM_STARTED_AT): Unix milliseconds, an ISO
+ * 8601 UTC time ("2026-12-01T09:00:00Z", optional fraction), or "init". False when it is none.
+ */
+bool parseClockAnchor(const std::string& text, SimClockAnchor& out);
 
 }  // namespace gpugate_sim

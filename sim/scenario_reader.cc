@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpu_models.h"
 #include "json.h"
 #include "scenario.h"
 #include "symbols.h"
@@ -54,6 +55,20 @@ void applyDevicePatch(SimDevice& t, const SimDevice& p, uint64_t m) {
   if (m & kFieldProcesses) t.processes = p.processes;
   if (m & kFieldMigDevices) t.migDevices = p.migDevices;
   if (m & kFieldClaimedProcessCount) t.claimedProcessCount = p.claimedProcessCount;
+  if (m & kFieldFanSpeed) t.fanSpeedPercent = p.fanSpeedPercent;
+  if (m & kFieldPowerLimit) t.powerLimitWatts = p.powerLimitWatts;
+  if (m & kFieldClocks) t.clocksMHz = p.clocksMHz;
+  if (m & kFieldMaxClocks) t.maxClocksMHz = p.maxClocksMHz;
+  if (m & kFieldPerformanceState) t.performanceState = p.performanceState;
+  if (m & kFieldEccErrors) t.eccErrors = p.eccErrors;
+  if (m & kFieldEncoderUtilization) t.encoderUtilization = p.encoderUtilization;
+  if (m & kFieldDecoderUtilization) t.decoderUtilization = p.decoderUtilization;
+  if (m & kFieldDisplayActive) t.displayActive = p.displayActive;
+  if (m & kFieldDisplayMode) t.displayMode = p.displayMode;
+  if (m & kFieldPcieThroughput) t.pcieThroughputKBps = p.pcieThroughputKBps;
+  if (m & kFieldSerial) t.serial = p.serial;
+  if (m & kFieldBar1Memory) t.bar1Memory = p.bar1Memory;
+  if (m & kFieldNvlinkCount) t.nvlinkCount = p.nvlinkCount;
 }
 
 namespace {
@@ -222,7 +237,8 @@ void readMemory(const JsonValue& v, SimMemory& mem, uint64_t& mask, bool require
   }
 }
 
-const char* const kProcessKeys[] = {"pid", "usedBytes", "kinds", "name", "gpuInstanceId", "computeInstanceId", nullptr};
+const char* const kProcessKeys[] = {"pid", "spawn", "usedBytes", "kinds", "name", "gpuInstanceId", "computeInstanceId",
+                                    "smUtilization", "memoryUtilization", nullptr};
 
 std::vector<SimProcess> readProcesses(const JsonValue& v) {
   expectKind(v, Kind::Array, quoted("processes"));
@@ -232,6 +248,10 @@ std::vector<SimProcess> readProcesses(const JsonValue& v) {
     checkKeys(*item, kProcessKeys, "a process");
     SimProcess p;
     const JsonValue* pid = item->find("pid");
+    if (pid == nullptr && item->find("spawn") != nullptr) {
+      fail(item->pos, "expected \"pid\" in a process: one with \"spawn\" gets its pid from `gpugate sim`, which starts "
+                      "it (run the scenario through `gpugate sim`)");
+    }
     if (pid == nullptr) fail(item->pos, "expected \"pid\" in a process");
     p.pid = static_cast<uint32_t>(readInteger(*pid, "pid", 0, 0xFFFFFFFFll));
     if (const JsonValue* u = item->find("usedBytes")) {
@@ -250,6 +270,10 @@ std::vector<SimProcess> readProcesses(const JsonValue& v) {
       }
     }
     if (const JsonValue* n = item->find("name")) p.name = readString(*n, "name", 255);
+    if (const JsonValue* x = item->find("smUtilization")) p.smUtilization = static_cast<unsigned>(readInteger(*x, "smUtilization", 0, 100));
+    if (const JsonValue* x = item->find("memoryUtilization")) {
+      p.memoryUtilization = static_cast<unsigned>(readInteger(*x, "memoryUtilization", 0, 100));
+    }
     const JsonValue* gi = item->find("gpuInstanceId");
     const JsonValue* ci = item->find("computeInstanceId");
     if ((gi == nullptr) != (ci == nullptr)) {
@@ -308,12 +332,55 @@ std::vector<SimMigDevice> readMigDevices(const JsonValue& v) {
 const char* const kDeviceKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciSubSystemId", "minorNumber",
                                    "computeCapability", "memory", "persistenceMode", "computeMode", "migMode",
                                    "migModePending", "maxMigDevices", "utilization", "temperatureC", "powerWatts",
-                                   "processes", "migDevices", "claimedProcessCount", nullptr};
+                                   "processes", "migDevices", "claimedProcessCount",
+                                   "fanSpeedPercent", "powerLimitWatts", "clocksMHz", "maxClocksMHz",
+                                   "performanceState", "eccErrors", "encoderUtilization", "decoderUtilization",
+                                   "displayActive", "displayMode", "pcieThroughputKBps", "serial", "bar1Memory",
+                                   "nvlinkCount", nullptr};
 
 const char* const kSetKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciSubSystemId", "minorNumber",
                                 "computeCapability", "memory", "persistenceMode", "computeMode", "migMode",
                                 "migModePending", "maxMigDevices", "utilization", "temperatureC", "powerWatts",
-                                "processes", "migDevices", "claimedProcessCount", "faults", nullptr};
+                                "processes", "migDevices", "claimedProcessCount",
+                                "fanSpeedPercent", "powerLimitWatts", "clocksMHz", "maxClocksMHz",
+                                "performanceState", "eccErrors", "encoderUtilization", "decoderUtilization",
+                                "displayActive", "displayMode", "pcieThroughputKBps", "serial", "bar1Memory",
+                                "nvlinkCount", "faults", nullptr};
+
+/** A key holding an integer 0..max or null (NOT_SUPPORTED). */
+void readOptionalUnsigned(const JsonValue& v, const char* key, int64_t max, Supported<unsigned>& out, uint64_t bit, uint64_t& mask) {
+  if (const JsonValue* x = v.find(key)) {
+    out.supported = x->kind != Kind::Null;
+    if (out.supported) out.value = static_cast<unsigned>(readInteger(*x, key, 0, max));
+    mask |= bit;
+  }
+}
+
+/** A key holding true, false or null (NOT_SUPPORTED). */
+void readOptionalBool(const JsonValue& v, const char* key, Supported<bool>& out, uint64_t bit, uint64_t& mask) {
+  if (const JsonValue* x = v.find(key)) {
+    out.supported = x->kind != Kind::Null;
+    if (out.supported) out.value = readBool(*x, key);
+    mask |= bit;
+  }
+}
+
+/** A clocks object {graphics, sm, memory, video} in MHz (missing domains keep their value), or null. */
+void readClocks(const JsonValue& v, const char* key, Supported<SimClocks>& out, uint64_t bit, uint64_t& mask) {
+  const JsonValue* x = v.find(key);
+  if (x == nullptr) return;
+  out.supported = x->kind != Kind::Null;
+  if (out.supported) {
+    expectKind(*x, Kind::Object, quoted(key));
+    static const char* const keys[] = {"graphics", "sm", "memory", "video", nullptr};
+    checkKeys(*x, keys, quoted(key));
+    unsigned* fields[] = {&out.value.graphics, &out.value.sm, &out.value.memory, &out.value.video};
+    for (int i = 0; i < 4; i++) {
+      if (const JsonValue* c = x->find(keys[i])) *fields[i] = static_cast<unsigned>(readInteger(*c, keys[i], 0, 100000));
+    }
+  }
+  mask |= bit;
+}
 
 /** Reads device fields present in `v` into `d`, recording them in `mask`. */
 void readDeviceFields(const JsonValue& v, SimDevice& d, uint64_t& mask, bool isBase) {
@@ -433,6 +500,76 @@ void readDeviceFields(const JsonValue& v, SimDevice& d, uint64_t& mask, bool isB
     d.claimedProcessCount = static_cast<uint32_t>(readInteger(*x, "claimedProcessCount", 0, 0xFFFFFFFFll));
     mask |= kFieldClaimedProcessCount;
   }
+  readOptionalUnsigned(v, "fanSpeedPercent", 100, d.fanSpeedPercent, kFieldFanSpeed, mask);
+  if (const JsonValue* x = v.find("powerLimitWatts")) {
+    d.powerLimitWatts.supported = x->kind != Kind::Null;
+    if (d.powerLimitWatts.supported) {
+      if (x->kind != Kind::Number || x->numberValue <= 0 || x->numberValue > 100000) {
+        fail(x->pos, "expected a number of watts above 0 and at most 100000 (or null) for \"powerLimitWatts\"");
+      }
+      d.powerLimitWatts.value = x->numberValue;
+    }
+    mask |= kFieldPowerLimit;
+  }
+  readClocks(v, "clocksMHz", d.clocksMHz, kFieldClocks, mask);
+  readClocks(v, "maxClocksMHz", d.maxClocksMHz, kFieldMaxClocks, mask);
+  if (const JsonValue* x = v.find("performanceState")) {
+    d.performanceState.supported = x->kind != Kind::Null;
+    if (d.performanceState.supported) d.performanceState.value = static_cast<unsigned>(readInteger(*x, "performanceState", 0, 15));
+    mask |= kFieldPerformanceState;
+  }
+  if (const JsonValue* x = v.find("eccErrors")) {
+    d.eccErrors.supported = x->kind != Kind::Null;
+    if (d.eccErrors.supported) {
+      expectKind(*x, Kind::Object, quoted("eccErrors"));
+      static const char* const keys[] = {"corrected", "uncorrected", nullptr};
+      checkKeys(*x, keys, "\"eccErrors\"");
+      d.eccErrors.value = {};
+      if (const JsonValue* c = x->find("corrected")) d.eccErrors.value.corrected = static_cast<uint64_t>(readInteger(*c, "corrected", 0, INT64_MAX));
+      if (const JsonValue* u = x->find("uncorrected")) d.eccErrors.value.uncorrected = static_cast<uint64_t>(readInteger(*u, "uncorrected", 0, INT64_MAX));
+    }
+    mask |= kFieldEccErrors;
+  }
+  readOptionalUnsigned(v, "encoderUtilization", 100, d.encoderUtilization, kFieldEncoderUtilization, mask);
+  readOptionalUnsigned(v, "decoderUtilization", 100, d.decoderUtilization, kFieldDecoderUtilization, mask);
+  readOptionalBool(v, "displayActive", d.displayActive, kFieldDisplayActive, mask);
+  readOptionalBool(v, "displayMode", d.displayMode, kFieldDisplayMode, mask);
+  if (const JsonValue* x = v.find("pcieThroughputKBps")) {
+    d.pcieThroughputKBps.supported = x->kind != Kind::Null;
+    if (d.pcieThroughputKBps.supported) {
+      expectKind(*x, Kind::Object, quoted("pcieThroughputKBps"));
+      static const char* const keys[] = {"tx", "rx", nullptr};
+      checkKeys(*x, keys, "\"pcieThroughputKBps\"");
+      d.pcieThroughputKBps.value = {};
+      if (const JsonValue* t = x->find("tx")) d.pcieThroughputKBps.value.txKBps = static_cast<unsigned>(readInteger(*t, "tx", 0, 0xFFFFFFFFll));
+      if (const JsonValue* r = x->find("rx")) d.pcieThroughputKBps.value.rxKBps = static_cast<unsigned>(readInteger(*r, "rx", 0, 0xFFFFFFFFll));
+    }
+    mask |= kFieldPcieThroughput;
+  }
+  if (const JsonValue* x = v.find("serial")) {
+    d.serial.supported = x->kind != Kind::Null;
+    if (d.serial.supported) d.serial.value = readString(*x, "serial", 29);
+    mask |= kFieldSerial;
+  }
+  if (const JsonValue* x = v.find("bar1Memory")) {
+    d.bar1Memory.supported = x->kind != Kind::Null;
+    if (d.bar1Memory.supported) {
+      expectKind(*x, Kind::Object, quoted("bar1Memory"));
+      static const char* const keys[] = {"totalBytes", "usedBytes", nullptr};
+      checkKeys(*x, keys, "\"bar1Memory\"");
+      const JsonValue* t = x->find("totalBytes");
+      if (t == nullptr) fail(x->pos, "expected \"totalBytes\" in \"bar1Memory\"");
+      d.bar1Memory.value.totalBytes = readBytes(*t, "totalBytes");
+      d.bar1Memory.value.usedBytes = 0;
+      if (const JsonValue* u = x->find("usedBytes")) d.bar1Memory.value.usedBytes = readBytes(*u, "usedBytes");
+      if (d.bar1Memory.value.usedBytes > d.bar1Memory.value.totalBytes) fail(x->pos, "expected usedBytes <= totalBytes in \"bar1Memory\"");
+    }
+    mask |= kFieldBar1Memory;
+  }
+  if (const JsonValue* x = v.find("nvlinkCount")) {
+    d.nvlinkCount = static_cast<uint32_t>(readInteger(*x, "nvlinkCount", 0, 18));
+    mask |= kFieldNvlinkCount;
+  }
 }
 
 void checkMigSlots(const SimDevice& d, const JsonValue& where) {
@@ -447,7 +584,7 @@ void checkMigSlots(const SimDevice& d, const JsonValue& where) {
 const char* const kFaultKeys[] = {"function", "device", "return", "delayMs", "hang",
                                   "fromCall", "untilCall", "atMs", "untilMs", nullptr};
 
-std::vector<SimFault> readFaults(const JsonValue& v, size_t deviceCount) {
+std::vector<SimFault> readFaults(const JsonValue& v, size_t deviceCount, int profile) {
   expectKind(v, Kind::Array, quoted("faults"));
   std::vector<SimFault> out;
   for (const auto& item : v.items) {
@@ -462,19 +599,22 @@ std::vector<SimFault> readFaults(const JsonValue& v, size_t deviceCount) {
     if (!name.empty() && name.back() == '*') {
       std::string prefix = name.substr(0, name.size() - 1);
       for (int s = 0; s < kSymbolCount; s++) {
-        if (strncmp(symbolName(s), prefix.c_str(), prefix.size()) == 0) {
+        if (profileExports(profile, s) && strncmp(symbolName(s), prefix.c_str(), prefix.size()) == 0) {
           f.symbols[s] = true;
           any = true;
         }
       }
     } else {
       int s = symbolByName(name.c_str());
-      if (s >= 0) {
+      if (profileExports(profile, s)) {
         f.symbols[s] = true;
         any = true;
       }
     }
-    if (!any) fail(fn->pos, "expected an NVML symbol the simulator exports (or a prefix ending in '*') for \"function\", found \"" + name + "\"");
+    if (!any) {
+      fail(fn->pos, std::string("expected an NVML symbol the simulator exports in the ") + profileName(profile) +
+                        " driver profile (or a prefix ending in '*') for \"function\", found \"" + name + "\"");
+    }
     if (const JsonValue* d = item->find("device")) {
       f.device = static_cast<int>(readInteger(*d, "device", 0, static_cast<int64_t>(deviceCount) - 1));
     }
@@ -498,7 +638,7 @@ std::vector<SimFault> readFaults(const JsonValue& v, size_t deviceCount) {
 
 const char* const kTimelineKeys[] = {"atMs", "atCall", "function", "device", "set", nullptr};
 
-SimTimelineEntry readTimelineEntry(const JsonValue& v, const std::vector<SimDevice>& devices) {
+SimTimelineEntry readTimelineEntry(const JsonValue& v, const std::vector<SimDevice>& devices, int profile) {
   expectKind(v, Kind::Object, "a timeline entry");
   checkKeys(v, kTimelineKeys, "a timeline entry");
   SimTimelineEntry e;
@@ -515,7 +655,10 @@ SimTimelineEntry readTimelineEntry(const JsonValue& v, const std::vector<SimDevi
     if (!e.byCall) fail(fn->pos, "expected \"function\" only with \"atCall\" (it names the function whose calls are counted)");
     std::string name = readString(*fn, "function", 200);
     e.function = symbolByName(name.c_str());
-    if (e.function < 0) fail(fn->pos, "expected an NVML symbol the simulator exports for \"function\", found \"" + name + "\"");
+    if (!profileExports(profile, e.function)) {
+      fail(fn->pos, std::string("expected an NVML symbol the simulator exports in the ") + profileName(profile) +
+                        " driver profile for \"function\", found \"" + name + "\"");
+    }
   }
   const JsonValue* set = v.find("set");
   if (set == nullptr) fail(v.pos, "expected \"set\" (the changes to apply) in a timeline entry");
@@ -524,7 +667,7 @@ SimTimelineEntry readTimelineEntry(const JsonValue& v, const std::vector<SimDevi
   readDeviceFields(*set, e.patch, e.mask, false);
   if (const JsonValue* faults = set->find("faults")) {
     e.setsFaults = true;
-    e.faults = readFaults(*faults, devices.size());
+    e.faults = readFaults(*faults, devices.size(), profile);
   }
   const JsonValue* device = v.find("device");
   if (e.mask != 0 && device == nullptr) {
@@ -544,26 +687,64 @@ SimTimelineEntry readTimelineEntry(const JsonValue& v, const std::vector<SimDevi
   return e;
 }
 
-const char* const kTopKeys[] = {"system", "processStride", "devices", "timeline", "faults", nullptr};
-const char* const kSystemKeys[] = {"driverVersion", "nvmlVersion", "cudaDriverVersion", nullptr};
+const char* const kTopKeys[] = {"system", "startedAt", "devices", "timeline", "faults", nullptr};
+const char* const kSystemKeys[] = {"driverVersion", "driverProfile", "nvmlVersion", "cudaDriverVersion", nullptr};
+
+std::string profileList() {
+  std::string list;
+  for (int p = 0; p < kProfileCount; p++) {
+    if (!list.empty()) list += ", ";
+    list += quoted(profileName(p));
+  }
+  return list;
+}
+
+void readSystem(const JsonValue* sys, SimSystem& system) {
+  const JsonValue* profile = nullptr;
+  const JsonValue* version = nullptr;
+  if (sys != nullptr) {
+    expectKind(*sys, Kind::Object, quoted("system"));
+    checkKeys(*sys, kSystemKeys, "\"system\"");
+    if ((version = sys->find("driverVersion")) != nullptr) system.driverVersion = readString(*version, "driverVersion", 79);
+    if (const JsonValue* x = sys->find("nvmlVersion")) system.nvmlVersion = readString(*x, "nvmlVersion", 79);
+    if (const JsonValue* x = sys->find("cudaDriverVersion")) {
+      system.cudaDriverVersion = static_cast<int>(readInteger(*x, "cudaDriverVersion", 0, 1000000));
+    }
+    profile = sys->find("driverProfile");
+  }
+  const JsonValue* decided = profile != nullptr ? profile : version != nullptr ? version : sys;
+  if (decided != nullptr) {
+    system.profileLine = decided->pos.line;
+    system.profileColumn = decided->pos.column;
+  }
+  if (profile != nullptr) {
+    system.profile = profileByName(readString(*profile, "driverProfile", 40).c_str());
+    if (system.profile < 0) fail(profile->pos, "expected one of " + profileList() + " for \"driverProfile\"");
+    return;
+  }
+  system.profile = profileForDriverVersion(system.driverVersion.c_str());
+  if (system.profile < 0) {
+    fail(version != nullptr ? version->pos : sys->pos,
+         "expected a driver version starting MAJOR.MINOR (e.g. \"535.54.03\") for \"driverVersion\", or a \"driverProfile\"");
+  }
+}
+
+SimClockAnchor readStartedAt(const JsonValue& v) {
+  SimClockAnchor anchor;
+  if (v.kind == Kind::Number && v.isInteger && v.intValue >= 0 && v.intValue < INT64_MAX / 1000000) {
+    anchor.kind = SimClockAnchor::Kind::WallClock;
+    anchor.unixNs = v.intValue * 1000000;
+    return anchor;
+  }
+  if (v.kind == Kind::String && parseClockAnchor(v.stringValue, anchor)) return anchor;
+  fail(v.pos, "expected Unix milliseconds, an ISO 8601 UTC time like \"2026-12-01T09:00:00Z\", or \"init\" for \"startedAt\"");
+}
 
 void readScenarioValue(const JsonValue& root, Scenario& s) {
   expectKind(root, Kind::Object, "the scenario (the top level)");
   checkKeys(root, kTopKeys, "the top level");
-  if (const JsonValue* sys = root.find("system")) {
-    expectKind(*sys, Kind::Object, quoted("system"));
-    checkKeys(*sys, kSystemKeys, "\"system\"");
-    if (const JsonValue* x = sys->find("driverVersion")) s.system.driverVersion = readString(*x, "driverVersion", 79);
-    if (const JsonValue* x = sys->find("nvmlVersion")) s.system.nvmlVersion = readString(*x, "nvmlVersion", 79);
-    if (const JsonValue* x = sys->find("cudaDriverVersion")) {
-      s.system.cudaDriverVersion = static_cast<int>(readInteger(*x, "cudaDriverVersion", 0, 1000000));
-    }
-  }
-  if (const JsonValue* x = root.find("processStride")) {
-    int64_t stride = readInteger(*x, "processStride", 0, 64);
-    if (stride != 24 && stride != 32) fail(x->pos, "expected 24 or 32 for \"processStride\"");
-    s.processStride = static_cast<int>(stride);
-  }
+  readSystem(root.find("system"), s.system);
+  if (const JsonValue* x = root.find("startedAt")) s.startedAt = readStartedAt(*x);
   const JsonValue* devices = root.find("devices");
   if (devices == nullptr) fail(root.pos, "expected \"devices\" (an array of GPUs) at the top level");
   expectKind(*devices, Kind::Array, quoted("devices"));
@@ -582,19 +763,57 @@ void readScenarioValue(const JsonValue& root, Scenario& s) {
     d.pciBus = static_cast<unsigned>(i + 1);
     d.pciBusId = canonicalBusId(0, d.pciBus, 0, 0);
     d.minorNumber = static_cast<uint32_t>(i);
+    // The model's defaults first (they depend on the name), then whatever the scenario gives.
+    if (const JsonValue* n = dv.find("name")) d.name = readString(*n, "name", 95);
+    applyModelDefaults(d, 0, i);
     uint64_t mask = 0;
     readDeviceFields(dv, d, mask, true);
     checkMigSlots(d, dv);
     s.devices.push_back(std::move(d));
   }
-  if (const JsonValue* faults = root.find("faults")) s.faults = readFaults(*faults, s.devices.size());
+  if (const JsonValue* faults = root.find("faults")) s.faults = readFaults(*faults, s.devices.size(), s.system.profile);
   if (const JsonValue* timeline = root.find("timeline")) {
     expectKind(*timeline, Kind::Array, quoted("timeline"));
-    for (const auto& item : timeline->items) s.timeline.push_back(readTimelineEntry(*item, s.devices));
+    for (const auto& item : timeline->items) s.timeline.push_back(readTimelineEntry(*item, s.devices, s.system.profile));
   }
 }
 
 }  // namespace
+
+bool parseClockAnchor(const std::string& text, SimClockAnchor& out) {
+  if (text == "init") {
+    out.kind = SimClockAnchor::Kind::PerReader;
+    return true;
+  }
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos && text.size() <= 15) {
+    out.kind = SimClockAnchor::Kind::WallClock;
+    out.unixNs = std::stoll(text) * 1000000;
+    return true;
+  }
+  // YYYY-MM-DDTHH:MM:SS[.fraction]Z
+  int year, month, day, hour, minute, second, used = 0;
+  if (sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute, &second, &used) != 6 || used != 19) {
+    return false;
+  }
+  int64_t fractionNs = 0;
+  size_t at = 19;
+  if (at < text.size() && text[at] == '.') {
+    int64_t scale = 100000000;
+    for (at++; at < text.size() && text[at] >= '0' && text[at] <= '9'; at++, scale /= 10) fractionNs += (text[at] - '0') * scale;
+  }
+  if (at + 1 != text.size() || text[at] != 'Z') return false;
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60 || year < 1970) return false;
+  // Days from the civil date (proleptic Gregorian), so no time zone database is involved.
+  int y = year - (month <= 2 ? 1 : 0);
+  int era = y / 400;
+  int yoe = y - era * 400;
+  int doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  int64_t days = static_cast<int64_t>(era) * 146097 + doe - 719468;
+  out.kind = SimClockAnchor::Kind::WallClock;
+  out.unixNs = ((days * 86400 + hour * 3600 + minute * 60 + second) * 1000000000) + fractionNs;
+  return true;
+}
 
 bool readScenarioText(const std::string& path, const std::string& text, Scenario& out, std::string& error) {
   JsonError jsonError;

@@ -1,16 +1,43 @@
-// Name <-> id lookup for the simulator's exported NVML symbols (see symbols.h).
+// Name <-> id lookup for the simulator's NVML symbols and driver profiles (see symbols.h).
 #include "symbols.h"
 
+#include <cstdlib>
 #include <cstring>
+
+#ifndef GPUGATE_SIM_LIBRARY_PROFILE
+#error "build each simulator library with -DGPUGATE_SIM_LIBRARY_PROFILE=<profile token> (see binding.gyp)"
+#endif
 
 namespace gpugate_sim {
 
 namespace {
 const char* const kNames[] = {
-#define GPUGATE_SIM_SYMBOL_NAME(name, versioned) #name,
+#define GPUGATE_SIM_SYMBOL_NAME(name, firstProfile) #name,
     GPUGATE_SIM_SYMBOLS(GPUGATE_SIM_SYMBOL_NAME)
 #undef GPUGATE_SIM_SYMBOL_NAME
 };
+
+const int kFirstProfile[] = {
+#define GPUGATE_SIM_SYMBOL_FIRST(name, firstProfile) kProfile_##firstProfile,
+    GPUGATE_SIM_SYMBOLS(GPUGATE_SIM_SYMBOL_FIRST)
+#undef GPUGATE_SIM_SYMBOL_FIRST
+};
+
+struct Profile {
+  const char* name;
+  long firstDriver;
+  int v3EntryBytes;
+};
+
+const Profile kProfiles[] = {
+#define GPUGATE_SIM_PROFILE_ROW(token, name, firstDriver, v3EntryBytes, summary) {name, firstDriver, v3EntryBytes},
+    GPUGATE_SIM_PROFILES(GPUGATE_SIM_PROFILE_ROW)
+#undef GPUGATE_SIM_PROFILE_ROW
+};
+
+#define GPUGATE_SIM_PROFILE_ID(token) kProfile_##token
+#define GPUGATE_SIM_PROFILE_ID_OF(token) GPUGATE_SIM_PROFILE_ID(token)
+constexpr int kLibraryProfile = GPUGATE_SIM_PROFILE_ID_OF(GPUGATE_SIM_LIBRARY_PROFILE);
 }  // namespace
 
 const char* symbolName(int id) {
@@ -25,5 +52,37 @@ int symbolByName(const char* name) {
   }
   return -1;
 }
+
+bool profileExports(int profile, int id) { return id >= 0 && id < kSymbolCount && kFirstProfile[id] <= profile; }
+
+int libraryProfile() { return kLibraryProfile; }
+
+const char* profileName(int profile) { return profile >= 0 && profile < kProfileCount ? kProfiles[profile].name : "?"; }
+
+int profileByName(const char* name) {
+  for (int p = 0; name != nullptr && p < kProfileCount; p++) {
+    if (strcmp(kProfiles[p].name, name) == 0) return p;
+  }
+  return -1;
+}
+
+int profileForDriverVersion(const char* version) {
+  // The leading MAJOR.MINOR decides; a patch level or anything else may follow.
+  const char* p = version;
+  char* end = nullptr;
+  if (p == nullptr || *p < '0' || *p > '9') return -1;
+  long major = strtol(p, &end, 10);
+  if (*end != '.' || end[1] < '0' || end[1] > '9') return -1;
+  long minor = strtol(end + 1, &end, 10);
+  if (minor > 999) return -1;
+  long key = major * 1000 + minor;
+  int found = 0;
+  for (int i = 0; i < kProfileCount; i++) {
+    if (kProfiles[i].firstDriver <= key) found = i;
+  }
+  return found;
+}
+
+int v3EntryBytes(int profile) { return profile >= 0 && profile < kProfileCount && kProfiles[profile].v3EntryBytes != 0 ? kProfiles[profile].v3EntryBytes : 24; }
 
 }  // namespace gpugate_sim

@@ -1,64 +1,23 @@
-// The list of NVML entry points the simulator exports, as one X-macro table.
+// Ids for the NVML entry points and driver profiles of sim/driver_profiles.h.
 //
 // Each symbol gets a small integer id (SymbolId) used for call counting, fault matching and
-// statistics. The table is the same in both library variants; the legacy variant simply does
-// not export the names marked VERSIONED (those ending in _v2 / _v3).
+// statistics; each profile an id (ProfileId) in driver order. The tables are the same in every
+// library; which profile a library exports is fixed when it is built (GPUGATE_SIM_LIBRARY_PROFILE).
 #pragma once
 
-// X(name, versioned): versioned = 1 for names the legacy (old driver) variant does not export.
-#define GPUGATE_SIM_SYMBOLS(X)                          \
-  X(nvmlInit_v2, 1)                                     \
-  X(nvmlInit, 0)                                        \
-  X(nvmlInitWithFlags, 0)                               \
-  X(nvmlShutdown, 0)                                    \
-  X(nvmlErrorString, 0)                                 \
-  X(nvmlSystemGetDriverVersion, 0)                      \
-  X(nvmlSystemGetNVMLVersion, 0)                        \
-  X(nvmlSystemGetCudaDriverVersion_v2, 1)               \
-  X(nvmlSystemGetCudaDriverVersion, 0)                  \
-  X(nvmlSystemGetProcessName, 0)                        \
-  X(nvmlDeviceGetCount_v2, 1)                           \
-  X(nvmlDeviceGetCount, 0)                              \
-  X(nvmlDeviceGetHandleByIndex_v2, 1)                   \
-  X(nvmlDeviceGetHandleByIndex, 0)                      \
-  X(nvmlDeviceGetHandleByUUID, 0)                       \
-  X(nvmlDeviceGetHandleByPciBusId_v2, 1)                \
-  X(nvmlDeviceGetHandleByPciBusId, 0)                   \
-  X(nvmlDeviceGetName, 0)                               \
-  X(nvmlDeviceGetUUID, 0)                               \
-  X(nvmlDeviceGetIndex, 0)                              \
-  X(nvmlDeviceGetMinorNumber, 0)                        \
-  X(nvmlDeviceGetPciInfo_v3, 1)                         \
-  X(nvmlDeviceGetPciInfo_v2, 1)                         \
-  X(nvmlDeviceGetPciInfo, 0)                            \
-  X(nvmlDeviceGetCudaComputeCapability, 0)              \
-  X(nvmlDeviceGetMemoryInfo_v2, 1)                      \
-  X(nvmlDeviceGetMemoryInfo, 0)                         \
-  X(nvmlDeviceGetComputeRunningProcesses_v3, 1)         \
-  X(nvmlDeviceGetComputeRunningProcesses_v2, 1)         \
-  X(nvmlDeviceGetComputeRunningProcesses, 0)            \
-  X(nvmlDeviceGetGraphicsRunningProcesses_v3, 1)        \
-  X(nvmlDeviceGetGraphicsRunningProcesses_v2, 1)        \
-  X(nvmlDeviceGetGraphicsRunningProcesses, 0)           \
-  X(nvmlDeviceGetMPSComputeRunningProcesses_v3, 1)      \
-  X(nvmlDeviceGetMPSComputeRunningProcesses_v2, 1)      \
-  X(nvmlDeviceGetMPSComputeRunningProcesses, 0)         \
-  X(nvmlDeviceGetPersistenceMode, 0)                    \
-  X(nvmlDeviceGetComputeMode, 0)                        \
-  X(nvmlDeviceGetMigMode, 0)                            \
-  X(nvmlDeviceGetUtilizationRates, 0)                   \
-  X(nvmlDeviceGetTemperature, 0)                        \
-  X(nvmlDeviceGetPowerUsage, 0)                         \
-  X(nvmlDeviceGetMaxMigDeviceCount, 0)                  \
-  X(nvmlDeviceGetMigDeviceHandleByIndex, 0)             \
-  X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle, 0)    \
-  X(nvmlDeviceGetGpuInstanceId, 0)                      \
-  X(nvmlDeviceGetComputeInstanceId, 0)
+#include "driver_profiles.h"
 
 namespace gpugate_sim {
 
+enum ProfileId : int {
+#define GPUGATE_SIM_PROFILE_ENUM(token, name, firstDriver, v3EntryBytes, summary) kProfile_##token,
+  GPUGATE_SIM_PROFILES(GPUGATE_SIM_PROFILE_ENUM)
+#undef GPUGATE_SIM_PROFILE_ENUM
+  kProfileCount
+};
+
 enum SymbolId : int {
-#define GPUGATE_SIM_SYMBOL_ENUM(name, versioned) kSym_##name,
+#define GPUGATE_SIM_SYMBOL_ENUM(name, firstProfile) kSym_##name,
   GPUGATE_SIM_SYMBOLS(GPUGATE_SIM_SYMBOL_ENUM)
 #undef GPUGATE_SIM_SYMBOL_ENUM
   kSymbolCount
@@ -67,7 +26,25 @@ enum SymbolId : int {
 /** The exported name of a symbol id. */
 const char* symbolName(int id);
 
-/** The id of an exported name, or -1. */
+/** The id of a symbol name (exported by some profile), or -1. */
 int symbolByName(const char* name);
+
+/** True when `profile` exports symbol `id`. */
+bool profileExports(int profile, int id);
+
+/** The profile this library was built as (its exports follow it). */
+int libraryProfile();
+
+/** A profile's name ("r535-early"), or "?". */
+const char* profileName(int profile);
+
+/** The profile named `name`, or -1. */
+int profileByName(const char* name);
+
+/** The profile a driver version ("535.54.03") belongs to by its leading MAJOR.MINOR, or -1 without one. */
+int profileForDriverVersion(const char* version);
+
+/** Bytes per entry written by the _v3 process lists in `profile` (24 or 32). */
+int v3EntryBytes(int profile);
 
 }  // namespace gpugate_sim

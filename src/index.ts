@@ -27,5 +27,6 @@ export { sdNotify } from './notify';
 export { IMPLAUSIBLE_PROCESS_LIST } from './snapshot-decode';
 export * from './native-load-error';
 export * from './sim-library';
+export * from './sim-host';
 export { runBench } from './bench';
 export type { BenchOptions, BenchResult, BenchMeasure, LatencyStats, NvidiaSmiMeasure } from './bench';

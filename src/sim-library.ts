@@ -3,17 +3,90 @@
  * tooling pass as GPUGATE_NVML_LIBRARY). It is searched where the addon is: GPUGATE_PREBUILD's
  * build/Release when that is set, else a local build (build/Release, build/Debug) unless
  * PREBUILDS_ONLY is set, then the prebuilds/<platform>-<arch>/ directory shipped in the package.
+ *
+ * There is one library per driver profile (sim/driver_profiles.h): each exports exactly the NVML
+ * symbols of its driver branch, and serves only scenarios of that branch. findSimLibraryFor()
+ * picks the one a scenario needs.
  */
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-/** The simulator libraries gpugate builds. */
-export type SimLibraryName = 'gpugate_sim' | 'gpugate_sim_legacy';
+/** The simulator libraries gpugate builds: gpugate_sim (the current driver), gpugate_sim_<profile>. */
+export type SimLibraryName = 'gpugate_sim' | `gpugate_sim_${string}`;
+
+/** One row of the driver profile table. */
+export interface SimDriverProfile {
+  /** The name scenarios use ("r535-early"). */
+  name: string;
+  /** The lowest driver version it stands for, as major * 1000 + minor. */
+  firstDriver: number;
+  /** Bytes per entry its _v3 process lists write (0: it has no _v3). */
+  v3EntryBytes: number;
+  /** The library built for it. */
+  library: SimLibraryName;
+  /** The NVML symbols that library exports. */
+  symbols: string[];
+}
+
+interface ProfileTableModule {
+  readProfileTable(file?: string): {
+    profiles: Array<{ token: string; name: string; firstDriver: number; v3EntryBytes: number }>;
+    symbols: Array<{ name: string; firstProfile: string }>;
+  };
+  exportedSymbols(token: string): string[];
+}
+
+/** The driver profiles, oldest first, read from the package's sim/driver_profiles.h. */
+export function simDriverProfiles(packageRoot: string = path.join(__dirname, '..')): SimDriverProfile[] {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const table = require(path.join(path.resolve(packageRoot), 'sim', 'profile-table.cjs')) as ProfileTableModule;
+  return table.readProfileTable().profiles.map((p) => ({
+    name: p.name,
+    firstDriver: p.firstDriver,
+    v3EntryBytes: p.v3EntryBytes,
+    library: p.token === 'current' ? 'gpugate_sim' : `gpugate_sim_${p.token}`,
+    symbols: table.exportedSymbols(p.token),
+  }));
+}
+
+/**
+ * The profile a scenario file declares: its system.driverProfile, else the profile of its
+ * system.driverVersion (default 580.95.05, the current driver).
+ * @throws Error naming the file when it cannot be read or names no known profile
+ */
+export function simProfileForScenario(scenarioPath: string, packageRoot?: string): SimDriverProfile {
+  const profiles = simDriverProfiles(packageRoot);
+  let system: { driverProfile?: unknown; driverVersion?: unknown } = {};
+  try {
+    const parsed = JSON.parse(fs.readFileSync(scenarioPath, 'utf8')) as { system?: typeof system };
+    system = parsed.system ?? {};
+  } catch (error) {
+    throw new Error(`${scenarioPath}: cannot read the scenario (${error instanceof Error ? error.message : String(error)})`);
+  }
+  if (system.driverProfile !== undefined) {
+    const named = profiles.find((p) => p.name === system.driverProfile);
+    if (named === undefined) {
+      throw new Error(`${scenarioPath}: expected one of ${profiles.map((p) => p.name).join(', ')} for system.driverProfile, found ${JSON.stringify(system.driverProfile)}`);
+    }
+    return named;
+  }
+  const version = system.driverVersion ?? '580.95.05';
+  // The leading MAJOR.MINOR decides, as in the simulator (sim/symbols.cc).
+  const match = typeof version === 'string' ? /^(\d+)\.(\d{1,3})(?!\d)/.exec(version) : null;
+  if (match === null) throw new Error(`${scenarioPath}: expected a driver version starting MAJOR.MINOR for system.driverVersion, or a system.driverProfile; found ${JSON.stringify(version)}`);
+  const key = Number(match[1]) * 1000 + Number(match[2]);
+  return profiles.filter((p) => p.firstDriver <= key).at(-1) ?? profiles[0]!;
+}
+
+/** The simulator library that serves the scenario at `scenarioPath` (see simProfileForScenario). */
+export function findSimLibraryFor(scenarioPath: string, options: Omit<FindSimLibraryOptions, 'name'> = {}): string {
+  return findSimLibrary({ ...options, name: simProfileForScenario(scenarioPath, options.packageRoot).library });
+}
 
 /** Options for `findSimLibrary`. */
 export interface FindSimLibraryOptions {
-  /** Which simulator: the full one (default) or the legacy-ABI one. */
+  /** Which simulator: gpugate_sim (the current driver, default) or gpugate_sim_<profile>. */
   name?: SimLibraryName;
   /** gpugate's package root (default: the directory above this module's). */
   packageRoot?: string;

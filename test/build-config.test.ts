@@ -23,7 +23,7 @@ interface GypTarget {
   defines?: string[];
 }
 interface Gyp {
-  variables?: Record<string, string>;
+  variables?: Record<string, string | string[]>;
   target_defaults?: { defines?: string[] };
   targets: GypTarget[];
 }
@@ -62,7 +62,19 @@ function compileCommands(buildDir: string): CompileCommand[] {
 
 /** gyp's <(var) expansion for the top-level variables. */
 function expand(value: string, gyp: Gyp): string {
-  return value.replace(/<\((\w+)\)/g, (_, name: string) => gyp.variables?.[name] ?? `<(${name})`);
+  return value.replace(/<\((\w+)\)/g, (_, name: string) => {
+    const v = gyp.variables?.[name];
+    return typeof v === 'string' ? v : `<(${name})`;
+  });
+}
+
+/** A target's sources, with gyp's <@(list) items spliced in from the top-level variables. */
+function sourcesOf(target: GypTarget, gyp: Gyp): string[] {
+  return (target.sources ?? []).flatMap((s) => {
+    const list = /^<@\((\w+)\)$/.exec(s);
+    const v = list === null ? undefined : gyp.variables?.[list[1]!];
+    return Array.isArray(v) ? v : [s];
+  });
 }
 
 afterAll(() => {
@@ -115,7 +127,7 @@ describe('CMakeLists.txt reads binding.gyp', () => {
     const common = (gyp.target_defaults?.defines ?? []).map((d) => expand(d, gyp));
     for (const target of built) {
       const own = commands.filter((c) => c.command.includes(`CMakeFiles/${target.target_name}.dir/`));
-      expect(own.map((c) => c.file).sort(), target.target_name).toEqual((target.sources ?? []).map((s) => join(root, s)).sort());
+      expect(own.map((c) => c.file).sort(), target.target_name).toEqual(sourcesOf(target, gyp).map((s) => join(root, s)).sort());
       for (const c of own) {
         for (const d of [...common, ...(target.defines ?? [])].map((x) => expand(x, gyp))) {
           expect(c.command, `${target.target_name} ${c.file}`).toContain(`-D${d}`);
@@ -124,7 +136,7 @@ describe('CMakeLists.txt reads binding.gyp', () => {
       }
     }
     // Exactly the gyp sources are compiled: nothing listed twice, nothing extra.
-    const allSources = built.flatMap((t) => (t.sources ?? []).map((s) => `${t.target_name}:${join(root, s)}`));
+    const allSources = built.flatMap((t) => sourcesOf(t, gyp).map((s) => `${t.target_name}:${join(root, s)}`));
     expect(commands.length).toBe(allSources.length);
   });
 

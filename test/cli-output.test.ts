@@ -61,7 +61,8 @@ describe('the restart race, end to end', () => {
   const final = finalState(scenario);
 
   it('wait --min-free 0.9 --stable 1s exits 0 only after the memory is free and stable', async () => {
-    const run = await runCli(['wait', '--min-free', '0.9', '--stable', '1s', '--json'], { env: cliEnv(path) });
+    // The per-reader clock, asked for by name: the timeline starts at gpugate's own NVML init.
+    const run = await runCli(['wait', '--min-free', '0.9', '--stable', '1s', '--json'], { env: cliEnv(path, { GPUGATE_SIM_STARTED_AT: 'init' }) });
     expect(run.code).toBe(0);
     const json = parseJsonOutput(run);
     expect(json.result).toBe('ready');
@@ -80,7 +81,9 @@ describe('the restart race, end to end', () => {
   });
 
   it('the same wait with --timeout 1s exits 75 while the memory is still held', async () => {
-    const run = await runCli(['wait', '--min-free', '0.9', '--stable', '1s', '--timeout', '1s', '--json'], { env: cliEnv(path) });
+    // The shared clock anchored an hour ahead: the host stays at the crash for the whole wait.
+    const notBegun = String(Date.now() + 3_600_000);
+    const run = await runCli(['wait', '--min-free', '0.9', '--stable', '1s', '--timeout', '1s', '--json'], { env: cliEnv(path, { GPUGATE_SIM_STARTED_AT: notBegun }) });
     expect(run.code).toBe(75);
     const json = parseJsonOutput(run);
     expect(json.result).toBe('timeout');
@@ -90,8 +93,8 @@ describe('the restart race, end to end', () => {
       expect(gpu.ok).toBe(false);
       expect(gpu.reasons).toContain('memory');
       expect(gpu.usedBytes).toBe(scenario.devices[gpu.index]?.memory.usedBytes);
-      // The simulator's clock (from NVML init) is behind gpugate's: the crashed workers
-      // (gone from this machine, exiting at 1.2 s) are still listed, as NVML lists them.
+      // The timeline has not begun: the crashed workers (gone from this machine, exiting at
+      // 1.2 s into the timeline) are still listed, as NVML lists them.
       const pid = 48211 + gpu.index;
       // (On a machine where that pid happens to be taken, the class is that process's.)
       expect(gpu.holders).toEqual([expect.objectContaining({ pid, class: existsSync(`/proc/${pid}`) ? expect.any(String) : 'gone' })]);

@@ -50,7 +50,10 @@ function dump(lib: string, scenarioFile: string, v1: boolean): ClientDump {
 describe('agreement with an independent NVML client', () => {
   for (const v1 of [false, true]) {
     it(`reads the same devices, memory and compute processes (${v1 ? 'plain v1 symbols, legacy build' : '_v2/_v3 symbols'})`, async () => {
-      const file = useScenario(busyHost());
+      const host = busyHost();
+      // The legacy build serves only a driver that old (before R418: no _v2/_v3 entry points).
+      if (v1) host['system'] = { driverVersion: '410.129', nvmlVersion: '10.410.129', cudaDriverVersion: 10000 };
+      const file = useScenario(host);
       const lib = freshSimulator(v1 ? 'gpugate_sim_legacy' : 'gpugate_sim');
       const theirs = dump(lib, file, v1);
       const session = await openNvml({ libraryPath: lib });

@@ -6,7 +6,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { bundledScenario as bundledScenarioPath, repoRoot as repoRootDir, simLegacyLibraryPath, simLibraryPath, testTempDir, writeScenario } from './helpers/sim';
+import type { SimLibraryName } from '../src/sim-library';
+import { bundledScenario as bundledScenarioPath, repoRoot as repoRootDir, simProfileLibraryPath, testTempDir, writeScenario } from './helpers/sim';
 
 export { GiB } from './helpers/fake-snapshot';
 
@@ -19,9 +20,12 @@ export function tempDir(): string {
 
 let copies = 0;
 
-/** A private copy of the simulator ('gpugate_sim' or the legacy build without _v2/_v3 symbols). */
-export function freshSimulator(variant: 'gpugate_sim' | 'gpugate_sim_legacy' = 'gpugate_sim'): string {
-  const source = variant === 'gpugate_sim' ? simLibraryPath() : simLegacyLibraryPath();
+/**
+ * A private copy of a simulator library: 'gpugate_sim' (the current driver), 'gpugate_sim_legacy'
+ * (no _v2/_v3 symbols), or another driver profile's ('gpugate_sim_r535_early'...).
+ */
+export function freshSimulator(variant: SimLibraryName = 'gpugate_sim'): string {
+  const source = simProfileLibraryPath(variant);
   const target = path.join(tempDir(), `${variant}-${process.pid}-${copies++}.so`);
   fs.copyFileSync(source, target);
   return target;

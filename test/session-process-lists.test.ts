@@ -14,10 +14,10 @@ function processes(count: number, firstPid: number, eachBytes: number) {
   }));
 }
 
-/** Two busy GPUs, with `stride` bytes per entry from the _v2/_v3 process calls. */
+/** Two busy GPUs, with `stride` bytes per entry from the _v3 process calls (32: a driver 535.54 host). */
 function busyPair(stride: 24 | 32) {
   const scenario = bundledScenario('idle-8x-rtx-pro-6000.json');
-  scenario['processStride'] = stride;
+  if (stride === 32) scenario['system'] = { driverVersion: '535.54.03', nvmlVersion: '12.535.54.03', cudaDriverVersion: 12020 };
   scenario.devices = scenario.devices.slice(0, 2);
   for (const device of scenario.devices) {
     device['memory'] = { totalBytes: 102641958912, reservedBytes: 493879296, usedBytes: 40 * GiB };
@@ -53,7 +53,7 @@ describe('process lists across symbol variants and strides', () => {
     useScenario(busyPair(24));
     const reference = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
     useScenario(busyPair(32));
-    const quirky = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
+    const quirky = await (await openTrackedSession(freshSimulator('gpugate_sim_r535_early'))).snapshot({ processes: true });
     expect(quirky.devices[0]?.processListSource?.strideBytes).toBe(32);
     expect(quirky.devices[1]?.processListSource?.strideBytes).toBe(32);
     expect(quirky.devices.map((d) => d.processes)).toEqual(reference.devices.map((d) => d.processes));
@@ -66,7 +66,8 @@ describe('process lists across symbol variants and strides', () => {
   it('falls back to the plain symbols (16-byte entries, v1 memory) on an old driver', async () => {
     useScenario(busyPair(24));
     const reference = await (await openTrackedSession(freshSimulator())).snapshot({ processes: true });
-    useScenario(busyPair(24));
+    // The legacy build serves only a driver that old (before R418: no _v2/_v3 entry points).
+    useScenario({ ...busyPair(24), system: { driverVersion: '410.129', nvmlVersion: '10.410.129', cudaDriverVersion: 10000 } });
     const s = await openTrackedSession(freshSimulator('gpugate_sim_legacy'));
     expect(s.library.variants['init']).toBe('nvmlInit');
     expect(s.library.variants['deviceGetComputeRunningProcesses']).toBe('nvmlDeviceGetComputeRunningProcesses');

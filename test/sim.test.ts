@@ -12,14 +12,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestTempDir } from './helpers/temp-root';
 import {
   bundledScenario,
+  freshBundledScenario,
   replaceScenario,
   repoRoot,
   SIM_RELOAD_SETTLE_MS,
   simDevice,
   simEnv,
   simLegacyLibraryPath,
+  simLibraryFor,
   simLibraryPath,
   simNvmlDir,
+  simProfileLibraryPath,
   writeScenario,
   type SimScenario,
 } from './helpers/sim';
@@ -162,7 +165,7 @@ describe('reading the bundled 8-GPU scenarios', () => {
   });
 
   it('shows the restart race at its start: one VLLM worker per GPU holding about 92 GiB', async () => {
-    const file = bundledScenario('restart-race');
+    const file = freshBundledScenario('restart-race');
     const expected = readJson(file)['devices'] as ScenarioDevice[];
     const [snap] = await dump(file);
     expect(snap?.count).toBe(8);
@@ -182,7 +185,8 @@ describe('reading the bundled 8-GPU scenarios', () => {
     const files = fs.readdirSync(path.join(repoRoot(), 'scenarios')).filter((f) => f.endsWith('.json'));
     expect(files.length).toBeGreaterThanOrEqual(4);
     for (const f of files) {
-      const [snap] = await dump(path.join(repoRoot(), 'scenarios', f));
+      const file = path.join(repoRoot(), 'scenarios', f);
+      const [snap] = await dump(file, [], simLibraryFor(file));
       expect(snap?.countRc, f).toBe(0);
       expect(snap?.count, f).toBeGreaterThan(0);
     }
@@ -196,7 +200,7 @@ describe('reading the bundled 8-GPU scenarios', () => {
 
 describe('the restart race drains over time', () => {
   it('processes vanish first, then memory falls in steps to zero and stays there', async () => {
-    const child = spawn(client, ['--lib', simLibraryPath(), 'interactive'], { env: simEnv(bundledScenario('restart-race')) });
+    const child = spawn(client, ['--lib', simLibraryPath(), 'interactive'], { env: simEnv(freshBundledScenario('restart-race')) });
     const lines = readline.createInterface({ input: child.stdout });
     const iterator = lines[Symbol.asyncIterator]();
     const next = async (): Promise<string> => (await iterator.next()).value as string;
@@ -233,8 +237,10 @@ describe('the restart race drains over time', () => {
 });
 
 describe('real-library behaviour', () => {
-  const threeProcesses = (): string =>
+  const LEGACY_DRIVER = { driverVersion: '410.129', nvmlVersion: '10.410.129', cudaDriverVersion: 10000 };
+  const threeProcesses = (system?: object): string =>
     writeScenario({
+      ...(system === undefined ? {} : { system }),
       devices: [
         simDevice(0, {
           processes: [
@@ -305,16 +311,21 @@ describe('real-library behaviour', () => {
     expect(p.get('error_string_all_codes')).toEqual(['1']);
   });
 
-  it('writes 24-byte entries from _v3 by default and 32-byte entries when processStride is 32', async () => {
+  it('writes 24-byte entries from _v2 and _v3 on a current driver; a 535.54 driver writes 32 from _v3 and 24 from _v2', async () => {
     const procs = [{ pid: 7001, usedBytes: GiB }, { pid: 7002, usedBytes: GiB }, { pid: 7003, usedBytes: null }];
-    for (const stride of [24, 32]) {
-      const file = writeScenario({ processStride: stride, devices: [simDevice(0, { processes: procs })] });
-      const result = await runClient(['--lib', simLibraryPath(), 'rawprocs', '0'], simEnv(file));
-      expect(result.stdout.trim()).toBe(`rc=0 count=3 bytesWritten=${3 * stride} pids=7001,7002,7003`);
-    }
-    const bundled = await runClient(['--lib', simLibraryPath(), 'rawprocs', '1'], simEnv(bundledScenario('r535-stride')));
-    expect(bundled.stdout.trim()).toBe('rc=0 count=3 bytesWritten=96 pids=30111,30112,30113');
-    const [snap] = await dump(writeScenario({ devices: [simDevice(0, { processes: procs })] }));
+    const current = writeScenario({ devices: [simDevice(0, { processes: procs })] });
+    const r535 = writeScenario({ system: { driverVersion: '535.54.03' }, devices: [simDevice(0, { processes: procs })] });
+    const raw = async (file: string, symbol: string): Promise<string> =>
+      (await runClient(['--lib', simLibraryFor(file), 'rawprocs', '0', symbol], simEnv(file))).stdout.trim();
+    expect(await raw(current, 'nvmlDeviceGetComputeRunningProcesses_v3')).toBe('rc=0 count=3 bytesWritten=72 pids=7001,7002,7003');
+    expect(await raw(current, 'nvmlDeviceGetComputeRunningProcesses_v2')).toBe('rc=0 count=3 bytesWritten=72 pids=7001,7002,7003');
+    expect(await raw(r535, 'nvmlDeviceGetComputeRunningProcesses_v3')).toBe('rc=0 count=3 bytesWritten=96 pids=7001,7002,7003');
+    expect(await raw(r535, 'nvmlDeviceGetComputeRunningProcesses_v2')).toBe('rc=0 count=3 bytesWritten=72 pids=7001,7002,7003');
+    expect(await raw(r535, 'nvmlDeviceGetComputeRunningProcesses')).toBe('rc=0 count=3 bytesWritten=48 pids=7001,7002,7003');
+    const bundled = bundledScenario('r535-stride');
+    const shipped = await runClient(['--lib', simLibraryFor(bundled), 'rawprocs', '1'], simEnv(bundled));
+    expect(shipped.stdout.trim()).toBe('rc=0 count=3 bytesWritten=96 pids=30111,30112,30113');
+    const [snap] = await dump(current);
     expect(snap?.devices[0]?.processes?.map((p) => p.usedBytes)).toEqual([GiB, GiB, null]);
   });
 
@@ -330,7 +341,7 @@ describe('real-library behaviour', () => {
     const full = await runClient(['--lib', simLibraryPath(), 'symbols', ...versioned], process.env);
     expect(full.stdout.trim().split('\n')).toEqual(versioned.map((s) => `${s} present`));
 
-    const file = threeProcesses();
+    const file = threeProcesses(LEGACY_DRIVER);
     const [snap] = await dump(file, ['--v1'], simLegacyLibraryPath());
     expect(snap?.devices[0]?.processes).toEqual([
       { pid: 101, usedBytes: GiB },
@@ -342,7 +353,7 @@ describe('real-library behaviour', () => {
   });
 
   it('finds handles by UUID and by PCI bus id (long and legacy forms), and reads names, modes, power and versions', async () => {
-    const p = await probe(bundledScenario('restart-race'));
+    const p = await probe(freshBundledScenario('restart-race'));
     expect(p.get('handle_by_uuid')).toEqual(['0', 'same']);
     expect(p.get('handle_by_uuid_unknown')).toEqual(['6']);
     expect(p.get('handle_by_pci')).toEqual(['0', 'same']);
@@ -445,7 +456,7 @@ describe('timeline, faults, reload and statistics', () => {
     expect(snaps.map((s) => s.devices[0]?.memory?.usedBytes)).toEqual([0, 3 * GiB, 0, 3 * GiB]);
   });
 
-  it('faults are bounded in time by atMs/untilMs (measured from the init that read the scenario)', async () => {
+  it('faults are bounded in time by atMs/untilMs (measured from the timeline anchor, here the file write time)', async () => {
     const file = writeScenario({
       devices: [simDevice(0), simDevice(1)],
       faults: [

@@ -2,8 +2,9 @@
  * The simulator scenario `gpugate demo` replays: an 8× RTX PRO 6000 host right after a vLLM
  * crash. Every GPU still holds ~92 GiB of the previous attempt; the workers of seven GPUs are
  * already gone (the driver is releasing their memory), the eighth (GPU 6) is held by a real,
- * live, orphaned worker process. The demo kills that worker at {@link DEMO_WORKER_EXIT_MS};
- * its memory then drains over a few seconds, as a large pinned pool does on a real host.
+ * live, orphaned worker process (a "spawn" holder the simulated host starts). The timeline
+ * drops that worker at {@link DEMO_WORKER_EXIT_MS}, which ends its process; its memory then
+ * drains over a few seconds, as a large pinned pool does on a real host.
  */
 
 const GiB = 1024 ** 3;
@@ -18,15 +19,15 @@ const BUS_IDS = ['18', '2A', '3A', '5D', '84', '8A', '9B', 'DB'];
 
 /** The GPU whose holder is the live orphaned worker. */
 export const DEMO_WORKER_GPU = 6;
-/** When (ms after NVML init) the demo ends the orphaned worker. */
+/** When (ms after the host started) the orphaned worker exits. */
 export const DEMO_WORKER_EXIT_MS = 4000;
 /** The worker's process title, as vLLM sets it. */
 export const DEMO_WORKER_TITLE = `VLLM::Worker_TP${DEMO_WORKER_GPU}`;
 
-/** Build the scenario object (see docs/scenarios.md). */
-export function demoScenario(workerPid: number, gonePids: readonly number[]): object {
+/** Build the scenario object (see docs/scenarios.md); `gonePids` are pids no process has. */
+export function demoScenario(gonePids: readonly number[]): object {
   const devices = BUS_IDS.map((bus, index) => {
-    const pid = index === DEMO_WORKER_GPU ? workerPid : gonePids[index] ?? 0;
+    const holder = index === DEMO_WORKER_GPU ? { spawn: { comm: DEMO_WORKER_TITLE } } : { pid: gonePids[index] ?? 0 };
     return {
       name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition',
       uuid: `GPU-6f0d3c1e-94a2-4b7e-8c21-5d0e7a9b3c${index.toString(16).padStart(2, '0')}`,
@@ -40,7 +41,7 @@ export function demoScenario(workerPid: number, gonePids: readonly number[]): ob
       utilization: { gpu: 0, memory: 0 },
       temperatureC: 38 + index,
       powerWatts: 88.5,
-      processes: [{ pid, usedBytes: Math.round(HELD_BYTES - 0.6 * GiB), kinds: ['compute'], name: `VLLM::Worker_TP${index}` }],
+      processes: [{ ...holder, usedBytes: Math.round(HELD_BYTES - 0.6 * GiB), kinds: ['compute'], name: `VLLM::Worker_TP${index}` }],
     };
   });
   const timeline: object[] = [];
@@ -56,8 +57,8 @@ export function demoScenario(workerPid: number, gonePids: readonly number[]): ob
   for (let device = 0; device < BUS_IDS.length; device += 1) {
     if (device !== DEMO_WORKER_GPU) drain(device, 1500 + device * 150, 500);
   }
-  // The orphan's memory only starts to drain once the demo has ended it.
-  drain(DEMO_WORKER_GPU, DEMO_WORKER_EXIT_MS + 200, 700);
+  // The orphan's memory only starts to drain once it has exited.
+  drain(DEMO_WORKER_GPU, DEMO_WORKER_EXIT_MS, 700);
   timeline.sort((a, b) => (a as { atMs: number }).atMs - (b as { atMs: number }).atMs);
   return {
     system: { driverVersion: '580.95.05', nvmlVersion: '13.580.95.05', cudaDriverVersion: 13000 },

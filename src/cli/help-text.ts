@@ -63,6 +63,18 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
     about: 'Replay a service restart race on the bundled simulated 8x RTX PRO 6000 host (no GPU needed):\nthe previous attempt still holds ~92 GiB per GPU, one holder is a real orphaned engine worker, then memory drains.\nShows "gpugate wait --min-free 0.9 --stable 2s" waiting, explaining why, and succeeding.',
     examples: ['gpugate demo'],
   },
+  sim: {
+    usage: ['gpugate sim [--scenario FILE] [--started-at WHEN]'],
+    about: 'Start a simulated GPU host for your own tools (no GPU needed) and keep it running until interrupted:\nthe scenario anchored to one start time (every reader sees the same moment of its timeline), real processes\nfor its "spawn" holders, and the simulator library of its driver profile. Prints the variables to export.',
+    examples: [
+      'gpugate sim > sim.env &   # then, once sim.env has its lines:  . ./sim.env && nvitop -1',
+      'gpugate sim --scenario scenarios/mig.json --started-at 2026-12-01T09:00:00Z > sim.env &',
+    ],
+    exitCodes: `Exit codes:
+  64   usage error: unknown flag, bad --started-at, a scenario that cannot be read or that the simulator rejects
+  69   the simulator library for the scenario's driver profile is not built
+  130  interrupted by SIGINT / 143 by SIGTERM: the host is stopped, its processes ended, its folder removed`,
+  },
   bench: {
     usage: ['gpugate bench [options]'],
     about: 'Measure this host\'s poll latency through gpugate (memory only and with processes; per snapshot and per device:\nmedian, p99, max) and, when nvidia-smi is on PATH, as many `nvidia-smi --query-gpu=memory.used` runs; print the ratio.\nRead-only and bounded by --duration: changes no GPU setting.',
@@ -94,6 +106,7 @@ Commands:
   status    devices, memory, processes, modes, library and driver versions
   holders   who holds each GPU, classified; leaked /dev/shm files
   demo      the restart race on the bundled simulated 8-GPU host (no GPU needed)
+  sim       run a simulated GPU host for your own NVML tools until interrupted; prints what to export
   bench     this host's poll latency: gpugate against nvidia-smi (read-only, bounded in time)
 
 Run "gpugate <command> --help" for a command's options. "gpugate --version" prints the version.

@@ -5,10 +5,10 @@
  */
 
 /** The sub-commands of `gpugate`. */
-export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'demo' | 'bench';
+export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'demo' | 'sim' | 'bench';
 
 /** Every sub-command, in the order `gpugate --help` lists them. */
-export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'demo', 'bench'];
+export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'demo', 'sim', 'bench'];
 
 /** One flag of the command line. */
 export interface OptionSpec {
@@ -90,7 +90,12 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'snapshots per measure, and nvidia-smi runs when nvidia-smi is on PATH' },
   { name: 'duration', type: 'string', valueName: 'DUR', commands: ['bench'], defaults: { bench: '20s' },
     help: 'upper bound on the whole benchmark; measures stop early when it is reached' },
-  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo', 'bench'],
+  // The simulated host
+  { name: 'scenario', type: 'string', valueName: 'FILE', commands: ['sim'], defaults: { sim: 'the bundled scenarios/restart-race.json' },
+    help: 'simulator scenario to run (docs/scenarios.md)' },
+  { name: 'started-at', type: 'string', valueName: 'WHEN', commands: ['sim'], defaults: { sim: 'now' },
+    help: "the timeline's 0 ms: Unix milliseconds, an ISO 8601 UTC time, or now" },
+  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo', 'sim', 'bench'],
     help: 'show this help' },
 ];
 

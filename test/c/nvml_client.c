@@ -13,8 +13,17 @@
  *                                                         the plain oldest symbols instead)
  *   nvml_client [--lib PATH] probe                       one line per protocol probe: "name rc ..."
  *   nvml_client [--lib PATH] symbols NAME...             "NAME present|absent" per dlsym lookup
- *   nvml_client [--lib PATH] rawprocs INDEX              count and bytes written by the _v3 list
- *   nvml_client [--lib PATH] interactive                 reads "mem I" / "procs I" / "quit" lines
+ *   nvml_client [--lib PATH] rawprocs INDEX [SYMBOL]     count and bytes written by the _v3 list
+ *                                                         (or the process-list SYMBOL given)
+ *   nvml_client [--lib PATH] procs24 INDEX               the _v3 list read as 24-byte entries, as a
+ *                                                         reader written before 535.43 reads it
+ *   nvml_client [--lib PATH] detect INDEX                the _v3 list read with the entry size told
+ *                                                         by the exports (ConfCompute without DetailList: 32)
+ *   nvml_client [--lib PATH] telemetry INDEX             one line per monitoring query: "name rc values..."
+ *   nvml_client [--lib PATH] migextra INDEX              MIG slot count, per slot: is-MIG flag, BAR1 and
+ *                                                         process count; the parent's combined _v3 list
+ *   nvml_client [--lib PATH] interactive                 reads "mem I" / "procs I" / "state" / "quit" lines
+ *                                                         (state: every GPU's used bytes and process count)
  *   nvml_client [--lib PATH] bench N                     ns per nvmlDeviceGetMemoryInfo_v2 call
  *   nvml_client [--lib PATH] threads I                   a second thread reads device I's memory
  *                                                         while the main thread reads device 0's
@@ -347,7 +356,7 @@ static int cmd_symbols(int argc, char **argv) {
   return 0;
 }
 
-static int cmd_rawprocs(unsigned int index) {
+static int cmd_rawprocs(unsigned int index, const char *symbol) {
   if (do_init() != 0) return 3;
   dev_t_ d = NULL;
   rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(index, &d);
@@ -358,7 +367,7 @@ static int cmd_rawprocs(unsigned int index) {
   unsigned char buf[4096];
   memset(buf, 0xAB, sizeof buf);
   unsigned int n = 64;
-  rc = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, buf);
+  rc = FN(f_procs, symbol)(d, &n, buf);
   size_t last = 0;
   for (size_t i = 0; i < sizeof buf; i++) {
     if (buf[i] != 0xAB) last = i + 1;
@@ -371,6 +380,206 @@ static int cmd_rawprocs(unsigned int index) {
     printf("%s%u", i ? "," : "", pid);
   }
   printf("\n");
+  FN(f_void, "nvmlShutdown")();
+  return 0;
+}
+
+/* Reads the _v3 compute list with `stride` bytes per entry and prints "pid:used" per entry. */
+static int read_v3_with_stride(unsigned int index, size_t stride) {
+  dev_t_ d = NULL;
+  rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(index, &d);
+  if (rc != 0) {
+    printf("handle-failed rc=%d\n", rc);
+    return 0;
+  }
+  unsigned char buf[64 * 32];
+  memset(buf, 0, sizeof buf);
+  unsigned int n = 64;
+  rc = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, buf);
+  printf("rc=%d stride=%zu", rc, stride);
+  for (unsigned int i = 0; i < n && rc == 0; i++) {
+    unsigned int pid;
+    unsigned long long used;
+    memcpy(&pid, buf + i * stride, sizeof pid);
+    memcpy(&used, buf + i * stride + 8, sizeof used);
+    printf(" %u:%llu", pid, used);
+  }
+  printf("\n");
+  FN(f_void, "nvmlShutdown")();
+  return 0;
+}
+
+static int cmd_procs24(unsigned int index) {
+  if (do_init() != 0) return 3;
+  return read_v3_with_stride(index, 24);
+}
+
+static int cmd_detect(unsigned int index) {
+  if (do_init() != 0) return 3;
+  int r535 = dlsym(lib, "nvmlDeviceGetConfComputeMemSizeInfo") != NULL && dlsym(lib, "nvmlDeviceGetRunningProcessDetailList") == NULL;
+  return read_v3_with_stride(index, r535 ? 32 : 24);
+}
+
+typedef rc_t (*f_clock)(dev_t_, int, unsigned int *);
+typedef rc_t (*f_ecc)(dev_t_, int, int, unsigned long long *);
+typedef rc_t (*f_uint2)(dev_t_, unsigned int *, unsigned int *);
+typedef rc_t (*f_int)(dev_t_, int *);
+typedef rc_t (*f_int2)(dev_t_, int *, int *);
+typedef struct { unsigned long long total, free, used; } bar1_info;
+typedef rc_t (*f_bar1)(dev_t_, bar1_info *);
+typedef struct { unsigned int version; int sensor; int temperature; } temp_v;
+typedef rc_t (*f_tempv)(dev_t_, temp_v *);
+typedef struct { unsigned int fieldId, scopeId; long long timestamp, latencyUsec; int valueType; rc_t ret; unsigned long long value; } field_value;
+typedef rc_t (*f_fields)(dev_t_, int, field_value *);
+typedef struct { unsigned int pid; unsigned long long used; unsigned int gi, ci; unsigned long long cc; } proc_detail;
+typedef struct { unsigned int version, mode, count; proc_detail *procs; } proc_detail_list;
+typedef rc_t (*f_detail)(dev_t_, proc_detail_list *);
+typedef struct { unsigned int pid; unsigned long long ts; unsigned int sm, mem, enc, dec; } proc_util;
+typedef rc_t (*f_putil)(dev_t_, proc_util *, unsigned int *, unsigned long long);
+typedef struct { unsigned long long protectedKib, unprotectedKib; } cc_mem;
+typedef rc_t (*f_ccmem)(dev_t_, cc_mem *);
+
+/* A symbol this library may lack: NULL (and "name absent" printed) instead of exiting. */
+static void *maybe(const char *name) {
+  void *p = dlsym(lib, name);
+  if (p == NULL) printf("%s absent\n", name);
+  return p;
+}
+
+static int cmd_migextra(unsigned int index) {
+  if (do_init() != 0) return 3;
+  dev_t_ d = NULL;
+  rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(index, &d);
+  if (rc != 0) {
+    printf("handle-failed rc=%d\n", rc);
+    return 0;
+  }
+  unsigned int max = 99, isMig = 9;
+  rc = FN(f_devuint, "nvmlDeviceGetMaxMigDeviceCount")(d, &max);
+  printf("max %d %u\n", rc, max);
+  FN(f_devuint, "nvmlDeviceIsMigDeviceHandle")(d, &isMig);
+  printf("parent_is_mig %u\n", isMig);
+  for (unsigned int slot = 0; slot < max && rc == 0; slot++) {
+    dev_t_ m = NULL;
+    rc_t got = FN(f_migh, "nvmlDeviceGetMigDeviceHandleByIndex")(d, slot, &m);
+    if (got != 0) {
+      printf("slot %u %d\n", slot, got);
+      continue;
+    }
+    bar1_info bar1 = {0, 0, 0};
+    rc_t b = FN(f_bar1, "nvmlDeviceGetBAR1MemoryInfo")(m, &bar1);
+    isMig = 9;
+    FN(f_devuint, "nvmlDeviceIsMigDeviceHandle")(m, &isMig);
+    unsigned int n = 0;
+    rc_t p = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(m, &n, NULL);
+    printf("slot %u 0 is_mig=%u bar1=%d:%llu procs=%d:%u\n", slot, isMig, b, bar1.total, p, n);
+  }
+  proc_v2 list[64];
+  unsigned int n = 64;
+  rc = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, list);
+  printf("parent_procs %d", rc);
+  for (unsigned int k = 0; k < n && rc == 0; k++) printf(" %u:%u:%u", list[k].pid, list[k].gi, list[k].ci);
+  printf("\n");
+  FN(f_void, "nvmlShutdown")();
+  return 0;
+}
+
+static int cmd_telemetry(unsigned int index) {
+  if (do_init() != 0) return 3;
+  dev_t_ d = NULL;
+  rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(index, &d);
+  if (rc != 0) {
+    printf("handle-failed rc=%d\n", rc);
+    return 0;
+  }
+  unsigned int u = 0, u2 = 0;
+  int i1 = -1, i2 = -1;
+  unsigned long long ull = 0;
+  rc = FN(f_devuint, "nvmlDeviceGetFanSpeed")(d, &u);
+  printf("fan %d %u\n", rc, u);
+  rc = FN(f_devuint, "nvmlDeviceGetPowerManagementLimit")(d, &u);
+  printf("power_limit %d %u\n", rc, u);
+  rc = FN(f_devuint, "nvmlDeviceGetEnforcedPowerLimit")(d, &u);
+  printf("enforced_power_limit %d %u\n", rc, u);
+  for (int c = 0; c < 4; c++) {
+    unsigned int cur = 0, max = 0;
+    rc_t a = FN(f_clock, "nvmlDeviceGetClockInfo")(d, c, &cur);
+    rc_t b = FN(f_clock, "nvmlDeviceGetMaxClockInfo")(d, c, &max);
+    printf("clock_%d %d %u %d %u\n", c, a, cur, b, max);
+  }
+  rc = FN(f_int, "nvmlDeviceGetPerformanceState")(d, &i1);
+  printf("pstate %d %d\n", rc, i1);
+  for (int e = 0; e < 2; e++) {
+    ull = 0;
+    rc = FN(f_ecc, "nvmlDeviceGetTotalEccErrors")(d, e, 0, &ull);
+    printf("ecc_%d %d %llu\n", e, rc, ull);
+  }
+  rc = FN(f_uint2, "nvmlDeviceGetEncoderUtilization")(d, &u, &u2);
+  printf("encoder %d %u %u\n", rc, u, u2);
+  rc = FN(f_uint2, "nvmlDeviceGetDecoderUtilization")(d, &u, &u2);
+  printf("decoder %d %u %u\n", rc, u, u2);
+  rc = FN(f_int, "nvmlDeviceGetDisplayActive")(d, &i1);
+  printf("display_active %d %d\n", rc, i1);
+  rc = FN(f_int, "nvmlDeviceGetDisplayMode")(d, &i1);
+  printf("display_mode %d %d\n", rc, i1);
+  rc = FN(f_int2, "nvmlDeviceGetDriverModel")(d, &i1, &i2);
+  printf("driver_model %d\n", rc);
+  rc = FN(f_clock, "nvmlDeviceGetPcieThroughput")(d, 0, &u);
+  rc_t rx = FN(f_clock, "nvmlDeviceGetPcieThroughput")(d, 1, &u2);
+  printf("pcie %d %u %d %u\n", rc, u, rx, u2);
+  char serial[64] = "";
+  rc = FN(f_str, "nvmlDeviceGetSerial")(d, serial, sizeof serial);
+  printf("serial %d %s\n", rc, serial);
+  bar1_info bar1 = {0, 0, 0};
+  rc = FN(f_bar1, "nvmlDeviceGetBAR1MemoryInfo")(d, &bar1);
+  printf("bar1 %d %llu %llu %llu\n", rc, bar1.total, bar1.free, bar1.used);
+  field_value fv[3];
+  memset(fv, 0, sizeof fv);
+  fv[0].fieldId = 186;
+  fv[1].fieldId = 91;
+  fv[2].fieldId = 9999;
+  rc = FN(f_fields, "nvmlDeviceGetFieldValues")(d, 3, fv);
+  printf("fields %d %d:%d:%u %d:%d:%u %d\n", rc, fv[0].ret, fv[0].valueType, (unsigned)fv[0].value, fv[1].ret, fv[1].valueType,
+         (unsigned)fv[1].value, fv[2].ret);
+  proc_util pu[16];
+  unsigned int pn = 0;
+  rc = FN(f_putil, "nvmlDeviceGetProcessUtilization")(d, NULL, &pn, 0);
+  printf("process_utilization_size %d %u\n", rc, pn);
+  if (rc == 7 && pn <= 16) {
+    rc = FN(f_putil, "nvmlDeviceGetProcessUtilization")(d, pu, &pn, 0);
+    printf("process_utilization %d", rc);
+    for (unsigned int k = 0; k < pn; k++) printf(" %u:%u:%u", pu[k].pid, pu[k].sm, pu[k].mem);
+    printf("\n");
+  }
+  unsigned int isMig = 9;
+  rc = FN(f_devuint, "nvmlDeviceIsMigDeviceHandle")(d, &isMig);
+  printf("is_mig %d %u\n", rc, isMig);
+  f_tempv tempv = (f_tempv)maybe("nvmlDeviceGetTemperatureV");
+  if (tempv) {
+    temp_v t = {(unsigned int)(sizeof(temp_v) | (1u << 24)), 0, -1};
+    rc = tempv(d, &t);
+    temp_v bad = {(unsigned int)(sizeof(temp_v) | (2u << 24)), 0, -1};
+    printf("temperature_v %d %d %d\n", rc, t.temperature, tempv(d, &bad));
+  }
+  f_ccmem ccmem = (f_ccmem)maybe("nvmlDeviceGetConfComputeMemSizeInfo");
+  if (ccmem) {
+    cc_mem m = {1, 1};
+    rc = ccmem(d, &m);
+    printf("conf_compute_mem %d %llu %llu\n", rc, m.protectedKib, m.unprotectedKib);
+  }
+  f_detail detail = (f_detail)maybe("nvmlDeviceGetRunningProcessDetailList");
+  if (detail) {
+    proc_detail procs[16];
+    proc_detail_list list = {(unsigned int)(sizeof(proc_detail_list) | (1u << 24)), 0, 0, NULL};
+    rc_t sized = detail(d, &list);
+    unsigned int needed = list.count;
+    list.count = 16;
+    list.procs = procs;
+    rc = needed ? detail(d, &list) : sized;
+    printf("detail_list %d %u %d", sized, needed, rc);
+    for (unsigned int k = 0; k < list.count && rc == 0 && needed; k++) printf(" %u:%llu:%u", procs[k].pid, procs[k].used, procs[k].gi);
+    printf("\n");
+  }
   FN(f_void, "nvmlShutdown")();
   return 0;
 }
@@ -396,6 +605,21 @@ static int cmd_interactive(void) {
       unsigned int n = 0;
       if (rc == 0) rc = FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, NULL);
       printf("procs %u rc=%d count=%u\n", index, rc, n);
+    } else if (strncmp(line, "state", 5) == 0) {
+      unsigned int count = 0;
+      FN(f_uint, "nvmlDeviceGetCount_v2")(&count);
+      printf("state");
+      for (unsigned int i = 0; i < count; i++) {
+        mem_v2 m;
+        memset(&m, 0, sizeof m);
+        m.version = MEM_V2_VERSION;
+        unsigned int n = 0;
+        rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(i, &d);
+        if (rc == 0) rc = FN(f_mem2, "nvmlDeviceGetMemoryInfo_v2")(d, &m);
+        if (rc == 0) FN(f_procs, "nvmlDeviceGetComputeRunningProcesses_v3")(d, &n, NULL);
+        printf(" %llu/%u", m.used, n);
+      }
+      printf("\n");
     } else {
       printf("unknown command\n");
     }
@@ -490,7 +714,13 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "dump") == 0) return cmd_dump(repeat);
   if (strcmp(cmd, "probe") == 0) return cmd_probe();
   if (strcmp(cmd, "symbols") == 0) return cmd_symbols(argc - i, argv + i);
-  if (strcmp(cmd, "rawprocs") == 0 && i < argc) return cmd_rawprocs((unsigned int)atoi(argv[i]));
+  if (strcmp(cmd, "rawprocs") == 0 && i < argc) {
+    return cmd_rawprocs((unsigned int)atoi(argv[i]), i + 1 < argc ? argv[i + 1] : "nvmlDeviceGetComputeRunningProcesses_v3");
+  }
+  if (strcmp(cmd, "procs24") == 0 && i < argc) return cmd_procs24((unsigned int)atoi(argv[i]));
+  if (strcmp(cmd, "detect") == 0 && i < argc) return cmd_detect((unsigned int)atoi(argv[i]));
+  if (strcmp(cmd, "telemetry") == 0 && i < argc) return cmd_telemetry((unsigned int)atoi(argv[i]));
+  if (strcmp(cmd, "migextra") == 0 && i < argc) return cmd_migextra((unsigned int)atoi(argv[i]));
   if (strcmp(cmd, "interactive") == 0) return cmd_interactive();
   if (strcmp(cmd, "threads") == 0 && i < argc) return cmd_threads((unsigned int)atoi(argv[i]));
   if (strcmp(cmd, "bench") == 0 && i < argc) return cmd_bench(atol(argv[i]));

@@ -5,6 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { simProfileForScenario } from '../../src/sim-library';
 import { makeTestTempDir } from './temp-root';
 
 /** The repository root (this file lives in test/helpers/). */
@@ -22,9 +23,28 @@ export function simLegacyLibraryPath(): string {
   return path.join(repoRoot(), 'build', 'Release', 'gpugate_sim_legacy.so');
 }
 
-/** build/Release/sim: a directory holding the simulator as libnvidia-ml.so.1 (for LD_LIBRARY_PATH). */
-export function simNvmlDir(): string {
-  return path.join(repoRoot(), 'build', 'Release', 'sim');
+/**
+ * build/Release/sim: a directory holding the simulator as libnvidia-ml.so.1 (for LD_LIBRARY_PATH);
+ * with a profile name ("r535-early"), the directory holding that profile's library.
+ */
+export function simNvmlDir(profile?: string): string {
+  const dir = path.join(repoRoot(), 'build', 'Release', 'sim');
+  return profile === undefined ? dir : path.join(dir, profile);
+}
+
+/** build/Release/<library>.so for a library name of src/sim-library.ts (gpugate_sim_r535_early...). */
+export function simProfileLibraryPath(library: string): string {
+  return path.join(repoRoot(), 'build', 'Release', `${library}.so`);
+}
+
+/** The built simulator library that serves the scenario file (by its driver profile). */
+export function simLibraryFor(scenarioPath: string): string {
+  return simProfileLibraryPath(simProfileForScenario(scenarioPath, repoRoot()).library);
+}
+
+/** Writes a copy of a shipped scenario now, so its timeline starts now (the clock's default anchor). */
+export function freshBundledScenario(name: string): string {
+  return writeScenario(fs.readFileSync(bundledScenario(name), 'utf8'));
 }
 
 /** A scenario shipped in scenarios/, by file name with or without ".json". */

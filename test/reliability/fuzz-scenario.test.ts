@@ -22,7 +22,7 @@ afterAll(() => console.log(`fuzz (scenario files): ${printed.join('; ')}`));
 function richScenario(): Record<string, unknown> {
   return {
     system: { driverVersion: '580.95.05', nvmlVersion: '13.580.95.05', cudaDriverVersion: 13000 },
-    processStride: 24,
+    startedAt: 'init',
     devices: [
       simDevice(0, {
         memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 2 * GiB },
@@ -130,7 +130,7 @@ describe('malformed scenario files through the addon (property)', () => {
 
   it('value replacements: any JSON value at any key is accepted or rejected with FILE:LINE:COL, never a crash', async () => {
     const paths: Array<Array<string | number>> = [
-      ['system'], ['system', 'cudaDriverVersion'], ['processStride'], ['devices'], ['devices', 0], ['devices', 0, 'memory'],
+      ['system'], ['system', 'cudaDriverVersion'], ['startedAt'], ['devices'], ['devices', 0], ['devices', 0, 'memory'],
       ['devices', 0, 'memory', 'totalBytes'], ['devices', 0, 'memory', 'usedBytes'], ['devices', 0, 'uuid'], ['devices', 0, 'pciBusId'],
       ['devices', 0, 'minorNumber'], ['devices', 0, 'computeCapability'], ['devices', 0, 'computeMode'], ['devices', 0, 'processes'],
       ['devices', 0, 'processes', 0], ['devices', 0, 'processes', 0, 'pid'], ['devices', 0, 'processes', 0, 'usedBytes'], ['devices', 0, 'processes', 0, 'kinds'],

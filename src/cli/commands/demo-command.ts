@@ -1,18 +1,15 @@
 /**
  * `gpugate demo`: the restart race on the bundled simulated 8× RTX PRO 6000 host, no GPU
- * needed. It writes a scenario to a temporary folder, starts one real orphaned "engine worker",
- * and runs exactly `gpugate wait --min-free 0.9 --stable 2s` in this process against the
- * simulator; it ends the worker partway through, as a restart would find it gone, and the
- * simulated memory drains. It removes the worker and the folder on every exit path.
+ * needed. It starts a simulated host (src/sim-host.ts: the scenario anchored to now in a
+ * temporary folder, one real orphaned "engine worker" as the holder of GPU 6) and runs exactly
+ * `gpugate wait --min-free 0.9 --stable 2s` in this process against it; the worker exits partway
+ * through, as a restart would find it gone, and the simulated memory drains. The host's worker
+ * and folder are removed on every exit path.
  */
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CliError } from '../cli-error';
 import type { CommandContext } from '../command-context';
 import { demoScenario, DEMO_WORKER_EXIT_MS, DEMO_WORKER_GPU, DEMO_WORKER_TITLE } from '../demo-scenario';
-import { DemoWorker, unusedPids } from '../demo-worker';
 import { ExitCode } from '../exit-codes';
 
 /** The wait the demo runs, as a user would type it. */
@@ -37,20 +34,13 @@ const SYSTEMD_LINES = `Put the same guard in front of your service (contrib/syst
 /** Run `gpugate demo`. */
 export async function runDemo(context: CommandContext): Promise<number> {
   const out = context.stdout;
-  const { findSimLibrary } = require('../../sim-library') as typeof import('../../sim-library');
-  let simLibrary: string;
-  try {
-    simLibrary = findSimLibrary();
-  } catch (error) {
-    throw new CliError(`gpugate demo needs the simulator library: ${error instanceof Error ? error.message : String(error)}`, ExitCode.unavailable, 'unavailable');
-  }
-
-  const folder = mkdtempSync(join(tmpdir(), 'gpugate-demo-'));
-  let worker: DemoWorker | null = null;
+  const { SimulatedHost } = require('../../sim-host') as typeof import('../../sim-host');
+  const { unusedPids } = require('../../sim-holder') as typeof import('../../sim-holder');
+  const { SimLibraryNotFoundError } = require('../../sim-library') as typeof import('../../sim-library');
+  let host: import('../../sim-host').SimulatedHost | null = null;
   let waiting = false;
   const cleanup = (): void => {
-    worker?.stop();
-    rmSync(folder, { recursive: true, force: true });
+    host?.stop();
   };
   // SIGINT/SIGTERM outside the wait (which handles them itself): clean up and leave.
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -61,11 +51,22 @@ export async function runDemo(context: CommandContext): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   process.on('exit', cleanup);
-  let exitTimer: NodeJS.Timeout | undefined;
   try {
-    worker = DemoWorker.start(DEMO_WORKER_TITLE);
-    const scenarioPath = join(folder, 'restart-race.json');
-    writeFileSync(scenarioPath, `${JSON.stringify(demoScenario(worker.pid, unusedPids(8)), null, 2)}\n`);
+    try {
+      host = SimulatedHost.start({
+        scenario: demoScenario(unusedPids(8)),
+        folderPrefix: 'gpugate-demo-',
+        fileName: 'restart-race.json',
+        onHolderExit: (holder) => {
+          out.write(`\n(demo) the orphaned worker ${holder.pid} exits now; its memory drains over the next seconds\n\n`);
+        },
+      });
+    } catch (error) {
+      if (error instanceof SimLibraryNotFoundError) throw new CliError(`gpugate demo needs the simulator library: ${error.message}`, ExitCode.unavailable, 'unavailable');
+      throw error;
+    }
+    const simLibrary = host.libraryPath;
+    const worker = host.holders[0]!;
 
     out.write(`gpugate demo: a vLLM service on an 8x RTX PRO 6000 host just crashed and systemd is restarting it.
   - The crashed attempt still holds ~92 GiB on every GPU. Seven of its workers are already gone;
@@ -78,15 +79,12 @@ export async function runDemo(context: CommandContext): Promise<number> {
 $ gpugate ${DEMO_WAIT_ARGS.join(' ')}     (on the simulated host: GPUGATE_NVML_LIBRARY=${simLibrary})
 
 `);
-    const env: NodeJS.ProcessEnv = { ...context.env, GPUGATE_SIM_SCENARIO: scenarioPath };
+    const env: NodeJS.ProcessEnv = { ...context.env, GPUGATE_SIM_SCENARIO: host.scenarioPath };
     for (const name of SELECTION_VARIABLES) delete env[name];
-    // The simulator reads the scenario path from this process's environment at nvmlInit.
-    process.env.GPUGATE_SIM_SCENARIO = scenarioPath;
-    const runningWorker = worker;
-    exitTimer = setTimeout(() => {
-      out.write(`\n(demo) the orphaned worker ${runningWorker.pid} exits now; its memory drains over the next seconds\n\n`);
-      runningWorker.stop();
-    }, DEMO_WORKER_EXIT_MS);
+    // The simulator reads the scenario path (and any clock override) from this process's
+    // environment at nvmlInit; the host's own startedAt must be the clock.
+    process.env.GPUGATE_SIM_SCENARIO = host.scenarioPath;
+    delete process.env.GPUGATE_SIM_STARTED_AT;
     const { main } = require('../main') as typeof import('../main');
     waiting = true;
     const code = await main([...DEMO_WAIT_ARGS, '--library', simLibrary], env);
@@ -98,7 +96,6 @@ $ gpugate ${DEMO_WAIT_ARGS.join(' ')}     (on the simulated host: GPUGATE_NVML_L
     }
     return code;
   } finally {
-    clearTimeout(exitTimer);
     cleanup();
     process.removeListener('exit', cleanup);
     process.removeListener('SIGINT', onSignal);

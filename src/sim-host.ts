@@ -1,0 +1,210 @@
+/**
+ * A simulated GPU host that several programs can watch at once: the scenario is written to a
+ * temporary folder anchored to one wall-clock start ("startedAt"), so every reader sees the same
+ * phase at the same moment; processes that ask for it (`"spawn": {"comm": ...}`) get a real
+ * stand-in process whose pid the scenario then lists, which ends when the timeline drops that
+ * process; and the simulator library of the scenario's driver profile is linked in the folder as
+ * libnvidia-ml.so.1 for LD_LIBRARY_PATH. `gpugate sim` and `gpugate demo` run one.
+ */
+
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { SimHolder } from './sim-holder';
+import { findSimLibraryFor, simProfileForScenario, type SimDriverProfile } from './sim-library';
+
+/** How to start a simulated host. */
+export interface SimulatedHostOptions {
+  /** The scenario: a parsed object, or the path of a JSON file. */
+  scenario: object | string;
+  /** The timeline's 0 ms, as Unix milliseconds (default: now). */
+  startedAt?: number;
+  /** Prefix of the temporary folder's name (default "gpugate-simhost-"). */
+  folderPrefix?: string;
+  /** File name of the written scenario (default: the source's, or "scenario.json"). */
+  fileName?: string;
+  /** Called when a holder is ended because the timeline no longer lists its process. */
+  onHolderExit?: (holder: SimHostHolder) => void;
+  /** gpugate's package root, to find the simulator libraries (default: this package). */
+  packageRoot?: string;
+}
+
+/** A real process bound to a scenario process. */
+export interface SimHostHolder {
+  pid: number;
+  comm: string;
+  /** When (ms after startedAt) the timeline drops its process and the holder ends; null: never. */
+  exitAtMs: number | null;
+}
+
+interface ScenarioProcess {
+  pid?: unknown;
+  spawn?: { comm?: unknown };
+  name?: unknown;
+}
+
+interface TimelineEntry {
+  atMs?: unknown;
+  device?: unknown;
+  set?: { processes?: ScenarioProcess[]; migDevices?: Array<{ processes?: ScenarioProcess[] }> };
+}
+
+interface ScenarioObject {
+  devices?: Array<{ processes?: ScenarioProcess[]; migDevices?: Array<{ processes?: ScenarioProcess[] }> }>;
+  timeline?: TimelineEntry[];
+  startedAt?: unknown;
+}
+
+interface SimHostFields {
+  folder: string;
+  scenarioPath: string;
+  libraryPath: string;
+  libraryDir: string;
+  profile: SimDriverProfile;
+  startedAt: number;
+  holders: SimHostHolder[];
+  running: SimHolder[];
+}
+
+/** A running simulated host; stop() ends its holders and removes its folder. */
+export class SimulatedHost {
+  readonly folder: string;
+  readonly scenarioPath: string;
+  readonly libraryPath: string;
+  /** The folder holding libnvidia-ml.so.1 (for LD_LIBRARY_PATH). */
+  readonly libraryDir: string;
+  readonly profile: SimDriverProfile;
+  readonly startedAt: number;
+  readonly holders: SimHostHolder[];
+  private readonly running: SimHolder[];
+  private readonly timers: NodeJS.Timeout[] = [];
+
+  private constructor(fields: SimHostFields) {
+    this.folder = fields.folder;
+    this.scenarioPath = fields.scenarioPath;
+    this.libraryPath = fields.libraryPath;
+    this.libraryDir = fields.libraryDir;
+    this.profile = fields.profile;
+    this.startedAt = fields.startedAt;
+    this.holders = fields.holders;
+    this.running = fields.running;
+  }
+
+  /**
+   * Write the anchored scenario, start its holders, schedule their exits.
+   * @throws Error naming the scenario when it cannot be read, or the library for its profile is not built
+   */
+  static start(options: SimulatedHostOptions): SimulatedHost {
+    const source = typeof options.scenario === 'string' ? options.scenario : null;
+    let scenario: ScenarioObject;
+    try {
+      scenario = (source === null ? structuredClone(options.scenario) : JSON.parse(readFileSync(source, 'utf8'))) as ScenarioObject;
+    } catch (error) {
+      throw new Error(`${source ?? 'the scenario'}: cannot read it (${error instanceof Error ? error.message : String(error)})`);
+    }
+    const startedAt = options.startedAt ?? Date.now();
+    const folder = mkdtempSync(join(tmpdir(), options.folderPrefix ?? 'gpugate-simhost-'));
+    const running: SimHolder[] = [];
+    try {
+      const binDir = join(folder, 'bin');
+      mkdirSync(binDir);
+      const byComm = new Map<string, SimHolder>();
+      for (const process of spawnedProcesses(scenario)) {
+        const comm = process.spawn?.comm;
+        if (typeof comm !== 'string') throw new Error(`${source ?? 'the scenario'}: expected "spawn": {"comm": "NAME"} in a process, found ${JSON.stringify(process.spawn)}`);
+        let holder = byComm.get(comm);
+        if (holder === undefined) {
+          holder = SimHolder.start(comm, binDir);
+          byComm.set(comm, holder);
+          running.push(holder);
+        }
+        process.pid = holder.pid;
+        process.name ??= comm;
+      }
+      scenario.startedAt = new Date(startedAt).toISOString();
+      const scenarioPath = join(folder, options.fileName ?? (source === null ? 'scenario.json' : basename(source)));
+      writeFileSync(scenarioPath, `${JSON.stringify(scenario, null, 2)}\n`);
+      const profile = simProfileForScenario(scenarioPath, options.packageRoot);
+      const libraryPath = findSimLibraryFor(scenarioPath, options.packageRoot === undefined ? {} : { packageRoot: options.packageRoot });
+      const libraryDir = join(folder, 'lib');
+      mkdirSync(libraryDir);
+      symlinkSync(libraryPath, join(libraryDir, 'libnvidia-ml.so.1'));
+      const exits = exitTimes(scenario, new Set(running.map((h) => h.pid)));
+      const holders = running.map((h) => ({ pid: h.pid, comm: h.title, exitAtMs: exits.get(h.pid) ?? null }));
+      const host = new SimulatedHost({ folder, scenarioPath, libraryPath, libraryDir, profile, startedAt, holders, running });
+      for (const [i, holder] of holders.entries()) {
+        if (holder.exitAtMs === null) continue;
+        const timer = setTimeout(() => {
+          running[i]!.stop();
+          options.onHolderExit?.(holder);
+        }, Math.max(0, startedAt + holder.exitAtMs - Date.now()));
+        timer.unref();
+        host.timers.push(timer);
+      }
+      return host;
+    } catch (error) {
+      for (const holder of running) holder.stop();
+      rmSync(folder, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** The variables a reader of this host needs (LD_LIBRARY_PATH put in front of `base`'s). */
+  env(base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+    const inherited = base['LD_LIBRARY_PATH'];
+    return {
+      GPUGATE_SIM_SCENARIO: this.scenarioPath,
+      GPUGATE_NVML_LIBRARY: this.libraryPath,
+      LD_LIBRARY_PATH: inherited ? `${this.libraryDir}:${inherited}` : this.libraryDir,
+    };
+  }
+
+  /** End every holder still running and remove the folder. Safe to call more than once. */
+  stop(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    for (const holder of this.running) holder.stop();
+    rmSync(this.folder, { recursive: true, force: true });
+  }
+}
+
+/** Every process object (base devices, MIG devices, timeline sets) that asks for a holder. */
+function spawnedProcesses(scenario: ScenarioObject): ScenarioProcess[] {
+  const lists: Array<ScenarioProcess[] | undefined> = [];
+  for (const device of scenario.devices ?? []) {
+    lists.push(device.processes);
+    for (const mig of device.migDevices ?? []) lists.push(mig.processes);
+  }
+  for (const entry of scenario.timeline ?? []) {
+    lists.push(entry.set?.processes);
+    for (const mig of entry.set?.migDevices ?? []) lists.push(mig.processes);
+  }
+  return lists.flatMap((list) => (Array.isArray(list) ? list : [])).filter((p) => p !== null && typeof p === 'object' && p.spawn !== undefined);
+}
+
+/** For each pid, the first atMs after which no device lists it (timeline applied in time order). */
+function exitTimes(scenario: ScenarioObject, pids: Set<number>): Map<number, number> {
+  const devices = (scenario.devices ?? []).map((d) => ({
+    processes: pidsOf(d.processes),
+    mig: (d.migDevices ?? []).map((m) => pidsOf(m.processes)),
+  }));
+  const exits = new Map<number, number>();
+  const entries = (scenario.timeline ?? []).filter((e) => typeof e.atMs === 'number');
+  entries.sort((a, b) => (a.atMs as number) - (b.atMs as number));
+  for (const entry of entries) {
+    const targets = entry.device === 'all' ? devices : typeof entry.device === 'number' && devices[entry.device] ? [devices[entry.device]!] : [];
+    for (const device of targets) {
+      if (entry.set?.processes !== undefined) device.processes = pidsOf(entry.set.processes);
+      if (entry.set?.migDevices !== undefined) device.mig = entry.set.migDevices.map((m) => pidsOf(m.processes));
+    }
+    for (const pid of pids) {
+      if (exits.has(pid)) continue;
+      const listed = devices.some((d) => d.processes.has(pid) || d.mig.some((m) => m.has(pid)));
+      if (!listed) exits.set(pid, entry.atMs as number);
+    }
+  }
+  return exits;
+}
+
+function pidsOf(list: ScenarioProcess[] | undefined): Set<number> {
+  return new Set((list ?? []).map((p) => p.pid).filter((pid): pid is number => typeof pid === 'number'));
+}

@@ -1,0 +1,111 @@
+/**
+ * `gpugate sim` from the built command: it starts a simulated host that third-party NVML
+ * clients load through LD_LIBRARY_PATH (the independent C client, no --lib), binds "spawn"
+ * processes to real, live, reparented processes whose pids the simulator lists, ends each when
+ * the timeline drops it, picks the library of the scenario's driver profile, and removes
+ * everything on SIGINT (exit 130).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliEnv, startCli } from './helpers/cli';
+import { buildNvmlClient, runNvmlClient } from './helpers/nvml-client';
+import { isAlive, procPpid } from './helpers/processes';
+import { simDevice, writeScenario } from './helpers/sim';
+
+const GiB = 2 ** 30;
+let client = '';
+let remove = (): void => {};
+beforeAll(async () => {
+  ({ client, remove } = await buildNvmlClient());
+});
+afterAll(() => remove());
+
+/** The variables from the printed `export` lines, as a shell would set them (no LD_LIBRARY_PATH before). */
+function exportsOf(stdout: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const m of stdout.matchAll(/^export (\w+)='([^']*)'/gm)) env[m[1]!] = m[2]!;
+  return env;
+}
+
+interface DumpDevice {
+  processes?: Array<{ pid: number; usedBytes: number }>;
+  memory?: { usedBytes: number };
+}
+
+async function dumpThroughLdLibraryPath(env: Record<string, string>): Promise<DumpDevice[]> {
+  const base = { ...process.env };
+  delete base['LD_LIBRARY_PATH'];
+  const result = await runNvmlClient(client, ['dump'], { ...base, ...env });
+  expect(result.stderr).toBe('');
+  return (JSON.parse(result.stdout) as { devices: DumpDevice[] }).devices;
+}
+
+describe('gpugate sim', () => {
+  it('runs a host whose spawned holders are live processes, ended when the timeline drops them, until SIGINT', async () => {
+    const scenario = writeScenario({
+      devices: [
+        simDevice(0, { memory: { totalBytes: 80 * GiB, usedBytes: 30 * GiB }, processes: [{ spawn: { comm: 'VLLM::Worker_TP0' }, usedBytes: 30 * GiB }] }),
+        simDevice(1, { memory: { totalBytes: 80 * GiB, usedBytes: 30 * GiB }, processes: [{ spawn: { comm: 'VLLM::Worker_TP1' }, usedBytes: 30 * GiB }] }),
+      ],
+      timeline: [{ atMs: 2500, device: 0, set: { processes: [], memory: { usedBytes: 0 } } }],
+    });
+    // A clock override in the environment must not move the host's own anchor.
+    const sim = startCli(['sim', '--scenario', scenario], { env: cliEnv(null, { GPUGATE_SIM_STARTED_AT: 'init' }), killAfterMs: 60_000 });
+    try {
+      await sim.waitFor(/simulated host running gpus=2 profile=current /);
+      const env = exportsOf(sim.stdout());
+      expect(Object.keys(env).sort()).toEqual(['GPUGATE_NVML_LIBRARY', 'GPUGATE_SIM_SCENARIO', 'LD_LIBRARY_PATH']);
+      expect(sim.stdout().split('\n')[0]).toBe('unset GPUGATE_SIM_STARTED_AT');
+      const folder = /folder=(\S+);/.exec(sim.stderr())![1]!;
+      const devices = await dumpThroughLdLibraryPath(env);
+      const pids = devices.map((d) => d.processes?.[0]?.pid ?? 0);
+      for (const [i, pid] of pids.entries()) {
+        expect(isAlive(pid)).toBe(true);
+        expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).toBe(`VLLM::Worker_TP${i}`);
+        expect(readFileSync(`/proc/${pid}/comm`, 'utf8').trim()).toBe('VLLM::Worker_T'.concat('P'));
+        expect(procPpid(pid)).not.toBe(sim.child.pid);
+      }
+      // The timeline drops GPU 0's process at 2.5 s: its holder ends with it, GPU 1's lives on.
+      await sim.waitFor(new RegExp(`holder exited pid=${pids[0]} comm=VLLM::Worker_TP0 at_ms=2500`));
+      expect(isAlive(pids[0]!)).toBe(false);
+      expect(isAlive(pids[1]!)).toBe(true);
+      const later = await dumpThroughLdLibraryPath(env);
+      expect(later.map((d) => d.processes?.map((p) => p.pid) ?? [])).toEqual([[], [pids[1]]]);
+      sim.child.kill('SIGINT');
+      const run = await sim.done;
+      expect(run.code).toBe(130);
+      expect(isAlive(pids[1]!)).toBe(false);
+      expect(existsSync(folder)).toBe(false);
+    } finally {
+      sim.child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('links the library of the scenario driver profile: r535-stride reads as a 535.54 driver', async () => {
+    const sim = startCli(['sim', '--scenario', 'scenarios/r535-stride.json'], { env: cliEnv(null), killAfterMs: 60_000 });
+    try {
+      await sim.waitFor(/simulated host running gpus=\d+ profile=r535-early /);
+      const env = exportsOf(sim.stdout());
+      expect(env['GPUGATE_NVML_LIBRARY']).toMatch(/gpugate_sim_r535_early\.so$/);
+      const base = { ...process.env };
+      delete base['LD_LIBRARY_PATH'];
+      const symbols = await runNvmlClient(client, ['symbols', 'nvmlDeviceGetConfComputeMemSizeInfo', 'nvmlDeviceGetRunningProcessDetailList'], { ...base, ...env });
+      expect(symbols.stdout.trim().split('\n')).toEqual(['nvmlDeviceGetConfComputeMemSizeInfo present', 'nvmlDeviceGetRunningProcessDetailList absent']);
+      sim.child.kill('SIGTERM');
+      expect((await sim.done).code).toBe(143);
+    } finally {
+      sim.child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('rejects a scenario the simulator rejects, naming the file and position, and a bad --started-at', async () => {
+    const bad = writeScenario({ devices: [simDevice(0, { memory: { totalBytes: 'big' } })] });
+    const run = await startCli(['sim', '--scenario', bad], { env: cliEnv(null) }).done;
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain(`gpugate sim: the simulator rejected ${bad} (as written with startedAt and holder pids filled in): `);
+    expect(run.stderr).toMatch(/gpugate-simhost-\w+\/scenario-[\w-]+\.json:\d+:\d+: expected a non-negative integer number of bytes for "totalBytes"\n/);
+    const when = await startCli(['sim', '--started-at', 'soon'], { env: cliEnv(null) }).done;
+    expect(when.code).toBe(64);
+    expect(when.stderr).toContain('--started-at "soon": expected now, Unix milliseconds or an ISO 8601 UTC time');
+  });
+});
