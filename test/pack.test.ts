@@ -2,10 +2,11 @@
  * Pack smoke test: what `npm pack` produces installs on a host with no compiler and works from
  * CommonJS, ESM, TypeScript and the command line against the bundled simulator.
  *
- * The package is built away from the working tree (scripts/prepared-package.cjs: dist/ compiled,
- * prebuildify output, `npm pack`), then installed with npm into a fresh temporary project whose PATH
- * holds only node, npm, npx, sh and a few shell basics (no cc, c++, gcc, g++, make, python3), with
- * install scripts allowed: node-gyp-build's install step must find the prebuild instead of compiling.
+ * The package is packed away from the working tree exactly as a release is (scripts/prepared-package.cjs:
+ * a clean copy, then `npm pack`, whose prepack script runs prebuildify), then installed with npm into a
+ * fresh temporary project whose PATH holds only node, npm, npx, sh and a few shell basics (no cc, c++,
+ * gcc, g++, make, python3) and where CC and CXX are /bin/false, with install scripts allowed:
+ * node-gyp-build's install step must find the prebuild instead of compiling.
  * The tarball's dependencies (node-gyp-build, node-addon-api) come from the npm cache or registry.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
@@ -76,6 +77,9 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
       npm_config_audit: 'false',
       npm_config_fund: 'false',
       npm_config_update_notifier: 'false',
+      // And should anything look for a compiler by variable, it finds one that always fails.
+      CC: '/bin/false',
+      CXX: '/bin/false',
     };
     for (const c of COMPILERS) expect(existsSync(join(bin, c)), `${c} must not be on the test PATH`).toBe(false);
     install = inConsumer('npm', ['install', '--prefer-offline', '--foreground-scripts', prepared.tarball]);
