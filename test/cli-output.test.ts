@@ -161,6 +161,8 @@ describe('gpugate status', () => {
     const run = await runCli(['status', '--format', 'prometheus'], { env: cliEnv(scenario) });
     expect(run.code).toBe(0);
     const lines = run.stdout.trim().split('\n');
+    // OpenMetrics' end marker closes the file (a comment to the Prometheus text parser).
+    expect(lines.pop()).toBe('# EOF');
     for (const line of lines) expect(line).toMatch(/^(# (HELP|TYPE) gpugate_\w+ .+|gpugate_\w+(\{[^}]*\})? [-+0-9.eE]+|gpugate_\w+(\{[^}]*\})? (NaN|[+-]Inf))$/);
     expect(lines).toContain(`gpugate_gpu_memory_used_bytes{gpu="0",uuid="${String(devices[0]?.uuid)}"} ${12 * GiB}`);
     expect(lines).toContain('# TYPE gpugate_gpu_memory_free_bytes gauge');

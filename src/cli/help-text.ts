@@ -48,14 +48,14 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
     examples: [
       'gpugate status',
       'gpugate status --json',
-      'gpugate status --format prometheus > /var/lib/node_exporter/textfile/gpugate.prom.$$ && mv /var/lib/node_exporter/textfile/gpugate.prom.$$ /var/lib/node_exporter/textfile/gpugate.prom',
+      'gpugate status --format prometheus --output /var/lib/node_exporter/textfile/gpugate.prom   # atomic, also on failure',
     ],
     exitCodes: REPORT_EXIT_CODES,
   },
   holders: {
     usage: ['gpugate holders [options]'],
     about: 'Show who holds each GPU, classified (active, draining, zombie, gone, unverifiable, leftover, orphan, foreign),\nmemory no listed process accounts for, and leaked /dev/shm files.',
-    examples: ['gpugate holders', 'gpugate holders --gpus 6 --json', 'gpugate holders --format prometheus'],
+    examples: ['gpugate holders', 'gpugate holders --gpus 6 --json', 'gpugate holders --format prometheus --output /var/lib/node_exporter/textfile/gpugate.prom'],
     exitCodes: REPORT_EXIT_CODES,
   },
   demo: {

@@ -78,6 +78,8 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'print one JSON object on stdout at the end' },
   { name: 'format', type: 'string', valueName: 'text|json|prometheus', commands: ['status', 'holders'], defaults: { status: 'text', holders: 'text' },
     help: 'output format; prometheus writes the node_exporter textfile format' },
+  { name: 'output', type: 'string', valueName: 'PATH', commands: ['status', 'holders'],
+    help: 'with --format prometheus: replace PATH atomically (also when NVML fails: gpugate_up 0); a lost GPU keeps the UUID PATH recorded for it' },
   { name: 'notify', type: 'boolean', commands: CRITERIA_COMMANDS,
     help: 'send STATUS= progress to systemd ($NOTIFY_SOCKET; needs NotifyAccess=exec or all)' },
   { name: 'report-file', type: 'string', valueName: 'PATH', commands: CRITERIA_COMMANDS,

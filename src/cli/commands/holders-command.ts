@@ -14,6 +14,7 @@ import { withJsonError } from '../json-error';
 import { holderJson } from '../json-result';
 import { logfmt } from '../logfmt';
 import { closeSession, openSession } from '../nvml-session';
+import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
 import { prometheusText } from '../prometheus-text';
 import { readSelectedSnapshot } from '../selected-snapshot';
 import { escapeForTerminal } from '../terminal-text';
@@ -22,7 +23,8 @@ import { textTable } from '../text-table';
 /** Run `gpugate holders`. */
 export async function runHolders(context: CommandContext): Promise<number> {
   const settings = parseSessionSettings('holders', context.values);
-  return withJsonError('holders', settings.format === 'json', context, () => holders(context, settings));
+  return withJsonError('holders', settings.format === 'json', context,
+    () => withPrometheusFailure(settings, context, () => holders(context, settings)));
 }
 
 async function holders(context: CommandContext, settings: SessionSettings): Promise<number> {
@@ -40,8 +42,9 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
       }
     }
     if (settings.format === 'prometheus') {
-      context.stdout.write(prometheusText({
+      writeExposition(settings, context, prometheusText({
         devices,
+        lastKnownUuids: lastKnownUuids(settings),
         library: session.library,
         holders: report.holders,
         unattributedBytes: unattributed,

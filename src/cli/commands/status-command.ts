@@ -12,6 +12,7 @@ import { ExitCode } from '../exit-codes';
 import { shortBusId } from '../gpu-view';
 import { withJsonError } from '../json-error';
 import { closeSession, openSession } from '../nvml-session';
+import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
 import { prometheusText } from '../prometheus-text';
 import { readSelectedSnapshot } from '../selected-snapshot';
 import { escapeForTerminal } from '../terminal-text';
@@ -20,7 +21,8 @@ import { textTable } from '../text-table';
 /** Run `gpugate status`. */
 export async function runStatus(context: CommandContext): Promise<number> {
   const settings = parseSessionSettings('status', context.values);
-  return withJsonError('status', settings.format === 'json', context, () => status(context, settings));
+  return withJsonError('status', settings.format === 'json', context,
+    () => withPrometheusFailure(settings, context, () => status(context, settings)));
 }
 
 async function status(context: CommandContext, settings: SessionSettings): Promise<number> {
@@ -32,7 +34,12 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
     const snapshot: Snapshot = { takenAt: read.snapshot.takenAt, devices: read.devices };
     const library = session.library;
     if (settings.format === 'prometheus') {
-      context.stdout.write(prometheusText({ devices: snapshot.devices, library, timestampSeconds: snapshot.takenAt / 1000 }));
+      writeExposition(settings, context, prometheusText({
+        devices: snapshot.devices,
+        library,
+        timestampSeconds: snapshot.takenAt / 1000,
+        lastKnownUuids: lastKnownUuids(settings),
+      }));
     } else if (settings.format === 'json') {
       context.stdout.write(`${JSON.stringify({
         command: 'status',
