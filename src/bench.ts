@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { jsonDocument } from './cli/json-document';
 import { escapeForTerminal } from './cli/terminal-text';
 import { openNvml } from './session';
 import type { NvmlSession, OpenNvmlOptions, SnapshotOptions } from './types';
@@ -325,7 +326,7 @@ export async function runBenchCommand(values: BenchCommandValues, out: { write(t
   const library = flagText(values, 'library');
   if (library !== undefined) options.libraryPath = library;
   const result = await runBench(options);
-  if (values.json === true) out.write(`${JSON.stringify({ command: 'bench', result: 'ok', exitCode: 0, ...result })}\n`);
+  if (values.json === true) out.write(jsonDocument({ command: 'bench', result: 'ok', exitCode: 0, ...result }));
   else out.write(formatBenchResult(result));
   return 0;
 }

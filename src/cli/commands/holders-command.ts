@@ -10,6 +10,7 @@ import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
 import { ExitCode } from '../exit-codes';
 import { holderName, shortBusId, STALE_CLASSES } from '../gpu-view';
+import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { holderJson } from '../json-result';
 import { logfmt } from '../logfmt';
@@ -54,7 +55,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
       return ExitCode.ok;
     }
     if (settings.format === 'json') {
-      context.stdout.write(`${JSON.stringify({
+      context.stdout.write(jsonDocument({
         command: 'holders',
         result: 'ok',
         exitCode: ExitCode.ok,
@@ -82,7 +83,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
           holders: report.holders.filter((holder) => STALE_CLASSES.has(holder.class)).map(holderJson),
           shm: report.shm,
         },
-      })}\n`);
+      }));
       return ExitCode.ok;
     }
     const rows: string[][] = [['GPU', 'PID', 'CLASS', 'USED', 'STATE', 'PPID', 'UNIT', 'NAME', 'WHY']];

@@ -10,6 +10,7 @@ import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
 import { ExitCode } from '../exit-codes';
 import { shortBusId } from '../gpu-view';
+import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { closeSession, openSession } from '../nvml-session';
 import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
@@ -41,7 +42,7 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
         lastKnownUuids: lastKnownUuids(settings),
       }));
     } else if (settings.format === 'json') {
-      context.stdout.write(`${JSON.stringify({
+      context.stdout.write(jsonDocument({
         command: 'status',
         result: 'ok',
         exitCode: ExitCode.ok,
@@ -49,7 +50,7 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
         selection: { source: selection.source, warnings: selection.warnings },
         library: { path: library.path, driverVersion: library.driverVersion, nvmlVersion: library.nvmlVersion, cudaDriverVersion: library.cudaDriverVersion },
         devices: snapshot.devices,
-      })}\n`);
+      }));
     } else {
       context.stdout.write(statusTable(snapshot, library, selection.source));
     }
