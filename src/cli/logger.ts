@@ -1,7 +1,9 @@
 /**
  * The command's stderr log: one line per event, `gpugate: <text>`, with a journald priority
  * prefix (`<3>` failure, `<4>` stale findings, `<5>` success, `<6>` progress, `<7>` detail)
- * only when stderr is the journal. `-q` keeps failures only; `-v` adds detail lines.
+ * only when stderr is the journal. `-q` keeps failures only; `-v` adds detail lines. A message
+ * that already names the command (`gpugate wait: …`) gets no second prefix. A message of several
+ * lines stays one line (` | `) for the journal and log files, and keeps its lines on a terminal.
  */
 
 import { escapeForTerminal } from './terminal-text';
@@ -25,15 +27,18 @@ export class Logger {
   private readonly journal: boolean;
   private readonly verbosity: Verbosity;
   private readonly sink: LogSink;
+  private readonly terminal: boolean;
 
   /**
    * @param journal  emit `<N>` prefixes (see isJournalStream)
    * @param verbosity  quiet: priority ≤ 3 only; normal: ≤ 6; verbose: everything
+   * @param terminal  the sink is a terminal a person reads: multi-line messages keep their lines
    */
-  constructor(options: { journal: boolean; verbosity: Verbosity; sink?: LogSink }) {
+  constructor(options: { journal: boolean; verbosity: Verbosity; sink?: LogSink; terminal?: boolean }) {
     this.journal = options.journal;
     this.verbosity = options.verbosity;
     this.sink = options.sink ?? process.stderr;
+    this.terminal = options.terminal === true && !options.journal;
   }
 
   /** Whether a line of this priority would be written. */
@@ -44,15 +49,18 @@ export class Logger {
   }
 
   /**
-   * Write one line: newlines inside `text` are replaced, so one event stays one journal entry, and
-   * every other control character is escaped (escapeForTerminal), so none reaches the terminal.
+   * Write one event: one line (newlines inside `text` become ` | `, so one event stays one journal
+   * entry), or on a terminal its lines, the later ones indented. Every other control character is
+   * escaped (escapeForTerminal), so none reaches the terminal.
    */
   log(priority: PriorityValue, text: string): void {
     if (!this.enabled(priority)) return;
     const prefix = this.journal ? `<${priority}>` : '';
-    // Library messages may already start with "gpugate: ": do not say it twice.
-    const body = text.startsWith('gpugate: ') ? text.slice('gpugate: '.length) : text;
-    this.sink.write(`${prefix}gpugate: ${escapeForTerminal(body.replace(/\r?\n/g, ' | '))}\n`);
+    // Messages may already start with "gpugate: " or "gpugate wait: ": do not say it twice.
+    const named = /^gpugate(?: [a-z-]+)?: /.test(text) ? text : `gpugate: ${text}`;
+    const lines = named.split(/\r?\n/).map((line) => escapeForTerminal(line.trimEnd())).filter((line, i) => i === 0 || line !== '');
+    const body = this.terminal ? lines.map((line, i) => (i === 0 ? line : `  ${line.trimStart()}`)).join('\n') : lines.map((line) => line.trim()).join(' | ');
+    this.sink.write(`${prefix}${body}\n`);
   }
 
   error(text: string): void { this.log(Priority.err, text); }

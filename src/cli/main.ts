@@ -29,11 +29,13 @@ function loadCommand(command: CommandName): CommandRunner {
 /** Run the command line; resolves to the exit code. Exported for in-process use by `demo`. */
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const journal = isJournalStream(env);
+  // A person reads a terminal: multi-line messages keep their lines there.
+  const terminal = process.stderr.isTTY === true;
   let parsed;
   try {
     parsed = parseCommandLine(argv);
   } catch (error) {
-    new Logger({ journal, verbosity: 'normal' }).error(error instanceof Error ? error.message : String(error));
+    new Logger({ journal, verbosity: 'normal', terminal }).error(error instanceof Error ? error.message : String(error));
     return exitCodeForError(error);
   }
   if (parsed.kind === 'top-help') {
@@ -54,10 +56,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
   const verbosity: Verbosity = parsed.values.quiet === true ? 'quiet' : parsed.values.verbose === true ? 'verbose' : 'normal';
   if (parsed.values.quiet === true && parsed.values.verbose === true) {
-    new Logger({ journal, verbosity: 'normal' }).error(`gpugate ${parsed.command}: -q and -v exclude each other (see gpugate ${parsed.command} --help)`);
+    new Logger({ journal, verbosity: 'normal', terminal }).error(`gpugate ${parsed.command}: -q and -v exclude each other (see gpugate ${parsed.command} --help)`);
     return ExitCode.usage;
   }
-  const logger = new Logger({ journal, verbosity });
+  const logger = new Logger({ journal, verbosity, terminal });
   const context: CommandContext = {
     values: parsed.values,
     wrapped: parsed.wrapped,
