@@ -19,7 +19,7 @@ import { preparePackage, repoRoot, type PreparedPackage } from '../scripts/prepa
 
 const SCENARIO_NAME = 'idle-8x-rtx-pro-6000.json';
 const COMPILERS = ['cc', 'c++', 'gcc', 'g++', 'clang', 'clang++', 'make', 'python3', 'python'];
-// What any GPU host has (the demo's fake engine worker is a `bash -c 'exec -a ... sleep'`).
+// What any GPU host has (the demo's fake engine worker is a bash titled like a vLLM worker).
 const SHELL_BASICS = ['sh', 'bash', 'env', 'cat', 'ls', 'mkdir', 'rm', 'cp', 'mv', 'ln', 'chmod', 'tar', 'gzip',
   'uname', 'grep', 'sed', 'dirname', 'basename', 'sleep', 'kill', 'ps', 'true', 'false', 'head', 'tail', 'tr',
   'cut', 'wc', 'date', 'id', 'mktemp', 'readlink', 'realpath', 'touch', 'xargs', 'find', 'which'];

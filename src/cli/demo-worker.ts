@@ -1,7 +1,9 @@
 /**
- * The one real process of `gpugate demo`: a `sleep` that carries vLLM's worker title
- * (`VLLM::Worker_TP6`) and is double-forked, so its parent is gone and it is reparented, as
- * the workers of a SIGKILLed vLLM server are. It lives at most {@link WORKER_MAX_LIFETIME_S}
+ * The one real process of `gpugate demo`: a bash that carries vLLM's worker title as its command
+ * line (`VLLM::Worker_TP6`) and its name (comm, cut to 15 characters as the kernel does for vLLM's
+ * own setproctitle), so it keeps that name when it turns into a zombie, and is double-forked, so
+ * its parent is gone and it is reparented, as the workers of a SIGKILLed vLLM server are. It waits
+ * with bash's own `read -t` on a pipe it holds both ends of: no child process. It lives at most {@link WORKER_MAX_LIFETIME_S}
  * seconds even if everything else fails, and {@link DemoWorker.stop} ends it for sure.
  */
 
@@ -24,9 +26,10 @@ export class DemoWorker {
   /** Start the worker; throws when bash is missing or the worker did not start. */
   static start(title: string): DemoWorker {
     if (!/^[\w:.-]+$/.test(title)) throw new Error(`demo worker title ${JSON.stringify(title)} has unexpected characters`);
-    // bash's `exec -a` sets argv[0]; the `&` subshell is detached from bash, which exits at
-    // once: the sleep is then reparented (to PID 1 or the nearest subreaper).
-    const script = `exec -a ${title} sleep ${WORKER_MAX_LIFETIME_S} </dev/null >/dev/null 2>&1 & echo $!`;
+    // bash's `exec -a` sets argv[0], /proc/self/comm the name; the `&` subshell is detached from
+    // bash, which exits at once: the worker is then reparented (to PID 1 or the nearest subreaper).
+    const body = `printf %s ${title} >/proc/self/comm; exec 3<> <(:); wait $!; read -t ${WORKER_MAX_LIFETIME_S} <&3`;
+    const script = `exec -a ${title} bash -c '${body}' </dev/null >/dev/null 2>&1 & echo $!`;
     const result = spawnSync('bash', ['-c', script], { encoding: 'utf8', timeout: 5000 });
     if (result.error !== undefined) throw new Error(`cannot start the demo worker with bash: ${result.error.message}`);
     const pid = Number(result.stdout.trim());
@@ -48,7 +51,7 @@ export class DemoWorker {
     }
   }
 
-  /** End the worker (SIGKILL: it is a sleep, nothing to drain) and wait until it is gone. */
+  /** End the worker (SIGKILL: it only waits, nothing to drain) and wait until it is gone. */
   stop(): void {
     for (let i = 0; i < 200 && this.alive(); i += 1) {
       try {
