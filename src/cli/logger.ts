@@ -80,14 +80,15 @@ export class Logger {
     this.sink.write(`${this.coloured(priority, wrapped)}\n`);
   }
 
-  /** Colours the prefix and the event word (the first word after it) by priority. */
+  /** Colours by priority the event word of a progress line (`waiting gpu=…`), else the prefix. */
   private coloured(priority: PriorityValue, text: string): string {
     if (!this.colour) return text;
-    const match = /^(gpugate(?: [a-z-]+)?:)( \S+)?/.exec(text);
+    const match = /^(gpugate(?: [a-z-]+)?:)(?:( [a-z-]+)(?= [\w-]+=))?/.exec(text);
     if (match === null) return text;
-    const event = match[2] ?? '';
+    const event = match[2];
     const style: Style[] = priority <= Priority.err ? ['red', 'bold'] : priority === Priority.warning ? ['yellow', 'bold']
       : priority === Priority.notice || event === ' ready' ? ['green', 'bold'] : priority === Priority.debug ? ['dim'] : ['cyan'];
+    if (event === undefined) return `${paint(true, match[1] as string, ...style)}${text.slice(match[0].length)}`;
     return `${paint(true, match[1] as string, 'dim')}${paint(true, event, ...style)}${text.slice(match[0].length)}`;
   }
 
