@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { COMMAND_NAMES } from '../src/cli/option-table';
 import { cliEnv, cliPath, parseJsonOutput, runCli } from './helpers/cli';
 import { simDevice, writeScenario } from './helpers/sim';
 
@@ -67,7 +68,7 @@ describe('gpugate command line', () => {
     for (const [typed, meant] of [['stauts', 'status'], ['holdres', 'holders'], ['wai', 'wait'], ['hold', 'holders'], ['chekc', 'check']]) {
       const run = await runCli([typed as string]);
       expect(run.code).toBe(64);
-      expect(run.stderr).toBe(`gpugate: unknown command '${typed}' (did you mean '${meant}'?): expected one of wait, check, status, holders, demo, bench (see gpugate --help)\n`);
+      expect(run.stderr).toBe(`gpugate: unknown command '${typed}' (did you mean '${meant}'?): expected one of ${COMMAND_NAMES.join(', ')} (see gpugate --help)\n`);
     }
     const help = await runCli(['help', 'stauts']);
     expect(help.stderr).toContain("(did you mean 'status'?)");

@@ -3,7 +3,7 @@
  * from the option table, examples, exit codes).
  */
 
-import { optionsFor, type CommandName } from './option-table';
+import { COMMAND_NAMES, COMMAND_SUMMARIES, optionsFor, type CommandName } from './option-table';
 
 /** A command's help page; `exitCodes` replaces the wait/check table for commands that judge nothing. */
 interface CommandSummary {
@@ -63,6 +63,16 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
     about: 'Replay a service restart race on the bundled simulated 8x RTX PRO 6000 host (no GPU needed):\nthe previous attempt still holds ~92 GiB per GPU, one holder is a real orphaned engine worker, then memory drains.\nShows "gpugate wait --min-free 0.9 --stable 2s" waiting, explaining why, and succeeding.',
     examples: ['gpugate demo'],
   },
+  completion: {
+    usage: ['gpugate completion bash|zsh'],
+    about: 'Print a completion script for bash or zsh, generated from the same table as the flags and this help.',
+    examples: [
+      'source <(gpugate completion bash)                        # this shell; or put it in ~/.bashrc',
+      'gpugate completion bash > /etc/bash_completion.d/gpugate',
+      'gpugate completion zsh > "${fpath[1]}/_gpugate"          # then restart zsh',
+    ],
+    exitCodes: 'Exit codes:\n  0    the script was printed\n  64   usage error (no shell, or not bash or zsh)',
+  },
   bench: {
     usage: ['gpugate bench [options]'],
     about: 'Measure this host\'s poll latency through gpugate (memory only and with processes; per snapshot and per device:\nmedian, p99, max) and, when nvidia-smi is on PATH, as many `nvidia-smi --query-gpu=memory.used` runs; print the ratio.\nRead-only and bounded by --duration: changes no GPU setting.',
@@ -89,12 +99,7 @@ export function topLevelHelp(version: string): string {
 Usage: gpugate <command> [options]
 
 Commands:
-  wait      poll until the GPUs are free and stable, or time out (systemd ExecStartPre=)
-  check     one sample: exit 0 if free now, 75 if not (Slurm prolog, health checks)
-  status    devices, memory, processes, modes, library and driver versions
-  holders   who holds each GPU, classified; leaked /dev/shm files
-  demo      the restart race on the bundled simulated 8-GPU host (no GPU needed)
-  bench     this host's poll latency: gpugate against nvidia-smi (read-only, bounded in time)
+${COMMAND_NAMES.map((command) => `  ${command.padEnd(12)}${COMMAND_SUMMARIES[command]}`).join('\n')}
 
 Run "gpugate <command> --help" for a command's options. "gpugate --version" prints the version.
 Sizes: B, KiB, MiB, GiB, TiB (KB, MB, GB, TB are powers of ten). Durations: ms, s, m, h.

@@ -24,6 +24,7 @@ function loadCommand(command: CommandName): CommandRunner {
     case 'holders': return (require('./commands/holders-command') as typeof import('./commands/holders-command')).runHolders;
     case 'demo': return (require('./commands/demo-command') as typeof import('./commands/demo-command')).runDemo;
     case 'bench': return (require('./commands/bench-command') as typeof import('./commands/bench-command')).runBench;
+    case 'completion': return (require('./commands/completion-command') as typeof import('./commands/completion-command')).runCompletion;
   }
 }
 

@@ -5,10 +5,26 @@
  */
 
 /** The sub-commands of `gpugate`. */
-export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'demo' | 'bench';
+export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'demo' | 'bench' | 'completion';
 
 /** Every sub-command, in the order `gpugate --help` lists them. */
-export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'demo', 'bench'];
+export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'demo', 'bench', 'completion'];
+
+/** One line per command, for `gpugate --help` and shell completion. */
+export const COMMAND_SUMMARIES: Readonly<Record<CommandName, string>> = {
+  wait: 'poll until the GPUs are free and stable, or time out (systemd ExecStartPre=)',
+  check: 'one sample: exit 0 if free now, 75 if not (Slurm prolog, health checks)',
+  status: 'devices, memory, processes, modes, library and driver versions',
+  holders: 'who holds each GPU, classified; leaked /dev/shm files',
+  demo: 'the restart race on the bundled simulated 8-GPU host (no GPU needed)',
+  bench: "this host's poll latency: gpugate against nvidia-smi (read-only, bounded in time)",
+  completion: 'print the shell completion script for bash or zsh',
+};
+
+/** Words a command takes besides its flags (`gpugate completion bash`): the value's name and its choices. */
+export const COMMAND_ARGUMENTS: Readonly<Partial<Record<CommandName, { name: string; choices: readonly string[] }>>> = {
+  completion: { name: 'SHELL', choices: ['bash', 'zsh'] },
+};
 
 /** One flag of the command line. */
 export interface OptionSpec {
@@ -92,7 +108,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'snapshots per measure, and nvidia-smi runs when nvidia-smi is on PATH' },
   { name: 'duration', type: 'string', valueName: 'DUR', commands: ['bench'], defaults: { bench: '20s' },
     help: 'upper bound on the whole benchmark; measures stop early when it is reached' },
-  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo', 'bench'],
+  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo', 'bench', 'completion'],
     help: 'show this help' },
 ];
 

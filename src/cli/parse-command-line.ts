@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { CliError } from './cli-error';
 import { ExitCode } from './exit-codes';
 import { nearestWord } from './nearest-word';
-import { COMMAND_NAMES, OPTION_TABLE, optionsFor, type CommandName } from './option-table';
+import { COMMAND_ARGUMENTS, COMMAND_NAMES, OPTION_TABLE, optionsFor, type CommandName } from './option-table';
 
 /** Flag values by long name: strings, booleans, or string lists for repeatable flags. */
 export type FlagValues = Record<string, string | boolean | string[] | undefined>;
@@ -69,6 +69,19 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
     throw usageError(describeParseError(error, command), command);
   }
   if (parsed.values.help === true) return { kind: 'command', command, values: parsed.values, wrapped: [] };
+  const argument = COMMAND_ARGUMENTS[command];
+  if (argument !== undefined) {
+    const [word, extra] = parsed.positionals;
+    const expected = `expected ${argument.choices.join(' or ')}`;
+    if (word === undefined) throw usageError(`gpugate ${command}: missing ${argument.name}: ${expected}`, command);
+    if (!argument.choices.includes(word)) {
+      const near = nearestWord(word, argument.choices);
+      throw usageError(`gpugate ${command}: unknown ${argument.name} '${word}'${near === null ? '' : ` (did you mean '${near}'?)`}: ${expected}`, command);
+    }
+    if (extra !== undefined) throw usageError(`gpugate ${command}: unexpected argument '${extra}'`, command);
+    parsed.values[argument.name.toLowerCase()] = word;
+    parsed.positionals = [];
+  }
   const stray = parsed.positionals[0];
   if (stray !== undefined) {
     const hint = command === 'wait' ? " (put the command to run after '--')" : '';
