@@ -168,6 +168,17 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     expect(r.status).toBe(0);
   }, 180000);
 
+  it('ships the JSON Schemas, reachable as gpugate/schemas/*.schema.json', () => {
+    const r = inConsumer('node', ['-e', `
+      const schema = require('gpugate/schemas/status.schema.json');
+      console.log(JSON.stringify({ id: schema.$id, path: require.resolve('gpugate/schemas/gate.schema.json') }));`]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout) as { id: string; path: string };
+    expect(out.id).toBe('urn:gpugate:schema:status');
+    expect(out.path).toMatch(/node_modules\/gpugate\/schemas\/gate\.schema\.json$/);
+  });
+
   it('runs `npx gpugate status --json` against the bundled simulator', () => {
     const pkgDir = join(consumer, 'node_modules', 'gpugate');
     const scenarioPath = join(pkgDir, 'scenarios', SCENARIO_NAME);
