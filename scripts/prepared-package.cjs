@@ -104,7 +104,10 @@ function build(dir) {
   // What a release runs: prepack builds prebuilds/ with prebuildify, prepare compiles dist/.
   const out = run('npm', ['pack', '--json', '--foreground-scripts', '--pack-destination', dir], dir,
     { ...process.env, npm_config_ignore_scripts: 'false' });
-  const info = JSON.parse(out.slice(out.indexOf('[')))[0];
+  // The scripts' own output (the compiler's) comes first on stdout; npm's JSON starts at a line "[".
+  const start = out.search(/^\[$/m);
+  if (start === -1) throw new Error(`npm pack printed no JSON in ${dir}:\n${out}`);
+  const info = JSON.parse(out.slice(start))[0];
   // From here on the entry must not point into the clone: keep copies of the runtime dependencies
   // (the multi-Node test loads node-gyp-build from the staging copy).
   unlinkSync(modules);
