@@ -202,7 +202,7 @@ export function selectDevices(devices: GpuDevice[], selectors?: ReadonlyArray<st
  * what emptied the selection (the variable and its value, the option, or a host without GPUs)
  * and how to accept it deliberately.
  */
-export function emptySelectionError(selection: DeviceSelection, selectors: string[] | undefined, env: NodeJS.ProcessEnv = process.env): DeviceSelectionError {
+export function emptySelectionError(selection: DeviceSelection, selectors: ReadonlyArray<string | number> | undefined, env: NodeJS.ProcessEnv = process.env): DeviceSelectionError {
   let what: string;
   let selector: string;
   if (selection.source === 'option') {
