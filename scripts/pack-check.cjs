@@ -32,6 +32,7 @@ const REQUIRED_PATTERNS = [
   ['the addon C++ sources', /^native\/[^/]+\.cc$/],
   ['the simulator C++ sources', /^sim\/[^/]+\.cc$/],
   ['at least one simulator scenario', /^scenarios\/[^/]+\.json$/],
+  ['the JSON Schemas of the --json documents', /^schemas\/[^/]+\.schema\.json$/],
 ];
 
 /** Patterns no file may match: [description, pattern]. */

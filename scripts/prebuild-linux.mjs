@@ -7,6 +7,10 @@
 //
 // Note: prebuildify runs `node-gyp rebuild`, which replaces build/ in the directory it builds.
 //
+// It is the package's `prepack` script: `npm pack` and `npm publish` build the prebuild first, so a
+// tarball made from a clean clone always carries it (hosts without a compiler install from it). When
+// the build fails (no C++ compiler, make or python3) it refuses, and no tarball is made.
+//
 // Usage: node scripts/prebuild-linux.mjs [--cwd DIR]   (DIR: a package directory, default the repo)
 
 import { spawnSync } from 'node:child_process';
@@ -78,7 +82,11 @@ function main() {
   console.error(`prebuild:linux: prebuildify --napi --strip --tag-libc --target ${target} in ${cwd}`);
   const r = spawnSync(process.execPath, [prebuildify, '--napi', '--strip', '--tag-libc', '--target', target],
     { cwd, env, stdio: 'inherit' });
-  if (r.status !== 0) fail(`prebuildify failed (${r.status ?? r.signal})`);
+  if (r.status !== 0) {
+    fail(`prebuildify failed (${r.status ?? r.signal}): no prebuilt addon, so no package is made.\n` +
+      'A gpugate package must carry prebuilds/ (GPU hosts often have no compiler); building it needs a C++\n' +
+      'compiler, make and python3 (Debian: apt-get install g++ make python3). The compiler output is above.');
+  }
 
   const files = existsSync(prebuildDir) ? readdirSync(prebuildDir).sort() : [];
   if (!files.some((f) => f.endsWith('.node'))) fail(`no addon binary in ${prebuildDir}`);

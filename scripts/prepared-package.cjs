@@ -1,33 +1,49 @@
-// prepared-package.cjs: builds the package the way a release would, away from the working tree,
-// for the pack smoke test and the multi-Node test (and by hand: `node scripts/prepared-package.cjs`).
+// prepared-package.cjs: packs gpugate exactly as a release does, away from the working tree, for
+// the pack smoke test and the multi-Node test (and by hand: `node scripts/prepared-package.cjs`).
 //
-// It copies what package.json's `files` lists (plus the TypeScript sources and configs needed to
-// compile dist/) into a staging directory, compiles dist/ with `npm run build:ts`, runs
-// scripts/prebuild-linux.mjs there (prebuildify: build/ of the staging copy is replaced, never the
-// working tree's), and packs it with `npm pack`. The result is cached under the OS temp directory,
-// keyed by a hash of every staged file and the Node version, behind a lock, so two test files that
-// need it build it once.
+// It copies what a clean clone holds for packing (package.json's `files`, the TypeScript sources
+// and configs, the lock file, the prebuild script; never build/, prebuilds/, dist/) into a staging
+// directory and runs a plain `npm pack` there: the package's own `prepack` (prebuildify) and
+// `prepare` (tsc) scripts build what the tarball carries, as they do for a release.
+//
+// The result is cached under the OS temp directory, keyed by a hash of every staged file and the
+// Node version, so that test files and worktrees with the same sources build it once. The cache is
+// shared by every clone on the host and used concurrently, so:
+// - a cached entry is self-contained: during the build node_modules links to the clone's modules
+//   (node-gyp, prebuildify, tsc), and before it is published that link is replaced by copies of the
+//   package's runtime dependencies; nothing in it points into a clone that may be deleted later;
+// - an entry is built in a private directory and published with one rename; an entry, once
+//   published, is never replaced or changed, only checked on every use (a damaged or incomplete one
+//   is moved aside and rebuilt);
+// - the lock only saves duplicate builds: correctness never depends on it;
+// - entries unused for a day are removed (each use touches the entry's `last-used` file).
 
 'use strict';
 
 const { spawnSync } = require('node:child_process');
-const { createHash } = require('node:crypto');
+const { createHash, randomBytes } = require('node:crypto');
 const {
-  cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync,
-  writeFileSync,
+  cpSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync,
+  symlinkSync, unlinkSync, utimesSync, writeFileSync,
 } = require('node:fs');
 const { tmpdir } = require('node:os');
-const { join, relative, resolve } = require('node:path');
+const { dirname, join, relative, resolve } = require('node:path');
 
 const repoRoot = resolve(__dirname, '..');
 
-/** Build outputs never staged from the working tree (they are produced in the staging copy). */
+/** Build outputs never staged from the working tree: the pack lifecycle produces them in the staging copy. */
 const NEVER_STAGED = new Set(['build', 'prebuilds', 'dist', 'node_modules']);
+
+/** Besides package.json's `files`: what `npm pack`'s lifecycle scripts read in a clean clone. */
+const PACK_INPUTS = ['package.json', 'package-lock.json', 'src', 'tsconfig.json', 'tsconfig.build.json', 'scripts/prebuild-linux.mjs'];
+
+/** Unused entries older than this are removed. */
+const PRUNE_AFTER_MS = 24 * 3_600_000;
 
 /** The repository paths that go into the staging copy. */
 function stagedPaths() {
   const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
-  const paths = new Set(['package.json', 'src', 'tsconfig.json', 'tsconfig.build.json']);
+  const paths = new Set(PACK_INPUTS);
   for (const entry of pkg.files ?? []) {
     if (!NEVER_STAGED.has(entry)) paths.add(entry);
   }
@@ -60,46 +76,111 @@ function run(cmd, args, cwd, env = process.env) {
   return r.stdout;
 }
 
-function build(dir) {
-  mkdirSync(dir, { recursive: true });
-  for (const rel of stagedPaths()) cpSync(join(repoRoot, rel), join(dir, rel), { recursive: true });
-  // node-gyp evaluates binding.gyp's node-addon-api include through require(): give it the repo's modules.
-  symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  // The package's own build:ts script (tsc, plus whatever it does to dist/ after).
-  run('npm', ['run', '--silent', 'build:ts'], dir);
-  run(process.execPath, [join(repoRoot, 'scripts', 'prebuild-linux.mjs'), '--cwd', dir], dir);
-  // Pack what a user gets: --ignore-scripts because dist/ and prebuilds/ are already built.
-  const out = run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], dir);
-  const info = JSON.parse(out)[0];
-  const tarball = join(dir, info.filename);
-  writeFileSync(join(dir, 'pack.json'), JSON.stringify(info, null, 2));
-  return tarball;
+/** The package's runtime dependencies and theirs, as directories of the clone's node_modules. */
+function runtimeDependencyDirs() {
+  const found = new Map();
+  const visit = (name, fromDir) => {
+    if (found.has(name)) return;
+    const manifest = require.resolve(`${name}/package.json`, { paths: [fromDir] });
+    const dir = dirname(manifest);
+    found.set(name, dir);
+    const deps = JSON.parse(readFileSync(manifest, 'utf8')).dependencies ?? {};
+    for (const dep of Object.keys(deps)) visit(dep, dir);
+  };
+  const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
+  for (const dep of Object.keys(pkg.dependencies ?? {})) visit(dep, repoRoot);
+  return found;
 }
 
-function lockIsStale(lock, timeoutMs) {
+function build(dir) {
+  mkdirSync(dir, { recursive: true });
+  for (const rel of stagedPaths()) {
+    mkdirSync(dirname(join(dir, rel)), { recursive: true });
+    cpSync(join(repoRoot, rel), join(dir, rel), { recursive: true });
+  }
+  // The lifecycle scripts need the clone's tools (tsc, node-gyp, prebuildify): link them for the build only.
+  const modules = join(dir, 'node_modules');
+  symlinkSync(join(repoRoot, 'node_modules'), modules, 'dir');
+  // What a release runs: prepack builds prebuilds/ with prebuildify, prepare compiles dist/.
+  const out = run('npm', ['pack', '--json', '--foreground-scripts', '--pack-destination', dir], dir,
+    { ...process.env, npm_config_ignore_scripts: 'false' });
+  // The scripts' own output (the compiler's) comes first on stdout; npm's JSON starts at a line "[".
+  const start = out.search(/^\[$/m);
+  if (start === -1) throw new Error(`npm pack printed no JSON in ${dir}:\n${out}`);
+  const info = JSON.parse(out.slice(start))[0];
+  // From here on the entry must not point into the clone: keep copies of the runtime dependencies
+  // (the multi-Node test loads node-gyp-build from the staging copy).
+  unlinkSync(modules);
+  mkdirSync(modules);
+  for (const [name, from] of runtimeDependencyDirs()) {
+    cpSync(from, join(modules, name), { recursive: true, dereference: true });
+  }
+  writeFileSync(join(dir, 'pack.json'), JSON.stringify(info, null, 2));
+  writeFileSync(join(dir, 'last-used'), '');
+}
+
+/** Why a cached entry cannot be used, or null when it is complete and self-contained. */
+function entryProblem(dir) {
+  let info;
   try {
-    const pid = Number(readFileSync(join(lock, 'pid'), 'utf8'));
-    if (Number.isInteger(pid) && pid > 0) {
-      try {
-        process.kill(pid, 0);
-      } catch (err) {
-        if (err.code === 'ESRCH') return true;
-      }
-    }
-    return Date.now() - statSync(lock).mtimeMs > timeoutMs;
+    info = JSON.parse(readFileSync(join(dir, 'pack.json'), 'utf8'));
   } catch {
-    // No pid file yet (the owner is between mkdir and write) or the lock went away.
-    return false;
+    return 'no pack.json';
+  }
+  try {
+    if (statSync(join(dir, info.filename)).size !== info.size) return `${info.filename} has the wrong size`;
+  } catch {
+    return `no ${info.filename}`;
+  }
+  const modules = join(dir, 'node_modules');
+  try {
+    if (lstatSync(modules).isSymbolicLink()) return 'node_modules is a link (into a clone)';
+  } catch {
+    return 'no node_modules';
+  }
+  for (const name of runtimeDependencyDirs().keys()) {
+    if (!existsSync(join(modules, name, 'package.json'))) return `node_modules lacks ${name}`;
+  }
+  for (const f of info.files) {
+    if (/^prebuilds\//.test(f.path) && !existsSync(join(dir, f.path))) return `no ${f.path}`;
+  }
+  return null;
+}
+
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code !== 'ESRCH';
   }
 }
 
-/** Removes cached builds (and leftovers of dead builders) older than an hour, except `keep`. */
+/** Moves a path aside under a unique name and removes it (another process may do the same). */
+function discard(path) {
+  const trash = `${path}.trash-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    renameSync(path, trash);
+  } catch {
+    return; // already moved by someone else
+  }
+  rmSync(trash, { recursive: true, force: true });
+}
+
+/** Removes entries unused for a day, and leftovers of builders that died. */
 function pruneCache(cacheRoot, keep) {
   for (const name of readdirSync(cacheRoot)) {
-    if (name === keep || name.endsWith('.lock')) continue;
+    if (name === keep || name.startsWith(`${keep}.`)) continue;
     const p = join(cacheRoot, name);
     try {
-      if (Date.now() - statSync(p).mtimeMs > 3_600_000) rmSync(p, { recursive: true, force: true });
+      const builder = /\.(tmp|lock)-(\d+)-/.exec(name);
+      if (builder !== null) {
+        if (!pidAlive(Number(builder[2]))) rmSync(p, { recursive: true, force: true });
+        continue;
+      }
+      if (/\.trash-/.test(name)) continue;
+      const used = existsSync(join(p, 'last-used')) ? statSync(join(p, 'last-used')).mtimeMs : statSync(p).mtimeMs;
+      if (Date.now() - used > PRUNE_AFTER_MS) discard(p);
     } catch {
       // raced with another pruner
     }
@@ -110,60 +191,92 @@ function sleep(ms) {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
+/** Holds the key's build lock while `fn` runs, or returns false when a live builder holds it. */
+function withBuildLock(cacheRoot, key, fn) {
+  const lock = join(cacheRoot, `${key}.lock`);
+  const mine = join(cacheRoot, `${key}.lock-${process.pid}-${randomBytes(4).toString('hex')}`);
+  writeFileSync(mine, String(process.pid));
+  try {
+    try {
+      // A hard link is created atomically or not at all: its content names the owner.
+      linkSync(mine, lock);
+    } catch {
+      let owner = 0;
+      try {
+        owner = Number(readFileSync(lock, 'utf8'));
+      } catch {
+        return false; // released meanwhile: try again
+      }
+      if (Number.isInteger(owner) && owner > 0 && pidAlive(owner)) return false;
+      discard(lock); // its builder died; whoever wins the next link builds
+      return false;
+    }
+    try {
+      fn();
+    } finally {
+      rmSync(lock, { force: true });
+    }
+    return true;
+  } finally {
+    rmSync(mine, { force: true });
+  }
+}
+
 /**
  * Returns the prepared package: { dir, tarball, files } where dir is the staging copy (with dist/,
- * prebuilds/ and build/), tarball the `npm pack` output and files the tarball's file list.
+ * prebuilds/, build/ and the runtime dependencies), tarball the `npm pack` output and files the
+ * tarball's file list.
  * @param {{ timeoutMs?: number }} [options]
  */
 function preparePackage(options = {}) {
-  const timeoutMs = options.timeoutMs ?? 300_000;
+  const timeoutMs = options.timeoutMs ?? 600_000;
   const cacheRoot = join(tmpdir(), 'gpugate-prepared-package');
   mkdirSync(cacheRoot, { recursive: true });
   const key = stagingKey();
   const dir = join(cacheRoot, key);
-  const done = join(dir, 'pack.json');
-  const lock = join(cacheRoot, `${key}.lock`);
   const started = Date.now();
   for (;;) {
-    if (existsSync(done)) break;
-    let haveLock = false;
-    try {
-      mkdirSync(lock);
-      writeFileSync(join(lock, 'pid'), String(process.pid));
-      haveLock = true;
-    } catch {
-      // Someone else is building; break the lock of a builder that died (killed test worker).
-      if (lockIsStale(lock, timeoutMs)) rmSync(lock, { recursive: true, force: true });
+    if (existsSync(dir)) {
+      const problem = entryProblem(dir);
+      if (problem === null) break;
+      console.error(`prepared-package: discarding the cached ${dir}: ${problem}`);
+      discard(dir);
     }
-    if (haveLock) {
+    const built = withBuildLock(cacheRoot, key, () => {
+      if (existsSync(dir) && entryProblem(dir) === null) return;
+      const tmp = `${dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
       try {
-        if (!existsSync(done)) {
-          const tmp = `${dir}.tmp-${process.pid}`;
-          rmSync(tmp, { recursive: true, force: true });
-          try {
-            build(tmp);
-          } catch (err) {
-            rmSync(tmp, { recursive: true, force: true });
-            throw err;
-          }
-          rmSync(dir, { recursive: true, force: true });
+        build(tmp);
+        // Publish: one rename. Should another builder have won, its entry is as good as ours.
+        try {
           renameSync(tmp, dir);
-          // The pack file name stays valid; the staging copy moved with its tarball.
+        } catch (err) {
+          if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
         }
       } finally {
-        rmSync(lock, { recursive: true, force: true });
+        rmSync(tmp, { recursive: true, force: true });
       }
+    });
+    if (built) {
+      const problem = entryProblem(dir);
+      if (problem !== null) throw new Error(`the package prepared in ${dir} is unusable: ${problem}`);
       break;
     }
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${lock}`);
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for another process building ${dir}`);
     sleep(500);
   }
+  const now = new Date();
+  try {
+    utimesSync(join(dir, 'last-used'), now, now);
+  } catch {
+    // an entry from an older version of this script: pruned by directory age
+  }
   pruneCache(cacheRoot, key);
-  const info = JSON.parse(readFileSync(done, 'utf8'));
+  const info = JSON.parse(readFileSync(join(dir, 'pack.json'), 'utf8'));
   return { dir, tarball: join(dir, info.filename), files: info.files.map((f) => f.path) };
 }
 
-module.exports = { repoRoot, stagedPaths, stagingKey, preparePackage };
+module.exports = { repoRoot, stagedPaths, stagingKey, preparePackage, entryProblem };
 
 /** Builds (or reuses) the prepared package and prints where it is. */
 if (require.main === module) {

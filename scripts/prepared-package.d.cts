@@ -11,3 +11,5 @@ export interface PreparedPackage {
   files: string[];
 }
 export declare function preparePackage(options?: { timeoutMs?: number }): PreparedPackage;
+/** Why a cached entry cannot be used (a link into a clone, a missing tarball…), or null when it can. */
+export declare function entryProblem(dir: string): string | null;

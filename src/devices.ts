@@ -118,11 +118,12 @@ function matchOne(devices: GpuDevice[], selector: string, origin: string): Match
   throw new DeviceSelectionError(selector, everything(devices), `${what} is not understood: expected ${SELECTOR_EXPECTED}`);
 }
 
-function build(devices: GpuDevice[], selectors: string[], source: DeviceSelectionSource, warnings: string[]): DeviceSelection {
+function build(devices: GpuDevice[], selectors: ReadonlyArray<string | number>, source: DeviceSelectionSource, warnings: string[]): DeviceSelection {
   const indices: number[] = [];
   const migUuids: string[] = [];
   for (const selector of selectors) {
-    const match = matchOne(devices, selector, source);
+    // A number is an NVML index, as NVML's own API takes it.
+    const match = matchOne(devices, typeof selector === 'number' ? String(selector) : selector, source);
     if (!indices.includes(match.index)) indices.push(match.index);
     if (match.migUuid !== null && !migUuids.includes(match.migUuid)) migUuids.push(match.migUuid);
   }
@@ -156,13 +157,14 @@ function fromCudaVisibleDevices(devices: GpuDevice[], value: string, env: NodeJS
 }
 
 /**
- * Chooses the GPUs to watch. With `selectors` (even an empty list), exactly those; otherwise from
+ * Chooses the GPUs to watch. With `selectors` (even an empty list), exactly those (a number is an
+ * NVML index); otherwise from
  * `env` (default process.env): NVIDIA_VISIBLE_DEVICES (`all`, `none`, `void`, a list), then
  * CUDA_VISIBLE_DEVICES (ordinals, UUIDs, MIG UUIDs; `-1` or empty = none), then SLURM_JOB_GPUS,
  * else every device. NVIDIA_VISIBLE_DEVICES=all defers to CUDA_VISIBLE_DEVICES when that is set.
  * Throws DeviceSelectionError when a selector matches nothing or is ambiguous.
  */
-export function selectDevices(devices: GpuDevice[], selectors?: string[], env: NodeJS.ProcessEnv = process.env): DeviceSelection {
+export function selectDevices(devices: GpuDevice[], selectors?: ReadonlyArray<string | number>, env: NodeJS.ProcessEnv = process.env): DeviceSelection {
   const warnings: string[] = [];
   if (selectors !== undefined) return build(devices, selectors, 'option', warnings);
 
@@ -200,7 +202,7 @@ export function selectDevices(devices: GpuDevice[], selectors?: string[], env: N
  * what emptied the selection (the variable and its value, the option, or a host without GPUs)
  * and how to accept it deliberately.
  */
-export function emptySelectionError(selection: DeviceSelection, selectors: string[] | undefined, env: NodeJS.ProcessEnv = process.env): DeviceSelectionError {
+export function emptySelectionError(selection: DeviceSelection, selectors: ReadonlyArray<string | number> | undefined, env: NodeJS.ProcessEnv = process.env): DeviceSelectionError {
   let what: string;
   let selector: string;
   if (selection.source === 'option') {

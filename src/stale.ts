@@ -112,6 +112,8 @@ export interface InspectOptions {
   cgroupRoot?: string;
   /** Default /dev/shm. */
   shmRoot?: string;
+  /** Default /dev: where the driver's nodes (nvidiactl) are, when the host has them. */
+  devRoot?: string;
   /** NVML indices to inspect; default every device in the snapshot. */
   devices?: number[];
   /** The caller's pid (default process.pid): it and its ancestors are never leftovers. */
@@ -152,6 +154,11 @@ export interface InspectContext {
   hidepid: string | null;
   bootTimeMs: number | null;
   reaperPids: Set<number>;
+  /**
+   * Whether the host has the driver's device nodes (/dev/nvidiactl). Without them (the simulator)
+   * no holder can have one open, so a missing descriptor says nothing about pid reuse.
+   */
+  deviceNodes: boolean;
 }
 
 /**
@@ -187,6 +194,7 @@ export async function ancestorsOf(pid: number, procRoot = '/proc'): Promise<numb
 export async function prepareInspectContext(options: InspectOptions = {}): Promise<InspectContext> {
   const procRoot = options.procRoot ?? '/proc';
   const selfPid = options.selfPid ?? process.pid;
+  const deviceNodes = fsp.access(path.join(options.devRoot ?? '/dev', 'nvidiactl')).then(() => true, () => false);
   const [self, status, procStat, mountinfo, ancestors] = await Promise.all([
     readProcess(selfPid, procRoot),
     readProcText(path.join(procRoot, String(selfPid), 'status')),
@@ -217,6 +225,7 @@ export async function prepareInspectContext(options: InspectOptions = {}): Promi
     hidepid,
     bootTimeMs: bootSeconds === null ? null : bootSeconds * 1000,
     reaperPids: new Set([1, ...(options.reaperPids ?? [])]),
+    deviceNodes: await deviceNodes,
   };
 }
 
@@ -347,7 +356,7 @@ export async function classifyHolder(listed: ListedProcess, takenAt: number | nu
     const maps = await readMappedPaths(listed.pid, ctx.procRoot);
     holdsDevice = maps.kind === 'ok' && maps.paths.some(isNvidiaDevicePath);
   }
-  if (!holdsDevice && fds.kind === 'ok') notes.push('suspect: no /dev/nvidia* descriptor (pid reuse?)');
+  if (!holdsDevice && fds.kind === 'ok' && ctx.deviceNodes) notes.push('suspect: no /dev/nvidia* descriptor (pid reuse?)');
 
   if (ctx.protectedPids.has(listed.pid)) {
     return { ...holder, class: 'active', reason: join('gpugate itself or one of its ancestors', notes) };

@@ -18,8 +18,11 @@ import { openNvml } from './session';
 
 /** Options of waitForGpusFree (and checkGpusOnce, which ignores the timing ones). */
 export interface WaitOptions extends CriteriaOptions {
-  /** GPU selectors (indices, GPU-/MIG- UUIDs or prefixes, PCI bus ids); default from the environment. */
-  gpus?: string[];
+  /**
+   * GPU selectors: NVML indices as numbers (`[0, 1]`) or strings, GPU-/MIG- UUIDs or unique prefixes,
+   * PCI bus ids; default from the environment.
+   */
+  gpus?: ReadonlyArray<string | number>;
   /** An open session to use (left open); otherwise one is opened (shared in-process) and closed. */
   session?: NvmlSession;
   /** NVML library path when a session is opened here. */
@@ -372,11 +375,29 @@ async function prepare(options: WaitOptions, session: NvmlSession, startMs: numb
   };
 }
 
+/** The value as the error shows it: JSON where it has a JSON form (shortened), else its type. */
 function describeValue(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (value === null || typeof value !== 'object') return String(value);
-  return Array.isArray(value) ? 'an array' : 'an object';
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value === null || typeof value !== 'object') return typeof value === 'string' ? JSON.stringify(value) : String(value);
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    text = undefined;
+  }
+  if (text === undefined) return Array.isArray(value) ? 'an array' : 'an object';
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
+
+/** The first element of `list` that `ok` rejects, with its index. */
+function firstBad(list: readonly unknown[], ok: (item: unknown) => boolean): { index: number; value: unknown } | null {
+  const index = list.findIndex((item) => !ok(item));
+  return index === -1 ? null : { index, value: list[index] };
+}
+
+const isIndexOrSelector = (item: unknown): boolean =>
+  (typeof item === 'string' && item.trim() !== '') || (typeof item === 'number' && Number.isInteger(item) && item >= 0);
 
 /** Rejects option values of the wrong type with a TypeError naming the option and what it takes. */
 function checkOptions(options: WaitOptions): void {
@@ -389,11 +410,16 @@ function checkOptions(options: WaitOptions): void {
       throw new TypeError(`option ${name} must be a finite number >= 0, got ${describeValue(value)}`);
     }
   }
-  if (options.gpus !== undefined && (!Array.isArray(options.gpus) || options.gpus.some((g) => typeof g !== 'string'))) {
-    throw new TypeError(`option gpus must be an array of selector strings (indices, UUIDs, PCI bus ids), got ${describeValue(options.gpus)}`);
+  if (options.gpus !== undefined) {
+    const expected = 'NVML indices (integers >= 0, e.g. [0, 1]) or selector strings (indices, GPU-/MIG- UUIDs, PCI bus ids)';
+    if (!Array.isArray(options.gpus)) throw new TypeError(`option gpus must be an array of ${expected}, got ${describeValue(options.gpus)}`);
+    const bad = firstBad(options.gpus, isIndexOrSelector);
+    if (bad !== null) throw new TypeError(`option gpus[${bad.index}] must be an NVML index (an integer >= 0) or a non-empty selector string, got ${describeValue(bad.value)}`);
   }
-  if (options.ignore !== undefined && (!Array.isArray(options.ignore) || options.ignore.some((i) => typeof i !== 'string' && typeof i !== 'number'))) {
-    throw new TypeError(`option ignore must be an array of pids and process names, got ${describeValue(options.ignore)}`);
+  if (options.ignore !== undefined) {
+    if (!Array.isArray(options.ignore)) throw new TypeError(`option ignore must be an array of pids and process names, got ${describeValue(options.ignore)}`);
+    const bad = firstBad(options.ignore, (i) => (typeof i === 'string' && i !== '') || (typeof i === 'number' && Number.isInteger(i) && i > 0));
+    if (bad !== null) throw new TypeError(`option ignore[${bad.index}] must be a pid (an integer > 0) or a process name, got ${describeValue(bad.value)}`);
   }
   for (const name of ['minFree', 'maxUsed'] as const) {
     const value: unknown = options[name];

@@ -1,16 +1,36 @@
 /**
- * `gpugate demo` from the built command: no GPU, no flags; it shows the orphaned engine worker,
- * the wait explaining why, succeeds once the simulated memory is free and stable, prints the
- * systemd lines, and leaves no process and no temporary folder behind (also when interrupted).
+ * `gpugate demo` from the built command: no GPU, no flags; it shows the orphaned engine worker
+ * (classed orphan with no suspicion, and still named after vLLM once it is a zombie), the wait
+ * explaining why in lines of at most 80 columns, succeeds once the simulated memory is free and
+ * stable, ends with a summary (who held what, how long, how many polls) and the systemd lines,
+ * colours its output only on a terminal (a real pty) without NO_COLOR, and leaves no process and
+ * no temporary folder behind (also when interrupted).
  */
-import { readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { cliEnv, runCli, startCli } from './helpers/cli';
+import { cliEnv, cliPath, runCli, startCli } from './helpers/cli';
+import { repoRoot } from './helpers/sim';
 import { isAlive } from './helpers/processes';
 
 function demoFolders(): string[] {
   return readdirSync(tmpdir()).filter((name) => name.startsWith('gpugate-demo-'));
+}
+
+// Colour codes (SGR sequences).
+const ANSI = /\u001b\[[0-9;]*m/g;
+
+function longLines(text: string): string[] {
+  return text.replace(ANSI, '').split(/\r?\n/).filter((line) => line.length > 80);
+}
+
+/** Runs the demo on a real pseudo-terminal (python's pty module); returns what the terminal showed. */
+function demoOnTerminal(extraEnv: NodeJS.ProcessEnv): { status: number | null; screen: string } {
+  const r = spawnSync('python3', ['-c', 'import os, pty, sys; sys.exit(os.waitstatus_to_exitcode(pty.spawn(sys.argv[1:])))', process.execPath, cliPath(), 'demo'],
+    { env: cliEnv(null, { TERM: 'xterm-256color', ...extraEnv }), encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, screen: r.stdout.replace(/\r\n/g, '\n') };
 }
 
 function workerPid(stdout: string): number {
@@ -26,16 +46,48 @@ describe('gpugate demo', () => {
     expect(run.code).toBe(0);
     const pid = workerPid(run.stdout);
     expect(run.stderr).toMatch(new RegExp(`^gpugate: stale gpu=6 pid=${pid} class=orphan name=VLLM::Worker_TP6 `, 'm'));
-    expect(run.stderr).toMatch(new RegExp(`^gpugate: waiting gpu=6 .*used=92GiB .*need_free=86GiB holders=${pid}/VLLM::Worker_TP6/orphan`, 'm'));
+    // Its own real orphan, correctly labelled: no "pid reuse?" suspicion on a host without driver nodes.
+    expect(run.stderr).toContain('reason="engine worker reparented to 1: its launcher is gone"');
+    expect(run.stderr).not.toContain('pid reuse');
+    expect(run.stderr).toMatch(new RegExp(`^gpugate: waiting gpu=6 used=92GiB holders=${pid}/VLLM::Worker_TP6/orphan`, 'm'));
     expect(run.stderr).toMatch(/^gpugate: waiting gpu=\d .*holders=\d+\/\?\/gone/m);
     expect(run.stderr).toMatch(/why=unstable stable_for=/);
-    expect(run.stderr).toMatch(/^gpugate: ready gpus=0,1,2,3,4,5,6,7 /m);
-    expect(run.stdout).toContain('ExecStartPre=gpugate wait --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify');
-    expect(run.stdout).toContain('ExecStopPost=-gpugate wait --timeout 100s');
+    // Once it is a zombie it keeps vLLM's name (its comm, cut to 15 characters as for vLLM's own workers).
+    expect(run.stderr).not.toMatch(/sleep/);
+    for (const match of run.stderr.matchAll(new RegExp(`holders=${pid}/([^/]+)/zombie`, 'g'))) expect(match[1]).toBe('VLLM::Worker_TP');
+    const ready = /^gpugate: ready gpus=0,1,2,3,4,5,6,7 elapsed=(\S+) polls=(\d+)$/m.exec(run.stderr);
+    expect(ready).not.toBeNull();
+    // Every line fits an 80-column terminal, and a pipe gets no colour codes.
+    expect(longLines(run.stdout)).toEqual([]);
+    expect(longLines(run.stderr)).toEqual([]);
+    expect(run.stdout + run.stderr).not.toMatch(ANSI);
+    // The summary: who held what, how long the wait took and how many polls, what the unit needs.
+    const summary = run.stdout.slice(run.stdout.indexOf('\nSummary\n'));
+    expect(summary).toMatch(new RegExp(`pid ${pid} VLLM::Worker_TP6, a live orphan, until it exited at 4 s`));
+    expect(summary).toContain('~92GiB on each of 8 GPUs');
+    expect(summary).toContain(`Waited   ${ready?.[1] as string} and ${ready?.[2] as string} polls, until every GPU had 86GiB free`);
+    expect(summary).toContain('exit 0: this is when systemd would start vLLM');
+    // The unit lines are the shipped drop-in's settings (continued with a backslash where long).
+    const unitLines = summary.replace(/ \\\n\s+/g, ' ');
+    const settings = readFileSync(join(repoRoot(), 'contrib', 'systemd', 'gpugate-wait.conf'), 'utf8').split('\n').filter((l) => /^\w+=/.test(l) || /^\[/.test(l));
+    expect(settings).toContain('[Service]');
+    for (const line of settings) expect(unitLines).toContain(`\n  ${line}\n`);
     expect(run.elapsedMs).toBeLessThan(50_000);
     expect(isAlive(pid)).toBe(false);
     expect(demoFolders()).toEqual(before);
   }, 70_000);
+
+  it('colours its output on a terminal, not with NO_COLOR, and fits 80 columns there too', () => {
+    const coloured = demoOnTerminal({});
+    expect(coloured.status).toBe(0);
+    expect(coloured.screen).toMatch(/\u001b\[[0-9;]*m/);
+    expect(coloured.screen).toMatch(/\u001b\[[0-9;]*mgpugate:\u001b\[0m\u001b\[[0-9;]*m ready\u001b\[0m gpus=0,1,2,3,4,5,6,7/);
+    expect(longLines(coloured.screen)).toEqual([]);
+    const plain = demoOnTerminal({ NO_COLOR: '1' });
+    expect(plain.status).toBe(0);
+    expect(plain.screen).not.toMatch(ANSI);
+    expect(plain.screen).toContain('Summary');
+  }, 130_000);
 
   it('cleans up its worker and folder when interrupted with SIGINT (exit 130)', async () => {
     const before = demoFolders();

@@ -122,6 +122,9 @@ describe('text output escapes control characters from names', () => {
     const run = await runCli(['status', '--format', 'prometheus'], { env: cliEnv(file) });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('name="GPU \\"quoted\\" \\\\ back\\nslash"');
-    for (const line of run.stdout.trim().split('\n')) expect(line).toMatch(/^(# (HELP|TYPE) \w+ .*|\w+(\{.*\})? \S+( \d+)?)$/);
+    const lines = run.stdout.trim().split('\n');
+    // The exposition ends with OpenMetrics' end marker (a comment to the Prometheus text parser).
+    expect(lines.pop()).toBe('# EOF');
+    for (const line of lines) expect(line).toMatch(/^(# (HELP|TYPE) \w+ .*|\w+(\{.*\})? \S+( \d+)?)$/);
   });
 });

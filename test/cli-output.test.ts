@@ -150,6 +150,18 @@ describe('gpugate status', () => {
     expect(run.stdout).toContain('GPU-7e570000-0000-4000-8000-000000000001');
   });
 
+  it('lists MIG instances under their GPU in the table: slot, UUID, instance ids, memory and processes', async () => {
+    const mig = bundledScenario('mig');
+    const run = await runCli(['status'], { env: cliEnv(mig) });
+    expect(run.code).toBe(0);
+    const scenarioMig = (JSON.parse(readFileSync(mig, 'utf8')) as { devices: Array<{ migDevices?: Array<{ slot: number; uuid: string; gpuInstanceId: number; processes?: Array<{ pid: number }> }> }> }).devices[0]?.migDevices ?? [];
+    expect(scenarioMig.length).toBeGreaterThan(1);
+    for (const instance of scenarioMig) {
+      expect(run.stdout).toMatch(new RegExp(`^ {4}MIG ${instance.slot} ${instance.uuid} gi ${instance.gpuInstanceId} ci 0 used \\S+ free \\S+ of \\S+$`, 'm'));
+      for (const process of instance.processes ?? []) expect(run.stdout).toMatch(new RegExp(`^ {6}pid ${process.pid} `, 'm'));
+    }
+  });
+
   it('prints the snapshot as JSON', async () => {
     const run = await runCli(['status', '--json'], { env: cliEnv(scenario) });
     expect(run.code).toBe(0);
@@ -164,6 +176,8 @@ describe('gpugate status', () => {
     const run = await runCli(['status', '--format', 'prometheus'], { env: cliEnv(scenario) });
     expect(run.code).toBe(0);
     const lines = run.stdout.trim().split('\n');
+    // OpenMetrics' end marker closes the file (a comment to the Prometheus text parser).
+    expect(lines.pop()).toBe('# EOF');
     for (const line of lines) expect(line).toMatch(/^(# (HELP|TYPE) gpugate_\w+ .+|gpugate_\w+(\{[^}]*\})? [-+0-9.eE]+|gpugate_\w+(\{[^}]*\})? (NaN|[+-]Inf))$/);
     expect(lines).toContain(`gpugate_gpu_memory_used_bytes{gpu="0",uuid="${String(devices[0]?.uuid)}"} ${12 * GiB}`);
     expect(lines).toContain('# TYPE gpugate_gpu_memory_free_bytes gauge');

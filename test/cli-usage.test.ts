@@ -1,9 +1,13 @@
 /**
  * The built `gpugate` command's command line: --version, --help per command with examples,
- * usage errors (exit 64) that name the bad input, impossible configurations (exit 78).
+ * usage errors (exit 64) that name the bad input and suggest the nearest command or flag,
+ * impossible configurations (exit 78); messages are prefixed once, and a multi-line message keeps
+ * its lines on a real terminal (a pty) but is one line in a pipe.
  */
+import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { COMMAND_NAMES } from '../src/cli/option-table';
 import { cliEnv, cliPath, parseJsonOutput, runCli } from './helpers/cli';
 import { simDevice, writeScenario } from './helpers/sim';
 
@@ -58,6 +62,59 @@ describe('gpugate command line', () => {
     const run = await runCli(['wiat']);
     expect(run.code).toBe(64);
     expect(run.stderr).toContain("unknown command 'wiat'");
+  });
+
+  it('suggests the nearest command for a typo (a swap, a missing letter, a prefix) and none for nonsense', async () => {
+    for (const [typed, meant] of [['stauts', 'status'], ['holdres', 'holders'], ['wai', 'wait'], ['hold', 'holders'], ['chekc', 'check']]) {
+      const run = await runCli([typed as string]);
+      expect(run.code).toBe(64);
+      expect(run.stderr).toBe(`gpugate: unknown command '${typed}' (did you mean '${meant}'?): expected one of ${COMMAND_NAMES.join(', ')} (see gpugate --help)\n`);
+    }
+    const help = await runCli(['help', 'stauts']);
+    expect(help.stderr).toContain("(did you mean 'status'?)");
+    const nonsense = await runCli(['frobnicate']);
+    expect(nonsense.stderr).not.toContain('did you mean');
+  });
+
+  it('suggests the nearest flag of the command, or names the commands that take a flag given to another', async () => {
+    const typo = await runCli(['wait', '--min-fre', '0.9'], { env: cliEnv(twoIdleGpus) });
+    expect(typo.code).toBe(64);
+    expect(typo.stderr).toBe("gpugate wait: unknown option '--min-fre' (did you mean '--min-free'?) (see gpugate wait --help)\n");
+    const swapped = await runCli(['status', '--jsno'], { env: cliEnv(twoIdleGpus) });
+    expect(swapped.stderr).toContain("(did you mean '--json'?)");
+    const elsewhere = await runCli(['check', '--timeout', '5s'], { env: cliEnv(twoIdleGpus) });
+    expect(elsewhere.code).toBe(64);
+    expect(elsewhere.stderr).toContain("--timeout is an option of 'gpugate wait', not of 'gpugate check'");
+  });
+
+  it('never repeats the prefix: a message naming its command is written as it is', async () => {
+    for (const args of [['wait', '--frobnicate'], ['check', '-q', '-v'], ['status', 'extra'], ['check', '--dry-run']]) {
+      const run = await runCli(args, { env: cliEnv(twoIdleGpus) });
+      expect(run.code).toBe(64);
+      expect(run.stderr).toMatch(new RegExp(`^gpugate ${args[0] as string}: `));
+      expect(run.stderr).not.toMatch(/gpugate: gpugate/);
+    }
+  });
+
+  it('keeps the lines of a multi-line error on a terminal, and joins them with " | " in a pipe', () => {
+    const args = [cliPath(), 'status', '--library', '/nonexistent/libnvidia-ml.so.1'];
+    const env = cliEnv(null, { NO_COLOR: '1' });
+    // A real pseudo-terminal: python's pty module runs the command with stdin/stdout/stderr on it.
+    const onTerminal = spawnSync('python3', ['-c', 'import os, pty, sys; sys.exit(os.waitstatus_to_exitcode(pty.spawn(sys.argv[1:])))', process.execPath, ...args],
+      { env, encoding: 'utf8', timeout: 30_000 });
+    expect(onTerminal.status).toBe(69);
+    const lines = onTerminal.stdout.replace(/\r\n/g, '\n').trimEnd().split('\n');
+    expect(lines.length).toBeGreaterThan(1);
+    expect(lines[0]).toMatch(/^gpugate: the library given by the libraryPath option/);
+    expect(lines.join(' ').replace(/ +/g, ' ')).toMatch(/\(\/nonexistent\/libnvidia-ml\.so\.1\) could not be loaded\. Tried: - \/nonexistent\/libnvidia-ml\.so\.1: /);
+    // Later lines are indented under the first; none is wider than the terminal's 80 columns.
+    for (const line of lines.slice(1)) expect(line).toMatch(/^ {2,}\S/);
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(80);
+    expect(onTerminal.stdout).not.toContain(' | ');
+    const inPipe = spawnSync(process.execPath, args, { env, encoding: 'utf8', timeout: 30_000 });
+    expect(inPipe.status).toBe(69);
+    expect(inPipe.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(inPipe.stderr).toContain(' | ');
   });
 
   it('exits 64 without a command', async () => {

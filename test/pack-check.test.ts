@@ -11,7 +11,7 @@ const GOOD = [
   'dist/index.js', 'dist/index.d.ts', 'dist/index.mjs', 'dist/index.d.mts', 'dist/cli/main.js',
   'native/nvml_abi.h', 'native/addon.cc', 'sim/runtime.cc',
   'prebuilds/linux-x64/gpugate.glibc.node', 'prebuilds/linux-x64/gpugate_sim.so',
-  'scenarios/idle-8x-rtx-pro-6000.json', 'contrib/systemd/vllm.service',
+  'scenarios/idle-8x-rtx-pro-6000.json', 'schemas/gate.schema.json', 'contrib/systemd/vllm.service',
   'scripts/gpu-validate.sh', 'scripts/gpu-validate/report.cjs',
 ];
 
@@ -43,6 +43,12 @@ describe('pack-check rules', () => {
     ]);
     expect(checkPackFiles(GOOD.filter((f) => !f.endsWith('gpugate_sim.so')))).toEqual([
       expect.stringContaining('missing the simulator library next to the prebuilt addon'),
+    ]);
+  });
+
+  it('rejects a package without the JSON Schemas of the --json documents', () => {
+    expect(checkPackFiles(GOOD.filter((f) => !f.startsWith('schemas/')))).toEqual([
+      expect.stringContaining('missing the JSON Schemas of the --json documents'),
     ]);
   });
 

@@ -2,10 +2,11 @@
  * Pack smoke test: what `npm pack` produces installs on a host with no compiler and works from
  * CommonJS, ESM, TypeScript and the command line against the bundled simulator.
  *
- * The package is built away from the working tree (scripts/prepared-package.cjs: dist/ compiled,
- * prebuildify output, `npm pack`), then installed with npm into a fresh temporary project whose PATH
- * holds only node, npm, npx, sh and a few shell basics (no cc, c++, gcc, g++, make, python3), with
- * install scripts allowed: node-gyp-build's install step must find the prebuild instead of compiling.
+ * The package is packed away from the working tree exactly as a release is (scripts/prepared-package.cjs:
+ * a clean copy, then `npm pack`, whose prepack script runs prebuildify), then installed with npm into a
+ * fresh temporary project whose PATH holds only node, npm, npx, sh and a few shell basics (no cc, c++,
+ * gcc, g++, make, python3) and where CC and CXX are /bin/false, with install scripts allowed:
+ * node-gyp-build's install step must find the prebuild instead of compiling.
  * The tarball's dependencies (node-gyp-build, node-addon-api) come from the npm cache or registry.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
@@ -18,7 +19,7 @@ import { preparePackage, repoRoot, type PreparedPackage } from '../scripts/prepa
 
 const SCENARIO_NAME = 'idle-8x-rtx-pro-6000.json';
 const COMPILERS = ['cc', 'c++', 'gcc', 'g++', 'clang', 'clang++', 'make', 'python3', 'python'];
-// What any GPU host has (the demo's fake engine worker is a `bash -c 'exec -a ... sleep'`).
+// What any GPU host has (the demo's fake engine worker is a bash titled like a vLLM worker).
 const SHELL_BASICS = ['sh', 'bash', 'env', 'cat', 'ls', 'mkdir', 'rm', 'cp', 'mv', 'ln', 'chmod', 'tar', 'gzip',
   'uname', 'grep', 'sed', 'dirname', 'basename', 'sleep', 'kill', 'ps', 'true', 'false', 'head', 'tail', 'tr',
   'cut', 'wc', 'date', 'id', 'mktemp', 'readlink', 'realpath', 'touch', 'xargs', 'find', 'which'];
@@ -76,6 +77,9 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
       npm_config_audit: 'false',
       npm_config_fund: 'false',
       npm_config_update_notifier: 'false',
+      // And should anything look for a compiler by variable, it finds one that always fails.
+      CC: '/bin/false',
+      CXX: '/bin/false',
     };
     for (const c of COMPILERS) expect(existsSync(join(bin, c)), `${c} must not be on the test PATH`).toBe(false);
     install = inConsumer('npm', ['install', '--prefer-offline', '--foreground-scripts', prepared.tarball]);
@@ -163,6 +167,17 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     expect(r.stdout + r.stderr).toBe('');
     expect(r.status).toBe(0);
   }, 180000);
+
+  it('ships the JSON Schemas, reachable as gpugate/schemas/*.schema.json', () => {
+    const r = inConsumer('node', ['-e', `
+      const schema = require('gpugate/schemas/status.schema.json');
+      console.log(JSON.stringify({ id: schema.$id, path: require.resolve('gpugate/schemas/gate.schema.json') }));`]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout) as { id: string; path: string };
+    expect(out.id).toBe('urn:gpugate:schema:status');
+    expect(out.path).toMatch(/node_modules\/gpugate\/schemas\/gate\.schema\.json$/);
+  });
 
   it('runs `npx gpugate status --json` against the bundled simulator', () => {
     const pkgDir = join(consumer, 'node_modules', 'gpugate');

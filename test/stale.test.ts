@@ -26,6 +26,14 @@ function byPid(holders: Holder[], pid: number): Holder {
 }
 
 const cleanups: Array<() => void> = [];
+
+/** A /dev with the driver's control node, as on a host with a real driver. */
+function driverDevRoot(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpugate-dev-'));
+  writeFileSync(path.join(dir, 'nvidiactl'), '');
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 afterEach(async () => {
   await killSpawned();
   for (const cleanup of cleanups.splice(0)) cleanup();
@@ -43,7 +51,7 @@ describe('inspectHolders with real processes', () => {
       { pid: orphan.pid, usedBytes: 20 * GiB },
       { pid: gone, usedBytes: 20 * GiB },
     ]);
-    const report = await inspectHolders(snapshot, { unitCgroup: null, reaperPids: [orphan.reaperPid], shmPatterns: [] });
+    const report = await inspectHolders(snapshot, { unitCgroup: null, reaperPids: [orphan.reaperPid], shmPatterns: [], devRoot: driverDevRoot() });
 
     const active = byPid(report.holders, live);
     expect(active).toMatchObject({ class: 'active', comm: 'sleep', ppid: process.pid, usedBytes: 20 * GiB, gpus: [0] });
@@ -196,9 +204,19 @@ describe('inspectHolders with prepared /proc trees', () => {
     const root = prepared('/');
     root.add({ pid: mapped, copyFrom: mapped, fds: { '0': '/dev/null' }, maps: '7f00-7f01 rw-s 00000000 00:05 12 /dev/nvidia0\n' });
     root.add({ pid: bare, copyFrom: bare, fds: { '0': '/dev/null' }, maps: '7f00-7f01 r--p 00000000 08:01 9 /usr/bin/sleep\n' });
-    const report = await inspectHolders(snapshotOf([{ pid: mapped, usedBytes: GiB }, { pid: bare, usedBytes: GiB }]), { procRoot: root.root, shmPatterns: [], scanHidden: false });
+    const report = await inspectHolders(snapshotOf([{ pid: mapped, usedBytes: GiB }, { pid: bare, usedBytes: GiB }]), { procRoot: root.root, shmPatterns: [], scanHidden: false, devRoot: driverDevRoot() });
     expect(byPid(report.holders, mapped).reason).not.toMatch(/suspect/);
     expect(byPid(report.holders, bare).reason).toMatch(/suspect: no \/dev\/nvidia\* descriptor/);
+  });
+
+  it('on a host without the driver\'s device nodes (the simulator) a missing descriptor is no suspicion', async () => {
+    const orphan = await spawnOrphan('VLLM::Worker_TP6');
+    const noDriver = mkdtempSync(path.join(tmpdir(), 'gpugate-dev-'));
+    cleanups.push(() => rmSync(noDriver, { recursive: true, force: true }));
+    const report = await inspectHolders(snapshotOf([{ pid: orphan.pid, usedBytes: GiB }]), { unitCgroup: null, reaperPids: [orphan.reaperPid], shmPatterns: [], devRoot: noDriver });
+    const holder = byPid(report.holders, orphan.pid);
+    expect(holder.class).toBe('orphan');
+    expect(holder.reason).toBe(`engine worker reparented to ${orphan.reaperPid}: its launcher is gone`);
   });
 
   it('a holder that started after the snapshot is flagged as pid reuse', async () => {

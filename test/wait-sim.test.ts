@@ -37,6 +37,13 @@ function statsOf(file: string): Record<string, number> {
 }
 
 describe('waitForGpusFree on the simulator', () => {
+  it('gpus: [1, 2] (numbers, as NVML users write them) selects those NVML indices through the real addon', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB), gpu(1, 0), gpu(2, 0)] });
+    const evaluation = await checkGpusOnce({ libraryPath: freshSimulator(), gpus: [1, 2], env: {} });
+    expect(evaluation.ok).toBe(true);
+    expect(evaluation.devices.map((d) => d.index)).toEqual([1, 2]);
+  });
+
   it('restart race: resolves only after memory is free on every GPU and has stayed stable', async () => {
     useScenario(bundledScenario('restart-race.json'));
     const libraryPath = freshSimulator();

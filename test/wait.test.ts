@@ -87,11 +87,16 @@ describe('waitForGpusFree criteria', () => {
     const session = new FakeSession(() => [{ usedBytes: 0 }]);
     const bad: Array<[Record<string, unknown>, RegExp]> = [
       [{ gpus: '0' }, /option gpus must be an array/],
-      [{ gpus: [0] }, /option gpus/],
+      [{ gpus: [0, -1] }, /option gpus\[1\] must be an NVML index \(an integer >= 0\) or a non-empty selector string, got -1/],
+      [{ gpus: ['0', 1.5] }, /option gpus\[1\] .* got 1\.5/],
+      [{ gpus: [0, ''] }, /option gpus\[1\] .* got ""/],
+      [{ gpus: [0, { index: 2 }] }, /option gpus\[1\] .* got \{"index":2\}/],
       [{ timeoutMs: -1 }, /option timeoutMs must be a finite number >= 0, got -1/],
       [{ intervalMs: '5s' }, /option intervalMs .* got "5s"/],
       [{ minFree: 0.9 }, /option minFree must be \{ fraction \} or \{ bytes \}/],
+      [{ minFree: { percent: 90 } }, /option minFree must be \{ fraction \} or \{ bytes \}, got \{"percent":90\}/],
       [{ ignore: 'nv-hostengine' }, /option ignore/],
+      [{ ignore: [42, null] }, /option ignore\[1\] must be a pid \(an integer > 0\) or a process name, got null/],
       [{ signal: {} }, /option signal must be an AbortSignal/],
       [{ onPoll: 'log' }, /option onPoll must be a function/],
     ];
@@ -101,6 +106,14 @@ describe('waitForGpusFree criteria', () => {
     }
     await expect(waitForGpusFree(null as never)).rejects.toThrow(/options must be an object/);
     expect(session.calls).toBe(0);
+  });
+
+  it('gpus takes NVML indices as numbers, as NVML users write them, alone or mixed with selector strings', async () => {
+    const session = new FakeSession(() => [{ usedBytes: 0 }, { usedBytes: 40 * GiB }, { usedBytes: 0 }]);
+    expect((await checkGpusOnce({ session, gpus: [0] })).devices.map((d) => d.index)).toEqual([0]);
+    const mixed = await checkGpusOnce({ session, gpus: [2, '1'] });
+    expect(mixed.devices.map((d) => [d.index, d.ok])).toEqual([[2, true], [1, false]]);
+    await expect(checkGpusOnce({ session, gpus: [7] })).rejects.toThrow(/GPU selector "7" matches no GPU index/);
   });
 
   it('noProcesses waits for listed holders but always ignores gpugate itself and listed ignores', async () => {

@@ -25,6 +25,8 @@ export interface SessionSettings {
   libraryPath: string | undefined;
   callTimeoutMs: number;
   format: OutputFormat;
+  /** `--output PATH` (prometheus only): the file to replace atomically instead of stdout. */
+  output: string | undefined;
 }
 
 /** Settings of `wait` and `check`. */
@@ -95,7 +97,10 @@ export function parseSessionSettings(command: CommandName, values: FlagValues): 
     if (format === 'prometheus') throw usage(`gpugate ${command}: --json and --format prometheus exclude each other`);
     format = 'json';
   }
-  return { gpus, libraryPath: stringFlag(values, 'library'), callTimeoutMs, format };
+  const output = stringFlag(values, 'output');
+  if (output !== undefined && format !== 'prometheus') throw usage(`gpugate ${command}: --output writes the prometheus format; add --format prometheus`);
+  if (output === '') throw usage('--output "": expected a file path');
+  return { gpus, libraryPath: stringFlag(values, 'library'), callTimeoutMs, format, output };
 }
 
 /** Settings for `check` (and the criteria part of `wait`). */

@@ -24,6 +24,7 @@ import { writeReportFile } from './report-file';
 import { runWrapped } from './run-wrapped';
 import { readSelectedSnapshot } from './selected-snapshot';
 import { createStatusNotifier, type StatusPublisher } from './status-notifier';
+import { jsonDocument } from './json-document';
 
 /** An evaluation as the wait API returns it (the parts used here). */
 interface EvaluationLike extends PollView {
@@ -325,6 +326,6 @@ function finalReport(
       actions: outcome.actions,
       error: errorJson(outcome.error),
     };
-    context.stdout.write(`${JSON.stringify(document)}\n`);
+    context.stdout.write(jsonDocument(document));
   }
 }

@@ -3,7 +3,7 @@
  * from the option table, examples, exit codes).
  */
 
-import { optionsFor, type CommandName } from './option-table';
+import { COMMAND_NAMES, COMMAND_SUMMARIES, optionsFor, type CommandName } from './option-table';
 
 /** A command's help page; `exitCodes` replaces the wait/check table for commands that judge nothing. */
 interface CommandSummary {
@@ -48,14 +48,14 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
     examples: [
       'gpugate status',
       'gpugate status --json',
-      'gpugate status --format prometheus > /var/lib/node_exporter/textfile/gpugate.prom.$$ && mv /var/lib/node_exporter/textfile/gpugate.prom.$$ /var/lib/node_exporter/textfile/gpugate.prom',
+      'gpugate status --format prometheus --output /var/lib/node_exporter/textfile/gpugate.prom   # atomic, also on failure',
     ],
     exitCodes: REPORT_EXIT_CODES,
   },
   holders: {
     usage: ['gpugate holders [options]'],
     about: 'Show who holds each GPU, classified (active, draining, zombie, gone, unverifiable, leftover, orphan, foreign),\nmemory no listed process accounts for, and leaked /dev/shm files.',
-    examples: ['gpugate holders', 'gpugate holders --gpus 6 --json', 'gpugate holders --format prometheus'],
+    examples: ['gpugate holders', 'gpugate holders --gpus 6 --json', 'gpugate holders --format prometheus --output /var/lib/node_exporter/textfile/gpugate.prom'],
     exitCodes: REPORT_EXIT_CODES,
   },
   demo: {
@@ -74,6 +74,16 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
   64   usage error: unknown flag, bad --started-at, a scenario that cannot be read or that the simulator rejects
   69   the simulator library for the scenario's driver profile is not built
   130  interrupted by SIGINT / 143 by SIGTERM: the host is stopped, its processes ended, its folder removed`,
+  },
+  completion: {
+    usage: ['gpugate completion bash|zsh'],
+    about: 'Print a completion script for bash or zsh, generated from the same table as the flags and this help.',
+    examples: [
+      'source <(gpugate completion bash)                        # this shell; or put it in ~/.bashrc',
+      'gpugate completion bash > /etc/bash_completion.d/gpugate',
+      'gpugate completion zsh > "${fpath[1]}/_gpugate"          # then restart zsh',
+    ],
+    exitCodes: 'Exit codes:\n  0    the script was printed\n  64   usage error (no shell, or not bash or zsh)',
   },
   bench: {
     usage: ['gpugate bench [options]'],
@@ -101,13 +111,7 @@ export function topLevelHelp(version: string): string {
 Usage: gpugate <command> [options]
 
 Commands:
-  wait      poll until the GPUs are free and stable, or time out (systemd ExecStartPre=)
-  check     one sample: exit 0 if free now, 75 if not (Slurm prolog, health checks)
-  status    devices, memory, processes, modes, library and driver versions
-  holders   who holds each GPU, classified; leaked /dev/shm files
-  demo      the restart race on the bundled simulated 8-GPU host (no GPU needed)
-  sim       run a simulated GPU host for your own NVML tools until interrupted; prints what to export
-  bench     this host's poll latency: gpugate against nvidia-smi (read-only, bounded in time)
+${COMMAND_NAMES.map((command) => `  ${command.padEnd(12)}${COMMAND_SUMMARIES[command]}`).join('\n')}
 
 Run "gpugate <command> --help" for a command's options. "gpugate --version" prints the version.
 Sizes: B, KiB, MiB, GiB, TiB (KB, MB, GB, TB are powers of ten). Durations: ms, s, m, h.

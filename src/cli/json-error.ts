@@ -6,6 +6,7 @@
 import type { CommandContext } from './command-context';
 import { exitCodeForError } from './exit-codes';
 import { errorJson } from './json-result';
+import { jsonDocument } from './json-document';
 
 /** Run `body`; on failure with `json` set, print the error document and rethrow. */
 export async function withJsonError<T>(command: string, json: boolean, context: CommandContext, body: () => Promise<T>): Promise<T> {
@@ -14,7 +15,7 @@ export async function withJsonError<T>(command: string, json: boolean, context: 
   } catch (error) {
     if (json) {
       const exitCode = exitCodeForError(error);
-      context.stdout.write(`${JSON.stringify({ command, result: 'error', exitCode, error: errorJson(error) })}\n`);
+      context.stdout.write(jsonDocument({ command, result: 'error', exitCode, error: errorJson(error) }));
     }
     throw error;
   }

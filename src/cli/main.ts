@@ -13,6 +13,7 @@ import { isJournalStream } from './journal-stream';
 import { Logger, type Verbosity } from './logger';
 import type { CommandName } from './option-table';
 import { parseCommandLine } from './parse-command-line';
+import { colourEnabled, terminalWidth } from './terminal-style';
 
 function loadCommand(command: CommandName): CommandRunner {
   // Lazy: each command pulls in the addon, /proc readers etc. only when it runs.
@@ -24,17 +25,37 @@ function loadCommand(command: CommandName): CommandRunner {
     case 'demo': return (require('./commands/demo-command') as typeof import('./commands/demo-command')).runDemo;
     case 'sim': return (require('./commands/sim-command') as typeof import('./commands/sim-command')).runSim;
     case 'bench': return (require('./commands/bench-command') as typeof import('./commands/bench-command')).runBench;
+    case 'completion': return (require('./commands/completion-command') as typeof import('./commands/completion-command')).runCompletion;
   }
 }
 
+/** How a run presents itself; `demo` sets these for the wait it runs in-process. */
+export interface Presentation {
+  /** Render the log for a person (compact, wrapped lines); default: stderr is a terminal. */
+  terminal?: boolean;
+  /** Wrap width; default the terminal's, else 80. */
+  width?: number;
+  /** Colour the log; default: stderr is a terminal and NO_COLOR is unset. */
+  colour?: boolean;
+  /** Where results (JSON, tables) go; default stdout. */
+  stdout?: { write(text: string): unknown };
+}
+
 /** Run the command line; resolves to the exit code. Exported for in-process use by `demo`. */
-export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, presentation: Presentation = {}): Promise<number> {
   const journal = isJournalStream(env);
+  // A person reads a terminal: multi-line messages keep their lines there, long ones are wrapped.
+  const terminal = presentation.terminal ?? process.stderr.isTTY === true;
+  const style = {
+    terminal,
+    width: presentation.width ?? terminalWidth(process.stderr),
+    colour: presentation.colour ?? colourEnabled(process.stderr, env),
+  };
   let parsed;
   try {
     parsed = parseCommandLine(argv);
   } catch (error) {
-    new Logger({ journal, verbosity: 'normal' }).error(error instanceof Error ? error.message : String(error));
+    new Logger({ journal, verbosity: 'normal', ...style }).error(error instanceof Error ? error.message : String(error));
     return exitCodeForError(error);
   }
   if (parsed.kind === 'top-help') {
@@ -55,16 +76,16 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
   const verbosity: Verbosity = parsed.values.quiet === true ? 'quiet' : parsed.values.verbose === true ? 'verbose' : 'normal';
   if (parsed.values.quiet === true && parsed.values.verbose === true) {
-    new Logger({ journal, verbosity: 'normal' }).error(`gpugate ${parsed.command}: -q and -v exclude each other (see gpugate ${parsed.command} --help)`);
+    new Logger({ journal, verbosity: 'normal', ...style }).error(`gpugate ${parsed.command}: -q and -v exclude each other (see gpugate ${parsed.command} --help)`);
     return ExitCode.usage;
   }
-  const logger = new Logger({ journal, verbosity });
+  const logger = new Logger({ journal, verbosity, ...style });
   const context: CommandContext = {
     values: parsed.values,
     wrapped: parsed.wrapped,
     env,
     logger,
-    stdout: process.stdout,
+    stdout: presentation.stdout ?? process.stdout,
     journal,
   };
   try {

@@ -5,10 +5,27 @@
  */
 
 /** The sub-commands of `gpugate`. */
-export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'demo' | 'sim' | 'bench';
+export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'demo' | 'sim' | 'bench' | 'completion';
 
 /** Every sub-command, in the order `gpugate --help` lists them. */
-export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'demo', 'sim', 'bench'];
+export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'demo', 'sim', 'bench', 'completion'];
+
+/** One line per command, for `gpugate --help` and shell completion. */
+export const COMMAND_SUMMARIES: Readonly<Record<CommandName, string>> = {
+  wait: 'poll until the GPUs are free and stable, or time out (systemd ExecStartPre=)',
+  check: 'one sample: exit 0 if free now, 75 if not (Slurm prolog, health checks)',
+  status: 'devices, memory, processes, modes, library and driver versions',
+  holders: 'who holds each GPU, classified; leaked /dev/shm files',
+  demo: 'the restart race on the bundled simulated 8-GPU host (no GPU needed)',
+  sim: 'run a simulated GPU host for your own NVML tools until interrupted; prints what to export',
+  bench: "this host's poll latency: gpugate against nvidia-smi (read-only, bounded in time)",
+  completion: 'print the shell completion script for bash or zsh',
+};
+
+/** Words a command takes besides its flags (`gpugate completion bash`): the value's name and its choices. */
+export const COMMAND_ARGUMENTS: Readonly<Partial<Record<CommandName, { name: string; choices: readonly string[] }>>> = {
+  completion: { name: 'SHELL', choices: ['bash', 'zsh'] },
+};
 
 /** One flag of the command line. */
 export interface OptionSpec {
@@ -78,6 +95,8 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'print one JSON object on stdout at the end' },
   { name: 'format', type: 'string', valueName: 'text|json|prometheus', commands: ['status', 'holders'], defaults: { status: 'text', holders: 'text' },
     help: 'output format; prometheus writes the node_exporter textfile format' },
+  { name: 'output', type: 'string', valueName: 'PATH', commands: ['status', 'holders'],
+    help: 'with --format prometheus: replace PATH atomically (also when NVML fails: gpugate_up 0); a lost GPU keeps the UUID PATH recorded for it' },
   { name: 'notify', type: 'boolean', commands: CRITERIA_COMMANDS,
     help: 'send STATUS= progress to systemd ($NOTIFY_SOCKET; needs NotifyAccess=exec or all)' },
   { name: 'report-file', type: 'string', valueName: 'PATH', commands: CRITERIA_COMMANDS,
@@ -95,7 +114,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'simulator scenario to run (docs/scenarios.md)' },
   { name: 'started-at', type: 'string', valueName: 'WHEN', commands: ['sim'], defaults: { sim: 'now' },
     help: "the timeline's 0 ms: Unix milliseconds, an ISO 8601 UTC time, or now" },
-  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo', 'sim', 'bench'],
+  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo', 'sim', 'bench', 'completion'],
     help: 'show this help' },
 ];
 

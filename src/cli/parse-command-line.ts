@@ -7,7 +7,8 @@
 import { parseArgs } from 'node:util';
 import { CliError } from './cli-error';
 import { ExitCode } from './exit-codes';
-import { COMMAND_NAMES, optionsFor, type CommandName } from './option-table';
+import { nearestWord } from './nearest-word';
+import { COMMAND_ARGUMENTS, COMMAND_NAMES, OPTION_TABLE, optionsFor, type CommandName } from './option-table';
 
 /** Flag values by long name: strings, booleans, or string lists for repeatable flags. */
 export type FlagValues = Record<string, string | boolean | string[] | undefined>;
@@ -36,11 +37,11 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
   if (first === 'help') {
     const topic = argv[1];
     if (topic === undefined) return { kind: 'top-help' };
-    if (!isCommandName(topic)) throw usageError(`unknown command '${topic}': expected one of ${COMMAND_NAMES.join(', ')}`);
+    if (!isCommandName(topic)) throw usageError(`unknown command '${topic}'${commandHint(topic)}: expected one of ${COMMAND_NAMES.join(', ')}`);
     return { kind: 'command', command: topic, values: { help: true }, wrapped: [] };
   }
   if (!isCommandName(first)) {
-    const what = first.startsWith('-') ? `option '${first}' before the command` : `command '${first}'`;
+    const what = first.startsWith('-') ? `option '${first}' before the command` : `command '${first}'${commandHint(first)}`;
     throw usageError(`unknown ${what}: expected one of ${COMMAND_NAMES.join(', ')}`);
   }
   const command = first;
@@ -68,6 +69,19 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
     throw usageError(describeParseError(error, command), command);
   }
   if (parsed.values.help === true) return { kind: 'command', command, values: parsed.values, wrapped: [] };
+  const argument = COMMAND_ARGUMENTS[command];
+  if (argument !== undefined) {
+    const [word, extra] = parsed.positionals;
+    const expected = `expected ${argument.choices.join(' or ')}`;
+    if (word === undefined) throw usageError(`gpugate ${command}: missing ${argument.name}: ${expected}`, command);
+    if (!argument.choices.includes(word)) {
+      const near = nearestWord(word, argument.choices);
+      throw usageError(`gpugate ${command}: unknown ${argument.name} '${word}'${near === null ? '' : ` (did you mean '${near}'?)`}: ${expected}`, command);
+    }
+    if (extra !== undefined) throw usageError(`gpugate ${command}: unexpected argument '${extra}'`, command);
+    parsed.values[argument.name.toLowerCase()] = word;
+    parsed.positionals = [];
+  }
   const stray = parsed.positionals[0];
   if (stray !== undefined) {
     const hint = command === 'wait' ? " (put the command to run after '--')" : '';
@@ -82,6 +96,23 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
   return { kind: 'command', command, values: parsed.values, wrapped };
 }
 
+/** `; did you mean 'status'?` for a mistyped command, or nothing. */
+function commandHint(typed: string): string {
+  const near = nearestWord(typed, COMMAND_NAMES);
+  return near === null ? '' : ` (did you mean '${near}'?)`;
+}
+
+/** For an unknown flag: the nearest flag this command takes, or the commands that take it. */
+function optionHint(typed: string, command: CommandName): string {
+  const name = typed.replace(/^-+/, '').split('=')[0] ?? '';
+  const elsewhere = OPTION_TABLE.find((spec) => spec.name === name || (spec.short !== undefined && typed === `-${spec.short}`));
+  if (elsewhere !== undefined && !elsewhere.commands.includes(command)) {
+    return `: --${elsewhere.name} is an option of ${elsewhere.commands.map((c) => `'gpugate ${c}'`).join(', ')}, not of 'gpugate ${command}'`;
+  }
+  const near = name.length < 2 ? null : nearestWord(name, optionsFor(command).map((spec) => spec.name));
+  return near === null ? '' : ` (did you mean '--${near}'?)`;
+}
+
 function isCommandName(word: string): word is CommandName {
   return (COMMAND_NAMES as readonly string[]).includes(word);
 }
@@ -93,7 +124,7 @@ function describeParseError(error: unknown, command: CommandName): string {
   const quoted = /'(-[^']*)'/.exec(message)?.[1];
   switch (e.code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
-      return `gpugate ${command}: unknown option '${quoted ?? message}'`;
+      return `gpugate ${command}: unknown option '${quoted ?? message}'${quoted === undefined ? '' : optionHint(quoted, command)}`;
     case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
       if (message.includes('does not take')) return `gpugate ${command}: option '${flagName(quoted)}' takes no value`;
       return `gpugate ${command}: option '${flagName(quoted)}' needs a value (to pass a value starting with '-', write ${flagName(quoted)}=VALUE)`;

@@ -1,7 +1,10 @@
 /**
  * Renders one GPU's state as a logfmt progress line, e.g.
  * `waiting gpu=6 uuid=GPU-… bus=0000:9b:00.0 used=91.8GiB free=3.2GiB need_free=85.5GiB
- * holders=4242/VLLM::Worker_TP6/draining elapsed=12s timeout=120s`.
+ * holders=4242/VLLM::Worker_TP6/draining elapsed=12s timeout=120s`. The compact form (for a person
+ * at a terminal) keeps what changes from line to line (used memory, holders, why, time) and leaves
+ * out the rest (UUID, bus id, free memory and the thresholds, unattributed memory, the timeout) and
+ * `unstable` next to `memory` (memory that drains is moving, of course).
  */
 
 import { formatBytes, formatDuration } from '../units';
@@ -13,33 +16,35 @@ export interface LineContext {
   elapsedMs?: number;
   timeoutMs?: number;
   stableMs?: number;
+  /** The terminal form: see above. */
+  compact?: boolean;
 }
 
 /** The `key=value` pairs that describe one GPU. */
 export function gpuPairs(gpu: GpuEvaluationView, context: LineContext = {}): Array<[string, LogfmtValue]> {
   const memory = gpu.memory;
-  const pairs: Array<[string, LogfmtValue]> = [
-    ['gpu', gpu.index],
-    ['uuid', gpu.uuid],
-    ['bus', shortBusId(gpu.pciBusId)],
-  ];
+  const compact = context.compact === true;
+  const pairs: Array<[string, LogfmtValue]> = [['gpu', gpu.index]];
+  if (!compact) pairs.push(['uuid', gpu.uuid], ['bus', shortBusId(gpu.pciBusId)]);
   if (memory !== null) {
-    pairs.push(['used', formatBytes(memory.usedBytes)], ['free', formatBytes(memory.freeBytes)]);
+    pairs.push(['used', formatBytes(memory.usedBytes)]);
+    if (!compact) pairs.push(['free', formatBytes(memory.freeBytes)]);
   }
-  if (gpu.neededFreeBytes !== null) pairs.push(['need_free', formatBytes(gpu.neededFreeBytes)]);
-  if (gpu.maxUsedBytes !== null) pairs.push(['max_used', formatBytes(gpu.maxUsedBytes)]);
+  if (!compact && gpu.neededFreeBytes !== null) pairs.push(['need_free', formatBytes(gpu.neededFreeBytes)]);
+  if (!compact && gpu.maxUsedBytes !== null) pairs.push(['max_used', formatBytes(gpu.maxUsedBytes)]);
   if (gpu.holders.length > 0) pairs.push(['holders', gpu.holders.map(holderLabel).join(',')]);
-  if (gpu.unattributedBytes !== null && gpu.unattributedBytes > 0 && gpu.holders.length === 0 && memory !== null && !gpu.ok) {
+  if (!compact && gpu.unattributedBytes !== null && gpu.unattributedBytes > 0 && gpu.holders.length === 0 && memory !== null && !gpu.ok) {
     pairs.push(['unattributed', formatBytes(gpu.unattributedBytes)]);
   }
-  if (!gpu.ok && gpu.reasons.length > 0) pairs.push(['why', gpu.reasons.join(',')]);
+  const reasons = compact && gpu.reasons.includes('memory') ? gpu.reasons.filter((reason) => reason !== 'unstable') : gpu.reasons;
+  if (!gpu.ok && reasons.length > 0) pairs.push(['why', reasons.join(',')]);
   if (gpu.reasons.includes('compute-mode')) pairs.push(['compute_mode', gpu.computeMode ?? null]);
-  if (gpu.reasons.includes('unstable') && context.stableMs !== undefined) {
+  if (reasons.includes('unstable') && context.stableMs !== undefined) {
     pairs.push(['stable_for', `${formatDuration(gpu.stableForMs)}/${formatDuration(context.stableMs)}`]);
   }
   if (gpu.error !== null) pairs.push(['error', gpu.error.code]);
   if (context.elapsedMs !== undefined) pairs.push(['elapsed', formatDuration(roundElapsed(context.elapsedMs))]);
-  if (context.timeoutMs !== undefined) pairs.push(['timeout', formatDuration(context.timeoutMs)]);
+  if (!compact && context.timeoutMs !== undefined) pairs.push(['timeout', formatDuration(context.timeoutMs)]);
   return pairs;
 }
 

@@ -81,6 +81,7 @@ export class ProgressReporter {
   private context(elapsedMs: number): LineContext {
     return {
       elapsedMs,
+      compact: this.logger.compact,
       ...(this.timeoutMs !== undefined ? { timeoutMs: this.timeoutMs } : {}),
       ...(this.stableMs !== undefined ? { stableMs: this.stableMs } : {}),
     };

@@ -8,6 +8,8 @@ import { UsageError } from '../../usage-error';
 import { parseDuration } from '../../units';
 import { formatBenchResult } from '../bench-text';
 import type { CommandContext } from '../command-context';
+import { jsonDocument } from '../json-document';
+import { withJsonError } from '../json-error';
 
 /** The flags of `gpugate bench` as the command line gives them (strings as typed). */
 export interface BenchCommandValues {
@@ -68,12 +70,12 @@ export async function runBenchCommand(values: BenchCommandValues, out: { write(t
   const library = flagText(values, 'library');
   if (library !== undefined) options.libraryPath = library;
   const result = await measureBench(options);
-  if (values.json === true) out.write(`${JSON.stringify({ command: 'bench', result: 'ok', exitCode: 0, ...result })}\n`);
+  if (values.json === true) out.write(jsonDocument({ command: 'bench', result: 'ok', exitCode: 0, ...result }));
   else out.write(formatBenchResult(result));
   return 0;
 }
 
 /** Run `gpugate bench`. */
 export async function runBench(context: CommandContext): Promise<number> {
-  return runBenchCommand(context.values, context.stdout, context.env);
+  return withJsonError('bench', context.values.json === true, context, () => runBenchCommand(context.values, context.stdout, context.env));
 }

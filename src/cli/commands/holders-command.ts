@@ -10,10 +10,12 @@ import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
 import { ExitCode } from '../exit-codes';
 import { holderName, shortBusId, STALE_CLASSES } from '../gpu-view';
+import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { holderJson } from '../json-result';
 import { logfmt } from '../logfmt';
 import { closeSession, openSession } from '../nvml-session';
+import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
 import { prometheusText } from '../prometheus-text';
 import { readSelectedSnapshot } from '../selected-snapshot';
 import { escapeForTerminal } from '../terminal-text';
@@ -22,7 +24,8 @@ import { textTable } from '../text-table';
 /** Run `gpugate holders`. */
 export async function runHolders(context: CommandContext): Promise<number> {
   const settings = parseSessionSettings('holders', context.values);
-  return withJsonError('holders', settings.format === 'json', context, () => holders(context, settings));
+  return withJsonError('holders', settings.format === 'json', context,
+    () => withPrometheusFailure(settings, context, () => holders(context, settings)));
 }
 
 async function holders(context: CommandContext, settings: SessionSettings): Promise<number> {
@@ -40,8 +43,9 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
       }
     }
     if (settings.format === 'prometheus') {
-      context.stdout.write(prometheusText({
+      writeExposition(settings, context, prometheusText({
         devices,
+        lastKnownUuids: lastKnownUuids(settings),
         library: session.library,
         holders: report.holders,
         unattributedBytes: unattributed,
@@ -51,7 +55,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
       return ExitCode.ok;
     }
     if (settings.format === 'json') {
-      context.stdout.write(`${JSON.stringify({
+      context.stdout.write(jsonDocument({
         command: 'holders',
         result: 'ok',
         exitCode: ExitCode.ok,
@@ -79,7 +83,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
           holders: report.holders.filter((holder) => STALE_CLASSES.has(holder.class)).map(holderJson),
           shm: report.shm,
         },
-      })}\n`);
+      }));
       return ExitCode.ok;
     }
     const rows: string[][] = [['GPU', 'PID', 'CLASS', 'USED', 'STATE', 'PPID', 'UNIT', 'NAME', 'WHY']];

@@ -1,17 +1,19 @@
 /**
- * `gpugate status`: what NVML reports now: each selected GPU's identity, memory, processes and
- * modes, and the library and driver versions. As a table, `--json`, or `--format prometheus`.
+ * `gpugate status`: what NVML reports now: each selected GPU's identity, memory, processes,
+ * modes and MIG instances, and the library and driver versions. As a table, `--json`, or `--format prometheus`.
  */
 
 import { readFileSync } from 'node:fs';
-import type { GpuDevice, NvmlSession, Snapshot } from '../../types';
+import type { GpuDevice, GpuProcess, NvmlSession, Snapshot } from '../../types';
 import { formatBytes } from '../../units';
 import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
 import { ExitCode } from '../exit-codes';
 import { shortBusId } from '../gpu-view';
+import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { closeSession, openSession } from '../nvml-session';
+import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
 import { prometheusText } from '../prometheus-text';
 import { readSelectedSnapshot } from '../selected-snapshot';
 import { escapeForTerminal } from '../terminal-text';
@@ -20,7 +22,8 @@ import { textTable } from '../text-table';
 /** Run `gpugate status`. */
 export async function runStatus(context: CommandContext): Promise<number> {
   const settings = parseSessionSettings('status', context.values);
-  return withJsonError('status', settings.format === 'json', context, () => status(context, settings));
+  return withJsonError('status', settings.format === 'json', context,
+    () => withPrometheusFailure(settings, context, () => status(context, settings)));
 }
 
 async function status(context: CommandContext, settings: SessionSettings): Promise<number> {
@@ -32,9 +35,14 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
     const snapshot: Snapshot = { takenAt: read.snapshot.takenAt, devices: read.devices };
     const library = session.library;
     if (settings.format === 'prometheus') {
-      context.stdout.write(prometheusText({ devices: snapshot.devices, library, timestampSeconds: snapshot.takenAt / 1000 }));
+      writeExposition(settings, context, prometheusText({
+        devices: snapshot.devices,
+        library,
+        timestampSeconds: snapshot.takenAt / 1000,
+        lastKnownUuids: lastKnownUuids(settings),
+      }));
     } else if (settings.format === 'json') {
-      context.stdout.write(`${JSON.stringify({
+      context.stdout.write(jsonDocument({
         command: 'status',
         result: 'ok',
         exitCode: ExitCode.ok,
@@ -42,7 +50,7 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
         selection: { source: selection.source, warnings: selection.warnings },
         library: { path: library.path, driverVersion: library.driverVersion, nvmlVersion: library.nvmlVersion, cudaDriverVersion: library.cudaDriverVersion },
         devices: snapshot.devices,
-      })}\n`);
+      }));
     } else {
       context.stdout.write(statusTable(snapshot, library, selection.source));
     }
@@ -80,16 +88,22 @@ export function statusTable(snapshot: Snapshot, library: NvmlSession['library'],
   return `${header}${out.join('\n')}\n`;
 }
 
+function processLine(process: GpuProcess): string {
+  return `pid ${process.pid} ${processName(process.pid)} ${process.usedBytes === null ? 'n/a' : formatBytes(process.usedBytes)} ${process.kinds.join('+')}`;
+}
+
 function deviceRow(device: GpuDevice, details: Map<number, string[]>): string[] {
   const memory = device.memory;
   const lines = [`    ${device.uuid}`];
   if (device.error !== null) lines.push(`    error: ${device.error.code}: ${device.error.message}`);
   for (const [field, error] of Object.entries(device.fieldErrors)) lines.push(`    ${field}: ${error.code}`);
   const processes = device.processes;
-  if (Array.isArray(processes)) {
-    for (const process of processes) {
-      lines.push(`    pid ${process.pid} ${processName(process.pid)} ${process.usedBytes === null ? 'n/a' : formatBytes(process.usedBytes)} ${process.kinds.join('+')}`);
-    }
+  if (Array.isArray(processes)) lines.push(...processes.map((process) => `    ${processLine(process)}`));
+  // MIG instances, each with its memory and its processes (GPU instance / compute instance ids).
+  for (const mig of device.migDevices ?? []) {
+    const memoryText = mig.memory === null ? 'memory n/a' : `used ${formatBytes(mig.memory.usedBytes)} free ${formatBytes(mig.memory.freeBytes)} of ${formatBytes(mig.memory.totalBytes)}`;
+    lines.push(`    MIG ${mig.index} ${mig.uuid} gi ${mig.gpuInstanceId ?? '-'} ci ${mig.computeInstanceId ?? '-'} ${memoryText}${mig.error === null ? '' : ` error: ${mig.error.code}`}`);
+    lines.push(...(mig.processes ?? []).map((process) => `      ${processLine(process)}`));
   }
   details.set(device.index, lines.map(escapeForTerminal));
   return [

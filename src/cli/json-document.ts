@@ -1,0 +1,14 @@
+/**
+ * Every `--json` document starts with `schemaVersion`, the version of the JSON Schemas shipped in
+ * the package's schemas/ folder (one per command). The promise: within one major version documents
+ * only gain fields (MINOR grows); removing, renaming or changing the meaning of a field raises
+ * MAJOR. Consumers should check MAJOR and ignore fields they do not know.
+ */
+
+/** MAJOR.MINOR of the documents this version prints (the pattern in schemas/common.schema.json). */
+export const SCHEMA_VERSION = '1.0';
+
+/** One document as one line of stdout, `schemaVersion` first. */
+export function jsonDocument(fields: object): string {
+  return `${JSON.stringify({ schemaVersion: SCHEMA_VERSION, ...fields })}\n`;
+}

@@ -1,0 +1,152 @@
+/**
+ * Every command's `--json` document, from the built command on the simulator, in success and in
+ * failure, validates against the JSON Schema the package ships for it (schemas/, with ajv), starts
+ * with the current schemaVersion, and uses no field its schema does not describe (checked against a
+ * closed copy of each schema: the shipped ones stay open, since minor versions add fields).
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Ajv, { type ValidateFunction } from 'ajv';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SCHEMA_VERSION } from '../src/cli/json-document';
+import { COMMAND_NAMES, optionsFor, type CommandName } from '../src/cli/option-table';
+import { cliEnv, runCli } from './helpers/cli';
+import { bundledScenario, repoRoot, simDevice, writeScenario } from './helpers/sim';
+
+const SCHEMA_DIR = join(repoRoot(), 'schemas');
+/** Which shipped schema describes each command's document. */
+const SCHEMA_OF: Partial<Record<CommandName, string>> = { wait: 'gate', check: 'gate', status: 'status', holders: 'holders', bench: 'bench' };
+
+const work = mkdtempSync(join(tmpdir(), 'gpugate-json-schema-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+const missingLibrary = join(work, 'no-such-libnvidia-ml.so.1');
+
+type Schema = Record<string, unknown>;
+
+function loadSchemas(): Map<string, Schema> {
+  const schemas = new Map<string, Schema>();
+  for (const file of readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json'))) {
+    schemas.set(file.replace(/\.schema\.json$/, ''), JSON.parse(readFileSync(join(SCHEMA_DIR, file), 'utf8')) as Schema);
+  }
+  return schemas;
+}
+
+/** A copy in which every object schema that lists properties allows no others. */
+function closed(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(closed);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    out[key] = key === 'properties' || key === 'definitions'
+      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, closed(v)]))
+      : closed(value);
+  }
+  if ('properties' in out && !('additionalProperties' in out)) out['additionalProperties'] = false;
+  if (typeof out['$id'] === 'string') out['$id'] = `${out['$id'] as string}:closed`;
+  if (typeof out['$ref'] === 'string') out['$ref'] = (out['$ref'] as string).replace(/^(urn:gpugate:schema:\w+)/, '$1:closed');
+  return out;
+}
+
+function validators(transform: (schema: unknown) => unknown): Map<string, ValidateFunction> {
+  const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false });
+  const schemas = loadSchemas();
+  for (const schema of schemas.values()) ajv.addSchema(transform(schema) as Schema);
+  const out = new Map<string, ValidateFunction>();
+  for (const [name, schema] of schemas) out.set(name, ajv.getSchema((transform(schema) as { $id: string }).$id) as ValidateFunction);
+  return out;
+}
+
+const open = validators((s) => s);
+const strict = validators(closed);
+
+/** Runs the command, parses its one JSON line, and checks it against its schema (open and closed). */
+async function documentOf(args: string[], env: NodeJS.ProcessEnv, expectedCode: number): Promise<Record<string, unknown>> {
+  const run = await runCli([...args, '--json'], { env, killAfterMs: 60_000 });
+  expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(expectedCode);
+  const lines = run.stdout.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  const document = JSON.parse(lines[0] as string) as Record<string, unknown>;
+  expect(Object.keys(document)[0]).toBe('schemaVersion');
+  expect(document['schemaVersion']).toBe(SCHEMA_VERSION);
+  const schema = SCHEMA_OF[args[0] as CommandName] as string;
+  for (const [kind, validate] of [['shipped', open.get(schema)], ['closed', strict.get(schema)]] as const) {
+    if (validate === undefined) throw new Error(`no schema ${schema}`);
+    const valid = validate(document);
+    expect(valid, `${args.join(' ')} against the ${kind} ${schema} schema: ${JSON.stringify(validate.errors, null, 1)}\n${lines[0] as string}`).toBe(true);
+  }
+  return document;
+}
+
+describe('the shipped JSON Schemas', () => {
+  it('exist for every command that takes --json, and compile under ajv strict mode', () => {
+    const withJson = COMMAND_NAMES.filter((command) => optionsFor(command).some((spec) => spec.name === 'json'));
+    expect(Object.keys(SCHEMA_OF).sort()).toEqual([...withJson].sort());
+    for (const name of new Set(Object.values(SCHEMA_OF))) expect(open.get(name as string)).toBeTypeOf('function');
+    const common = loadSchemas().get('common') as { definitions: { schemaVersion: { pattern: string } } };
+    expect(SCHEMA_VERSION).toMatch(new RegExp(common.definitions.schemaVersion.pattern));
+  });
+
+  it('are what package.json ships', () => {
+    const pkg = JSON.parse(readFileSync(join(repoRoot(), 'package.json'), 'utf8')) as { files: string[]; exports: Record<string, unknown> };
+    expect(pkg.files).toContain('schemas');
+    expect(pkg.exports['./schemas/*']).toBe('./schemas/*');
+  });
+
+  it('reject a document that breaks them (a renamed field, a wrong type)', () => {
+    const validate = open.get('status') as ValidateFunction;
+    const good = { schemaVersion: SCHEMA_VERSION, command: 'status', result: 'ok', exitCode: 0, takenAt: 1, selection: { source: 'all', warnings: [] },
+      library: { path: 'x', driverVersion: null, nvmlVersion: null, cudaDriverVersion: null }, devices: [] };
+    expect(validate(good)).toBe(true);
+    expect(validate({ ...good, schemaVersion: '2.0' })).toBe(false);
+    const { takenAt: _taken, ...renamed } = good;
+    expect(validate({ ...renamed, takenAtMs: 1 })).toBe(false);
+    expect(validate({ ...good, devices: [{ index: '0' }] })).toBe(false);
+    expect((strict.get('status') as ValidateFunction)({ ...good, extra: 1 })).toBe(false);
+    expect(validate({ ...good, extra: 1 })).toBe(true);
+  });
+});
+
+describe('every --json document validates against its schema', () => {
+  const race = bundledScenario('restart-race');
+
+  it('status: a plain host, MIG, a lost GPU, and NVML missing', async () => {
+    for (const name of ['restart-race', 'mig', 'lost-gpu', 'r535-stride']) {
+      const document = await documentOf(['status'], cliEnv(bundledScenario(name)), 0);
+      expect((document['devices'] as unknown[]).length).toBeGreaterThan(0);
+    }
+    const failed = await documentOf(['status', '--library', missingLibrary], cliEnv(null), 69);
+    expect(failed).toMatchObject({ command: 'status', result: 'error', exitCode: 69 });
+  });
+
+  it('holders: gone holders, a live holder and a leaked-shm scan, and NVML missing', async () => {
+    const scenario = writeScenario({ devices: [simDevice(0, { processes: [{ pid: process.pid, usedBytes: 1024 ** 3, kinds: ['compute'] }] }), simDevice(1)] });
+    await documentOf(['holders'], cliEnv(scenario), 0);
+    await documentOf(['holders'], cliEnv(race), 0);
+    await documentOf(['holders', '--library', missingLibrary], cliEnv(null), 69);
+  });
+
+  it('wait: ready, timed out with holders, a selector that matches nothing, NVML missing', async () => {
+    const ready = await documentOf(['wait', '--stable', '0s', '--timeout', '10s'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0);
+    expect(ready['result']).toBe('ready');
+    const timeout = await documentOf(['wait', '--min-free', '0.9', '--timeout', '600ms', '--interval', '100ms'], cliEnv(race), 75);
+    expect(timeout['result']).toBe('timeout');
+    expect(((timeout['gpus'] as Array<{ holders: unknown[] }>)[0]?.holders.length ?? 0)).toBeGreaterThan(0);
+    expect((await documentOf(['wait', '--gpus', '42', '--timeout', '1s'], cliEnv(race), 78))['result']).toBe('config-error');
+    expect((await documentOf(['wait', '--library', missingLibrary, '--timeout', '1s'], cliEnv(null), 69))['result']).toBe('unavailable');
+  });
+
+  it('check: busy, ready, with a dry-run clean-up recorded in actions', async () => {
+    expect((await documentOf(['check'], cliEnv(race), 75))['result']).toBe('busy');
+    expect((await documentOf(['check'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0))['result']).toBe('ready');
+    const dry = await documentOf(['check', '--clean-shm', 'gpugate-schema-test-none-*', '--dry-run'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0);
+    expect(dry['actions']).toEqual({ signals: [], shm: [] });
+  });
+
+  it('bench: measured, and NVML missing', async () => {
+    const document = await documentOf(['bench', '--iterations', '3', '--duration', '5s'], cliEnv(race), 0);
+    expect(document['deviceCount']).toBe(8);
+    await documentOf(['bench', '--library', missingLibrary], cliEnv(null), 69);
+  });
+});
+
