@@ -219,6 +219,25 @@ export function parseBootTime(procStatText: string): number | null {
   return match ? Number(match[1]) : null;
 }
 
+/** A process's start time in epoch milliseconds from its stat start ticks and the boot time (ms). */
+export function startTimeMsOf(stat: ProcStat, bootTimeMs: number): number {
+  return Math.round(bootTimeMs + (stat.startTimeTicks * 1000) / CLOCK_TICKS_PER_SECOND);
+}
+
+/** The boot time in epoch milliseconds read from procRoot/stat, or null when unreadable. */
+export async function readBootTimeMs(procRoot = '/proc'): Promise<number | null> {
+  const text = await readProcText(path.join(procRoot, 'stat'));
+  const seconds = text.kind === 'ok' ? parseBootTime(text.text) : null;
+  return seconds === null ? null : seconds * 1000;
+}
+
+/** One variable of a NUL-separated /proc/PID/environ text (the environment the process was exec'd with), or null. */
+export function environValue(raw: string, name: string): string | null {
+  const prefix = `${name}=`;
+  for (const entry of raw.split('\0')) if (entry.startsWith(prefix)) return entry.slice(prefix.length);
+  return null;
+}
+
 /** Parses a NUL-separated /proc/PID/cmdline into one space-joined string (null when empty, as for kernel threads and zombies). */
 export function parseCmdline(raw: string): string | null {
   const parts = raw.split('\0');

@@ -19,6 +19,7 @@ import { openNvml } from '../../src/session';
 import { inspectHolders } from '../../src/stale';
 import { cliEnv, cliPath, parseJsonOutput, type CliRun } from '../helpers/cli';
 import { editStat, ProcRoot } from '../helpers/proc-root';
+import { deviceStandIn } from '../helpers/cgroups';
 import { isAlive, killSpawned, spawnSleeper } from '../helpers/processes';
 import { simDevice, writeScenario } from '../helpers/sim';
 import { freshSimulator } from '../session-helpers';
@@ -80,13 +81,16 @@ describe('reapStale on a real snapshot of real processes', () => {
     const root = new ProcRoot();
     cleanups.push(() => root.remove());
     const inUnit = `0::${UNIT}\n`;
-    root.add({ pid: process.pid, copyFrom: process.pid, cgroup: inUnit, status: `Name:\tnode\nNSpid:\t${process.pid}\n` });
-    root.add({ pid: parent, copyFrom: parent, cgroup: inUnit });
+    // systemd gives each activation its own INVOCATION_ID: the caller's is not the leftovers'.
+    const thisActivation = 'INVOCATION_ID=this-activation\0';
+    const earlier = 'INVOCATION_ID=earlier-activation\0';
+    root.add({ pid: process.pid, copyFrom: process.pid, cgroup: inUnit, status: `Name:\tnode\nNSpid:\t${process.pid}\n`, environ: thisActivation });
+    root.add({ pid: parent, copyFrom: parent, cgroup: inUnit, environ: thisActivation });
     root.add({ pid: 1, copyFrom: 1, cgroup: inUnit });
-    root.add({ pid: leftover, copyFrom: leftover, cgroup: inUnit, fds: { '4': '/dev/nvidia0' } });
-    root.add({ pid: stubborn, copyFrom: stubborn, cgroup: inUnit, fds: { '4': '/dev/nvidia0' } });
+    root.add({ pid: leftover, copyFrom: leftover, cgroup: inUnit, fds: { '4': '/dev/nvidia0' }, environ: earlier });
+    root.add({ pid: stubborn, copyFrom: stubborn, cgroup: inUnit, fds: { '4': '/dev/nvidia0' }, environ: earlier });
     root.add({ pid: foreign, copyFrom: foreign, cgroup: '0::/system.slice/other.service\n', fds: { '4': '/dev/nvidia0' } });
-    root.add({ pid: draining, stat: editStat(readFileSync(`/proc/${draining}/stat`, 'utf8'), { 3: 'D' }), copyFrom: draining, cgroup: inUnit, fds: { '4': '/dev/nvidia0' } });
+    root.add({ pid: draining, stat: editStat(readFileSync(`/proc/${draining}/stat`, 'utf8'), { 3: 'D' }), copyFrom: draining, cgroup: inUnit, fds: { '4': '/dev/nvidia0' }, environ: earlier });
     const pids = { leftover, stubborn, foreign, draining, parent, self: process.pid, init: 1 };
     process.env['GPUGATE_SIM_SCENARIO'] = writeScenario(holdersScenario(Object.values(pids)));
     const session = await openNvml({ libraryPath: freshSimulator() });
@@ -182,9 +186,11 @@ describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real 
   async function runInService(extraArgs: string[]): Promise<{ run: CliRun; pids: ServicePids }> {
     const { procs } = makeServiceCgroup();
     const join = `echo $$ > ${procs}; `;
-    const leftover = await spawnSleeper(); // moved below, before the scenario is written
+    // The leftovers hold a /dev/nvidia* descriptor, as real GPU holders do (without one they are in doubt).
+    const device = deviceStandIn(cleanups);
+    const leftover = await spawnSleeper(undefined, { holding: device }); // moved below, before the scenario is written
     writeFileSync(procs, String(leftover));
-    const stubborn = await spawnStubborn(join);
+    const stubborn = await spawnStubborn(`${join}exec 3<'${device}'; `);
     const foreign = await spawnSleeper();
     const work = path.dirname(writeScenario({ devices: [] }));
     const go = path.join(work, `go-${Date.now()}`);
