@@ -15,6 +15,8 @@ export interface ProcStat {
   /** One letter: R, S, D, Z, T, t, X, I, … */
   state: string;
   ppid: number;
+  /** Field 5: the process group. */
+  pgrp: number;
   /** Field 9, the kernel's per-task flags (PF_EXITING is 0x4). */
   flags: number;
   /** Field 20. */
@@ -59,6 +61,7 @@ export function parseStat(text: string): ProcStat {
     comm,
     state,
     ppid: numberAt(1, 'ppid'),
+    pgrp: numberAt(2, 'pgrp'),
     flags: numberAt(6, 'flags'),
     numThreads: numberAt(17, 'num_threads'),
     startTimeTicks: numberAt(19, 'starttime'),

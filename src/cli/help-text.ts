@@ -21,7 +21,7 @@ const REPORT_EXIT_CODES = `Exit codes:
   70   internal error (a bug: please report it)
   71   OS error: /proc or cgroupfs unreadable where required
   78   impossible configuration: --gpus matches nothing
-  130  interrupted by SIGINT / 143 by SIGTERM`;
+  129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM`;
 
 const SUMMARIES: Record<CommandName, CommandSummary> = {
   wait: {
@@ -92,7 +92,7 @@ const EXIT_CODES = `Exit codes:
   75   timed out: still busy or not yet stable (the reason is in the log and --json)
   77   no permission for a requested action (--kill-stale, --clean-shm)
   78   impossible configuration: --gpus matches nothing, threshold above total, fraction outside 0-1
-  130  interrupted by SIGINT / 143 by SIGTERM, after printing the last state`;
+  129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM, after printing the last state`;
 
 /** The text of `gpugate --help`. */
 export function topLevelHelp(version: string): string {

@@ -10,7 +10,7 @@
  *    root), `gpugate check --kill-stale` runs inside a real `.service` cgroup next to real
  *    leftovers, with its real parent in the same cgroup, and reads the real /proc.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -21,7 +21,7 @@ import { cliEnv, cliPath, parseJsonOutput, type CliRun } from '../helpers/cli';
 import { editStat, ProcRoot } from '../helpers/proc-root';
 import { deviceStandIn } from '../helpers/cgroups';
 import { isAlive, killSpawned, spawnSleeper } from '../helpers/processes';
-import { simDevice, writeScenario } from '../helpers/sim';
+import { repoRoot, simDevice, writeScenario } from '../helpers/sim';
 import { freshSimulator } from '../session-helpers';
 
 const GiB = 1024 ** 3;
@@ -237,5 +237,50 @@ describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real 
     expect(signals.filter((a) => a.result === 'would-signal').map((a) => a.pid).sort((a, b) => a - b)).toEqual([pids.leftover, pids.stubborn].sort((a, b) => a - b));
     expect(signals.every((a) => a.result === 'would-signal' || a.result === 'skipped')).toBe(true);
     for (const pid of [pids.leftover, pids.stubborn, pids.foreign]) expect(isAlive(pid), `pid ${pid} must survive a dry run`).toBe(true);
+  });
+});
+
+// ------------------------------------------------- a pid reused during the grace is never hit
+
+/** Why a PID namespace with a settable ns_last_pid cannot be made here, or null. */
+function pidNamespaceUnavailable(): string | null {
+  if (process.getuid?.() !== 0) return 'needs root for unshare --pid';
+  const probe = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'sh', '-c', 'echo 100 > /proc/sys/kernel/ns_last_pid'], { stdio: 'ignore' });
+  if (probe.status !== 0) return 'unshare --pid --fork --mount-proc with a writable ns_last_pid is not available';
+  return null;
+}
+const noPidNamespace = pidNamespaceUnavailable();
+
+interface PidReuseResult {
+  actions: ReapAction[];
+  events: ReapAction[];
+  leftover: number;
+  newcomer: number | null;
+  newcomerAlive: boolean;
+  newcomerSaw: string[];
+}
+
+describe.skipIf(noPidNamespace !== null)(`a leftover that exits during the grace, its pid taken by a newcomer${noPidNamespace === null ? '' : ` (skipped: ${noPidNamespace})`}`, () => {
+  // test/reliability/helpers/pid-reuse.cjs runs reapStale as PID 1 of its own PID namespace.
+  function runPidReuse(mode: 'pidfd' | 'verify', env: NodeJS.ProcessEnv = process.env): PidReuseResult {
+    const fixture = path.join(__dirname, 'helpers', 'pid-reuse.cjs');
+    const run = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, fixture, path.join(repoRoot(), 'dist'), mode], { encoding: 'utf8', timeout: 30_000, env });
+    if (run.status !== 0) throw new Error(`the pid-reuse fixture failed (${String(run.status)}): ${run.stderr}`);
+    return JSON.parse(run.stdout.trim()) as PidReuseResult;
+  }
+
+  it.each([
+    ['held by a pidfd', 'pidfd', {}, /held by a pidfd/],
+    ['without pidfds (pidfd: false): identity re-read before each signal', 'verify', {}, /no pidfd .*re-verified before each signal/],
+    ['without pidfds (GPUGATE_NO_PIDFD=1)', 'pidfd', { GPUGATE_NO_PIDFD: '1' }, /no pidfd .*re-verified before each signal/],
+  ] as const)('%s: the newcomer never receives the SIGKILL', (_name, mode, extra, path) => {
+    const result = runPidReuse(mode, { ...process.env, ...extra });
+    // The SIGTERM was recorded the moment it was sent, saying how the target was held.
+    expect(result.events[0]).toMatchObject({ signal: 'SIGTERM', sent: ['SIGTERM'], result: 'signalled', reason: expect.stringMatching(path) });
+    // The set-up really reused the pid inside the grace.
+    expect(result.newcomer).toBe(result.leftover);
+    expect(result.actions).toEqual([{ pid: result.leftover, signal: 'SIGTERM', sent: ['SIGTERM'], result: 'exited', reason: 'exited after SIGTERM' }]);
+    expect(result.newcomerSaw).toEqual([]);
+    expect(result.newcomerAlive).toBe(true);
   });
 });

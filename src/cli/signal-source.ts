@@ -1,0 +1,95 @@
+/**
+ * Who sent a signal to the wrapper, and whether that sender also reached CMD. Node passes no
+ * siginfo to process.on listeners, so the addon records si_code and si_pid in front of libuv's
+ * handler (native/signal_source.cc). Two senders address CMD along with gpugate:
+ * - the kernel for a terminal (si_code SI_KERNEL: Ctrl-C, Ctrl-\, hang-up): it signals the whole
+ *   foreground process group, which CMD is in while it shares gpugate's group;
+ * - systemd (si_pid 1, gpugate's own parent) stopping a unit with KillMode=control-group: it
+ *   signals every process of the unit's cgroup, CMD included while it is in that cgroup. The
+ *   kill mode is asked once, from `systemctl show`, when such a signal first arrives.
+ * For any other sender, or when the source is unknown, gpugate forwards: a signal CMD misses
+ * (it would be killed without its graceful stop) is worse than one it gets twice.
+ */
+import { spawnSync } from 'node:child_process';
+import { constants } from 'node:os';
+import { loadBinding } from '../binding';
+import { readFileSync } from 'node:fs';
+import { parseCgroup, parseStat, systemdCgroupPath, unitOfCgroup } from '../procfs';
+import { inCgroup, unitCgroupFromPath } from '../stale';
+import type { Logger } from './logger';
+
+/** si_code of a signal the kernel sent itself (the terminal's signals among them). */
+const SI_KERNEL = 0x80;
+/** si_code of kill(2). */
+const SI_USER = 0;
+
+/** A process's group and cgroup, read synchronously: the decision is made inside a signal listener. */
+function procFacts(pid: number): { pgrp: number; cgroup: string | null } | null {
+  try {
+    const stat = parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    let cgroup: string | null = null;
+    try {
+      cgroup = systemdCgroupPath(parseCgroup(readFileSync(`/proc/${pid}/cgroup`, 'utf8')));
+    } catch {
+      // Unknown cgroup: the manager's kill cannot be proven to include it.
+    }
+    return { pgrp: stat.pgrp, cgroup };
+  } catch {
+    return null;
+  }
+}
+
+/** Records senders of the forwarded signals and tells whether one already reached CMD. */
+export class SignalSources {
+  private readonly env: NodeJS.ProcessEnv;
+  private watching = false;
+  private killMode: string | null | undefined;
+
+  constructor(env: NodeJS.ProcessEnv) {
+    this.env = env;
+  }
+
+  /** Start recording the sender of each of `signals` (each must have a process.on listener). */
+  watch(signals: readonly NodeJS.Signals[], logger: Logger): void {
+    try {
+      const binding = loadBinding();
+      for (const signal of signals) binding.watchSignalSource(constants.signals[signal]);
+      this.watching = true;
+    } catch (error) {
+      logger.debug(`signal senders unknown, every signal is forwarded: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  /**
+   * Why the latest `signal` already reached the child `childPid` (so forwarding it would deliver
+   * it twice), or null when it must be forwarded.
+   */
+  reachedGroup(signal: NodeJS.Signals, childPid: number): string | null {
+    if (!this.watching) return null;
+    const source = loadBinding().lastSignalSource(constants.signals[signal]);
+    if (source === null) return null;
+    const self = procFacts(process.pid);
+    const child = procFacts(childPid);
+    if (self === null || child === null) return null;
+    if (source.code === SI_KERNEL) {
+      if (child.pgrp !== self.pgrp) return null;
+      return `sent by the kernel to the foreground process group (a terminal), which CMD is in`;
+    }
+    if (source.code === SI_USER && source.pid === 1 && process.ppid === 1) {
+      const unit = unitCgroupFromPath(self.cgroup);
+      if (unit === null || !inCgroup(child.cgroup, unit)) return null;
+      const name = unitOfCgroup(unit);
+      if (name === null || this.killModeOf(name) !== 'control-group') return null;
+      return `sent by systemd to every process of ${name} (KillMode=control-group), CMD included`;
+    }
+    return null;
+  }
+
+  private killModeOf(unit: string): string | null {
+    if (this.killMode === undefined) {
+      const asked = spawnSync('systemctl', ['show', '--property=KillMode', '--value', unit], { encoding: 'utf8', timeout: 1000, env: this.env, stdio: ['ignore', 'pipe', 'ignore'] });
+      this.killMode = asked.status === 0 ? asked.stdout.trim() : null;
+    }
+    return this.killMode;
+  }
+}
