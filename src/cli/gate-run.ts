@@ -174,9 +174,11 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
     watch.dispose();
     return outcome.exitCode;
   }
-  watch.dispose();
   logger.info(`running ${logfmt([['command', context.wrapped.join(' ')]])}`);
-  return runWrapped(context.wrapped, logger, env);
+  // The wrapper's listeners are in place before the watch's go: no moment without a handler.
+  const status = runWrapped(context.wrapped, logger, env);
+  watch.dispose();
+  return status;
 }
 
 function indicesOf(evaluation: EvaluationLike): string {
