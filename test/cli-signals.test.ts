@@ -7,10 +7,11 @@
  * of a PID namespace reaps orphans.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { cgroupUnavailable, makeServiceCgroup } from './helpers/cgroups';
 import { cliEnv, cliPath, journalStreamOf, runCli, startCli } from './helpers/cli';
 import { simDevice, writeScenario } from './helpers/sim';
 
@@ -322,5 +323,73 @@ describe.skipIf(noPidNamespace !== null)(`gpugate wait -- CMD as PID 1 of a PID 
     process.kill(-child.pid!, 'SIGTERM');
     await closed;
     expect(out).toMatch(/count=1\b/);
+  });
+});
+
+const namedUnavailable = cgroupUnavailable('named');
+
+describe.skipIf(noPidNamespace !== null || namedUnavailable !== null)(`gpugate wait -- CMD as a service's main process, stopped by its manager${noPidNamespace ?? namedUnavailable ?? '' ? ` (skipped: ${noPidNamespace ?? namedUnavailable})` : ''}`, () => {
+  const cleanups: Array<() => void> = [];
+  afterEach(() => {
+    for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+  });
+
+  /**
+   * A stand-in for the service manager, as PID 1 of a PID namespace (so its signals carry
+   * si_pid 1, as systemd's do): it starts gpugate in a real `.service` cgroup and, once CMD runs,
+   * stops the unit as systemd does for `killMode`: SIGTERM to the main process (gpugate), then,
+   * for control-group, to every other process of the cgroup. The only part not real is
+   * `systemctl show`, answered by a script on PATH with `killMode` (and recording its arguments).
+   */
+  function stopAsManager(killMode: 'control-group' | 'mixed'): { stdout: string; asked: string; unit: string } {
+    const { unit } = makeServiceCgroup('named', 'gpugate-wrapper', cleanups);
+    const bin = mkdtempSync(join(tmpdir(), 'gpugate-systemctl-'));
+    cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
+    const asked = join(bin, 'asked');
+    writeFileSync(join(bin, 'systemctl'), `#!/bin/sh\necho "$*" >> '${asked}'\necho ${killMode}\n`, { mode: 0o755 });
+    const manager = [
+      'import os, sys, time',
+      'procs, kill_mode = sys.argv[1], sys.argv[2]',
+      'r, w = os.pipe()',
+      'main = os.fork()',
+      'if main == 0:',
+      '    open(procs, "w").write(str(os.getpid()))',
+      '    os.dup2(w, 1)',
+      '    os.execv(sys.argv[3], sys.argv[3:])',
+      'os.close(w)',
+      'out = b""',
+      'while b"counting-5" not in out:',
+      '    out += os.read(r, 4096)',
+      'os.kill(main, 15)',
+      'if kill_mode == "control-group":',
+      '    for pid in open(procs).read().split():',
+      '        if int(pid) != main:',
+      '            os.kill(int(pid), 15)',
+      'while True:',
+      '    chunk = os.read(r, 4096)',
+      '    if not chunk:',
+      '        break',
+      '    out += chunk',
+      'os.waitpid(main, 0)',
+      'sys.stdout.write(out.decode())',
+    ].join('\n');
+    const run = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'python3', '-c', manager, unit.procs, killMode, process.execPath, cliPath(), 'wait', '--stable', '0s', '--', ...countingCommand('TERM')], {
+      env: cliEnv(idle, { PATH: `${bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}` }),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    return { stdout: run.stdout, asked: existsSync(asked) ? readFileSync(asked, 'utf8') : '', unit: unit.path.split('/').pop()! };
+  }
+
+  it('KillMode=control-group (systemd signals CMD itself): gpugate does not forward, CMD gets SIGTERM once', () => {
+    const { stdout, asked, unit } = stopAsManager('control-group');
+    expect(stdout).toMatch(/count=1\b/);
+    expect(asked.trim()).toBe(`show --property=KillMode --value ${unit}`);
+  });
+
+  it('KillMode=mixed (systemd signals only gpugate): gpugate forwards, CMD gets SIGTERM once', () => {
+    const { stdout, asked } = stopAsManager('mixed');
+    expect(stdout).toMatch(/count=1\b/);
+    expect(asked).toContain('KillMode');
   });
 });
