@@ -90,7 +90,8 @@ export interface HolderReport {
   nestedPidNamespace: boolean;
   /**
    * Every other process in the unit cgroup (not the caller or its ancestors), listed by NVML or
-   * not: the previous attempt's leftovers. Empty when there is no unit cgroup.
+   * not, of this activation or an earlier one (only `holders` tells leftovers apart). Empty when
+   * there is no unit cgroup.
    */
   unitProcesses: UnitProcess[];
 }
