@@ -269,30 +269,26 @@ export async function reapStale(report: HolderReport, options: ReapOptions = {})
     else held.push({ action: { pid: holder.pid, signal: null, sent: [], result: 'skipped', reason: '' }, handle: opened.handle });
   }
 
-  // SIGTERM every leftover first, then share one grace period.
-  const termed: typeof held = [];
-  for (const entry of held) {
-    const { action, handle } = entry;
-    try {
+  // SIGTERM every leftover first, then share one grace period. Every pidfd is closed at the end.
+  try {
+    const termed: typeof held = [];
+    for (const entry of held) {
+      const { action, handle } = entry;
       const delivery = await handle.deliver('SIGTERM');
       if (delivery === 'sent') {
         record(Object.assign(action, { signal: 'SIGTERM', sent: ['SIGTERM'], result: 'signalled', reason: `SIGTERM sent (${handle.describe}); SIGKILL after ${graceMs} ms if still alive` } satisfies Partial<ReapAction>));
         termed.push(entry);
-        continue;
+      } else if (delivery === 'gone') {
+        record(Object.assign(action, { result: 'exited', reason: 'exited before it was signalled' } satisfies Partial<ReapAction>));
+      } else if (delivery === 'no-permission') {
+        record(Object.assign(action, { result: 'no-permission', reason: 'SIGTERM refused (EPERM)' } satisfies Partial<ReapAction>));
+      } else {
+        record(Object.assign(action, { result: 'skipped', reason: `${handle.doubt}: SIGTERM not sent` } satisfies Partial<ReapAction>));
       }
-      if (delivery === 'gone') record(Object.assign(action, { result: 'exited', reason: 'exited before it was signalled' } satisfies Partial<ReapAction>));
-      else if (delivery === 'no-permission') record(Object.assign(action, { result: 'no-permission', reason: 'SIGTERM refused (EPERM)' } satisfies Partial<ReapAction>));
-      else record(Object.assign(action, { result: 'skipped', reason: `${handle.doubt}: SIGTERM not sent` } satisfies Partial<ReapAction>));
-    } catch (error) {
-      handle.close();
-      throw error;
     }
-    handle.close();
-  }
-  try {
     await Promise.all(termed.map(({ action, handle }) => graceThenKill(action, handle, graceMs, options.signal, update)));
   } finally {
-    for (const { handle } of termed) handle.close();
+    for (const { handle } of held) handle.close();
   }
   return actions;
 }
