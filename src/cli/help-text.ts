@@ -26,7 +26,7 @@ const REPORT_EXIT_CODES = `Exit codes:
 const SUMMARIES: Record<CommandName, CommandSummary> = {
   wait: {
     usage: ['gpugate wait [options]', 'gpugate wait [options] -- CMD [ARGS...]'],
-    about: 'Poll until every selected GPU meets the criteria and its memory has been stable for --stable, or time out (exit 75).\nWith "-- CMD", run CMD once the GPUs are free, forward SIGINT/SIGTERM to it, and exit with its status.',
+    about: 'Poll until every selected GPU meets the criteria and its memory has been stable for --stable, or time out (exit 75).\nWith "-- CMD", run CMD once the GPUs are free, pass SIGINT/SIGTERM/SIGHUP on to it (once), and exit with its status.',
     examples: [
       'gpugate wait --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify   # systemd ExecStartPre=',
       'gpugate wait --gpus 0,1 --max-used 1GiB --timeout 60s',
