@@ -8,8 +8,8 @@
  *   so nothing addressed to gpugate's process group or terminal reaches CMD directly; every
  *   signal gpugate gets is forwarded, and orphans are reaped (orphan-reaper.ts).
  * - Otherwise CMD stays in gpugate's process group (a foreground job keeps its terminal), and the
- *   sender of each signal decides (signal-source.ts): the terminal's signals (Ctrl-C, Ctrl-\,
- *   hang-up) went to the whole foreground group, and systemd's KillMode=control-group signals
+ *   sender of each signal decides (signal-source.ts): a terminal's Ctrl-C / Ctrl-\ went to the
+ *   whole foreground group, and systemd's KillMode=control-group signals
  *   every process of the unit, CMD included; those are not forwarded. Anything else is.
  */
 

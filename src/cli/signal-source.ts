@@ -2,8 +2,9 @@
  * Who sent a signal to the wrapper, and whether that sender also reached CMD. Node passes no
  * siginfo to process.on listeners, so the addon records si_code and si_pid in front of libuv's
  * handler (native/signal_source.cc). Two senders address CMD along with gpugate:
- * - the kernel for a terminal (si_code SI_KERNEL: Ctrl-C, Ctrl-\, hang-up): it signals the whole
- *   foreground process group, which CMD is in while it shares gpugate's group;
+ * - the kernel for a terminal's keys (SIGINT / SIGQUIT with si_code SI_KERNEL: Ctrl-C, Ctrl-\):
+ *   it signals the whole foreground process group, which CMD is in while it shares gpugate's
+ *   group (a hang-up's SIGHUP may go to the session leader alone, so it is forwarded);
  * - systemd (si_pid 1, gpugate's own parent) stopping a unit with KillMode=control-group: it
  *   signals every process of the unit's cgroup, CMD included while it is in that cgroup. The
  *   kill mode is asked once, from `systemctl show`, when such a signal first arrives.
@@ -20,6 +21,8 @@ import type { Logger } from './logger';
 
 /** si_code of a signal the kernel sent itself (the terminal's signals among them). */
 const SI_KERNEL = 0x80;
+/** The signals a terminal sends its foreground process group for a key. */
+const TERMINAL_KEYS: ReadonlySet<NodeJS.Signals> = new Set(['SIGINT', 'SIGQUIT']);
 /** si_code of kill(2). */
 const SI_USER = 0;
 
@@ -71,9 +74,9 @@ export class SignalSources {
     const self = procFacts(process.pid);
     const child = procFacts(childPid);
     if (self === null || child === null) return null;
-    if (source.code === SI_KERNEL) {
+    if (source.code === SI_KERNEL && TERMINAL_KEYS.has(signal)) {
       if (child.pgrp !== self.pgrp) return null;
-      return `sent by the kernel to the foreground process group (a terminal), which CMD is in`;
+      return 'sent by a terminal to its foreground process group, which CMD is in';
     }
     if (source.code === SI_USER && source.pid === 1 && process.ppid === 1) {
       const unit = unitCgroupFromPath(self.cgroup);
