@@ -9,6 +9,9 @@
  * 2. Command: where this machine lets a test create a cgroup in systemd's named v1 hierarchy (as
  *    root), `gpugate check --kill-stale` runs inside a real `.service` cgroup next to real
  *    leftovers, with its real parent in the same cgroup, and reads the real /proc.
+ * 3. Pid reuse: inside a real PID namespace, a leftover exits during the grace and its pid is
+ *    handed (ns_last_pid) to an unrelated newcomer, which must never receive the SIGKILL — held
+ *    by a pidfd, and on the fall-back path that re-reads the identity before each signal.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
