@@ -73,15 +73,18 @@ async function main() {
   };
   const report = { holders: [holder], perGpu: [], shm: { leaked: [], tmpfsFreeBytes: null, tmpfsTotalBytes: null }, unitCgroup: null, nestedPidNamespace: false, unitProcesses: [] };
   let newcomer = null;
-  let newcomerSaw = [];
-  const newcomerReady = (async () => {
+  const newcomerSaw = [];
+  let ready;
+  const newcomerReady = new Promise((resolve) => (ready = resolve));
+  void (async () => {
     newcomer = Number(await next());
-    if ((await next()) !== 'ready') throw new Error('the newcomer did not start');
+    if ((await next()) === 'ready') ready();
     for (;;) newcomerSaw.push(await next());
   })();
-  void newcomerReady.catch(() => {});
   const events = [];
   const actions = await reapStale(report, { graceMs: 1500, pidfd: mode === 'pidfd', onAction: (action) => events.push({ ...action, sent: [...action.sent] }) });
+  // However slow the machine, the newcomer runs before the verdict; then give a late signal time to land.
+  await Promise.race([newcomerReady, new Promise((resolve) => setTimeout(resolve, 15_000))]);
   await new Promise((resolve) => setTimeout(resolve, 300));
   const result = { actions, events, leftover, newcomer, newcomerAlive: newcomer !== null && alive(newcomer), newcomerSaw };
   process.stdout.write(`${JSON.stringify(result)}\n`);
