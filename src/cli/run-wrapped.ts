@@ -15,6 +15,7 @@
 
 import type * as ChildProcessModule from 'node:child_process';
 import { constants } from 'node:os';
+import { logfmt } from './logfmt';
 import type { Logger } from './logger';
 import { startOrphanReaper } from './orphan-reaper';
 import { SignalSources } from './signal-source';
@@ -37,7 +38,7 @@ export function runWrapped(argv: readonly string[], logger: Logger, env: NodeJS.
         if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
         const reached = sources?.reachedGroup(signal, child.pid) ?? null;
         if (reached !== null) {
-          logger.debug(`not forwarded ${`signal=${signal}`} (${reached})`);
+          logger.info(`not forwarded ${logfmt([['signal', signal], ['reason', reached]])}`);
           return;
         }
         child.kill(signal);
