@@ -279,6 +279,7 @@ describe('gpugate wait -- CMD: a signal to the whole process group reaches CMD o
       timeout: 30_000,
     });
     expect(run.stdout).toMatch(/count=1\b/);
+    expect(run.stdout).toMatch(/not forwarded signal=SIGINT reason="sent by a terminal/);
     expect(run.stdout).toMatch(/exit=0\b/);
   });
 });
@@ -341,7 +342,7 @@ describe.skipIf(noPidNamespace !== null || namedUnavailable !== null)(`gpugate w
    * for control-group, to every other process of the cgroup. The only part not real is
    * `systemctl show`, answered by a script on PATH with `killMode` (and recording its arguments).
    */
-  function stopAsManager(killMode: 'control-group' | 'mixed'): { stdout: string; asked: string; unit: string } {
+  function stopAsManager(killMode: 'control-group' | 'mixed'): { stdout: string; stderr: string; asked: string; unit: string } {
     const { unit } = makeServiceCgroup('named', 'gpugate-wrapper', cleanups);
     const bin = mkdtempSync(join(tmpdir(), 'gpugate-systemctl-'));
     cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
@@ -378,18 +379,20 @@ describe.skipIf(noPidNamespace !== null || namedUnavailable !== null)(`gpugate w
       encoding: 'utf8',
       timeout: 30_000,
     });
-    return { stdout: run.stdout, asked: existsSync(asked) ? readFileSync(asked, 'utf8') : '', unit: unit.path.split('/').pop()! };
+    return { stdout: run.stdout, stderr: run.stderr, asked: existsSync(asked) ? readFileSync(asked, 'utf8') : '', unit: unit.path.split('/').pop()! };
   }
 
   it('KillMode=control-group (systemd signals CMD itself): gpugate does not forward, CMD gets SIGTERM once', () => {
-    const { stdout, asked, unit } = stopAsManager('control-group');
+    const { stdout, stderr, asked, unit } = stopAsManager('control-group');
     expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by systemd to every process of .*KillMode=control-group/);
     expect(asked.trim()).toBe(`show --property=KillMode --value ${unit}`);
   });
 
   it('KillMode=mixed (systemd signals only gpugate): gpugate forwards, CMD gets SIGTERM once', () => {
-    const { stdout, asked } = stopAsManager('mixed');
+    const { stdout, stderr, asked } = stopAsManager('mixed');
     expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).not.toMatch(/not forwarded/);
     expect(asked).toContain('KillMode');
   });
 });
