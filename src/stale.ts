@@ -119,8 +119,10 @@ export interface InspectOptions {
   /** The caller's pid (default process.pid): it and its ancestors are never leftovers. */
   selfPid?: number;
   /**
-   * The cgroup whose other members are leftovers. A string names it explicitly; null disables
-   * leftovers; undefined detects it from the caller's cgroup (only a systemd .service counts).
+   * The cgroup whose members may be leftovers. A string names it explicitly; null disables
+   * leftovers; undefined detects it from the caller's cgroup (only a systemd .service counts,
+   * `.control` and other groups below it included). A member is a leftover only when it is
+   * proven to come from an earlier activation than the caller's (see {@link Activation}).
    */
   unitCgroup?: string | null;
   /** Scan every process's fds and maps for hidden holders (default true). */
