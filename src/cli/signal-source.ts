@@ -12,9 +12,9 @@
  * (it would be killed without its graceful stop) is worse than one it gets twice.
  */
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { loadBinding } from '../binding';
-import { readFileSync } from 'node:fs';
 import { parseCgroup, parseStat, systemdCgroupPath, unitOfCgroup } from '../procfs';
 import { inCgroup, unitCgroupFromPath } from '../stale';
 import type { Logger } from './logger';
