@@ -119,6 +119,16 @@ describe('inspectHolders with prepared /proc trees', () => {
     expect(report.unitProcesses).toEqual([{ pid: leftover, comm: 'sleep', cmdline: expect.stringMatching(/^VLLM::Worker_TP0/), state: 'S', listed: true }]);
   });
 
+  it('a process of the unit that started after the snapshot (pid reuse?) is never a leftover: unverifiable', async () => {
+    const snapshotTakenAt = Date.now() - 60_000;
+    const late = await spawnSleeper('VLLM::Worker_TP0');
+    const root = prepared('/system.slice/vllm.service');
+    root.add({ pid: late, copyFrom: late, cgroup: '0::/system.slice/vllm.service\n', fds: { '4': '/dev/nvidia0' }, environ: EARLIER_ACTIVATION });
+    const snapshot = fakeSnapshot([fakeDevice({ minorNumber: 0, memory: fakeMemory(80 * GiB), processes: fakeProcesses([{ pid: late, usedBytes: GiB }]) })], snapshotTakenAt);
+    const report = await inspectHolders(snapshot, { procRoot: root.root, cgroupRoot: path.join(root.root, 'no-cgroupfs'), shmPatterns: [], scanHidden: false });
+    expect(byPid(report.holders, late)).toMatchObject({ class: 'unverifiable', reason: expect.stringMatching(/identity is in doubt.*suspect: started after the snapshot/) });
+  });
+
   it('lists every other process of the unit cgroup from cgroup.procs, listed by NVML or not', async () => {
     const listedPid = await spawnSleeper('VLLM::Worker_TP0');
     const unlisted = await spawnSleeper('VLLM::Worker_TP1');
