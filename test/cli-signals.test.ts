@@ -361,6 +361,7 @@ describe.skipIf(noPidNamespace !== null || namedUnavailable !== null)(`gpugate w
       'out = b""',
       'while b"counting-5" not in out:',
       '    out += os.read(r, 4096)',
+      'time.sleep(0.3)  # a unit is stopped a while after it started, not within its first milliseconds',
       'os.kill(main, 15)',
       'if kill_mode == "control-group":',
       '    for pid in open(procs).read().split():',

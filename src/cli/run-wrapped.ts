@@ -36,12 +36,11 @@ export function runWrapped(argv: readonly string[], logger: Logger, env: NodeJS.
     const handlers: Array<[NodeJS.Signals, () => void]> = FORWARDED.map((signal) => {
       const handler = (): void => {
         if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-        const reached = sources?.reachedGroup(signal, child.pid) ?? null;
-        if (reached !== null) {
-          logger.info(`not forwarded ${logfmt([['signal', signal], ['reason', reached]])}`);
-          return;
-        }
-        child.kill(signal);
+        const reached = sources === null ? Promise.resolve(null) : sources.reachedGroup(signal, child.pid);
+        void reached.then((why) => {
+          if (why !== null) logger.info(`not forwarded ${logfmt([['signal', signal], ['reason', why]])}`);
+          else if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+        });
       };
       process.on(signal, handler);
       return [signal, handler];

@@ -7,11 +7,12 @@
  *   group (a hang-up's SIGHUP may go to the session leader alone, so it is forwarded);
  * - systemd (si_pid 1, gpugate's own parent) stopping a unit with KillMode=control-group: it
  *   signals every process of the unit's cgroup, CMD included while it is in that cgroup. The
- *   kill mode is asked once, from `systemctl show`, when such a signal first arrives.
+ *   kill mode is asked of `systemctl show` as soon as CMD starts, not when the signal comes:
+ *   by then systemd is signalling every process of the cgroup, a new `systemctl` included.
  * For any other sender, or when the source is unknown, gpugate forwards: a signal CMD misses
  * (it would be killed without its graceful stop) is worse than one it gets twice.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { loadBinding } from '../binding';
@@ -46,7 +47,8 @@ function procFacts(pid: number): { pgrp: number; cgroup: string | null } | null 
 export class SignalSources {
   private readonly env: NodeJS.ProcessEnv;
   private watching = false;
-  private killMode: string | null | undefined;
+  /** The unit's KillMode= (null when unknown); only asked when systemd is gpugate's parent. */
+  private killMode: Promise<string | null> = Promise.resolve(null);
 
   constructor(env: NodeJS.ProcessEnv) {
     this.env = env;
@@ -60,14 +62,18 @@ export class SignalSources {
       this.watching = true;
     } catch (error) {
       logger.debug(`signal senders unknown, every signal is forwarded: ${error instanceof Error ? error.message : String(error)}`);
+      return;
     }
+    const unit = process.ppid === 1 ? unitOfCgroup(unitCgroupFromPath(procFacts(process.pid)?.cgroup ?? null)) : null;
+    if (unit !== null) this.killMode = askKillMode(unit, this.env);
   }
 
   /**
    * Why the latest `signal` already reached the child `childPid` (so forwarding it would deliver
-   * it twice), or null when it must be forwarded.
+   * it twice), or null when it must be forwarded. The sender is read at once (a later signal
+   * would overwrite it); the kill mode may still be on its way.
    */
-  reachedGroup(signal: NodeJS.Signals, childPid: number): string | null {
+  async reachedGroup(signal: NodeJS.Signals, childPid: number): Promise<string | null> {
     if (!this.watching) return null;
     const source = loadBinding().lastSignalSource(constants.signals[signal]);
     if (source === null) return null;
@@ -81,18 +87,18 @@ export class SignalSources {
     if (source.code === SI_USER && source.pid === 1 && process.ppid === 1) {
       const unit = unitCgroupFromPath(self.cgroup);
       if (unit === null || !inCgroup(child.cgroup, unit)) return null;
-      const name = unitOfCgroup(unit);
-      if (name === null || this.killModeOf(name) !== 'control-group') return null;
-      return `sent by systemd to every process of ${name} (KillMode=control-group), CMD included`;
+      if ((await this.killMode) !== 'control-group') return null;
+      return `sent by systemd to every process of ${unitOfCgroup(unit) ?? unit} (KillMode=control-group), CMD included`;
     }
     return null;
   }
+}
 
-  private killModeOf(unit: string): string | null {
-    if (this.killMode === undefined) {
-      const asked = spawnSync('systemctl', ['show', '--property=KillMode', '--value', unit], { encoding: 'utf8', timeout: 1000, env: this.env, stdio: ['ignore', 'pipe', 'ignore'] });
-      this.killMode = asked.status === 0 ? asked.stdout.trim() : null;
-    }
-    return this.killMode;
-  }
+/** `systemctl show --property=KillMode --value UNIT`, or null when it does not answer. */
+function askKillMode(unit: string, env: NodeJS.ProcessEnv): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile('systemctl', ['show', '--property=KillMode', '--value', unit], { encoding: 'utf8', timeout: 5000, env }, (error, stdout) => {
+      resolve(error === null ? stdout.trim() : null);
+    });
+  });
 }

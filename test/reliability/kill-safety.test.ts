@@ -226,8 +226,8 @@ describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real 
     const { run, pids } = await runInService([]);
     expect(run.code, run.stderr).toBe(0);
     const signals = signalsOf(run);
-    expect(actionOf(signals, pids.leftover)).toMatchObject({ signal: 'SIGTERM', result: 'exited' });
-    expect(actionOf(signals, pids.stubborn)).toMatchObject({ signal: 'SIGKILL', result: 'signalled' });
+    expect(actionOf(signals, pids.leftover), JSON.stringify(signals)).toMatchObject({ signal: 'SIGTERM', result: 'exited' });
+    expect(actionOf(signals, pids.stubborn), JSON.stringify(signals)).toMatchObject({ signal: 'SIGKILL', result: 'signalled' });
     for (const pid of [pids.self, pids.parent, pids.init, pids.foreign]) expect(actionOf(signals, pid), `pid ${pid}`).toMatchObject({ signal: null, result: 'skipped' });
     await until('the leftovers to be gone', () => !isAlive(pids.leftover) && !isAlive(pids.stubborn));
     expect(isAlive(pids.foreign)).toBe(true);
