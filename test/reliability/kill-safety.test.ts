@@ -237,7 +237,7 @@ describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real 
     const { run, pids } = await runInService(['--dry-run']);
     expect(run.code, run.stderr).toBe(0);
     const signals = signalsOf(run);
-    expect(signals.filter((a) => a.result === 'would-signal').map((a) => a.pid).sort((a, b) => a - b)).toEqual([pids.leftover, pids.stubborn].sort((a, b) => a - b));
+    expect(signals.filter((a) => a.result === 'would-signal').map((a) => a.pid).sort((a, b) => a - b), JSON.stringify(signals)).toEqual([pids.leftover, pids.stubborn].sort((a, b) => a - b));
     expect(signals.every((a) => a.result === 'would-signal' || a.result === 'skipped')).toBe(true);
     for (const pid of [pids.leftover, pids.stubborn, pids.foreign]) expect(isAlive(pid), `pid ${pid} must survive a dry run`).toBe(true);
   });

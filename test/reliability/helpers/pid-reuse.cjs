@@ -26,7 +26,7 @@ with open('/proc/sys/kernel/ns_last_pid', 'w') as f:
 newcomer = os.fork()
 if newcomer == 0:
     os.execvp('bash', ['bash', '-c', 'trap "echo TERM" TERM; echo ready; while :; do sleep 0.01; done'])
-print(newcomer, flush=True)
+print('newcomer %d' % newcomer, flush=True)
 os.waitpid(newcomer, 0)
 `;
 
@@ -74,12 +74,19 @@ async function main() {
   const report = { holders: [holder], perGpu: [], shm: { leaked: [], tmpfsFreeBytes: null, tmpfsTotalBytes: null }, unitCgroup: null, nestedPidNamespace: false, unitProcesses: [] };
   let newcomer = null;
   const newcomerSaw = [];
+  // The keeper's "newcomer PID" and the newcomer's own "ready" may come in either order.
   let ready;
   const newcomerReady = new Promise((resolve) => (ready = resolve));
+  let sawReady = false;
   void (async () => {
-    newcomer = Number(await next());
-    if ((await next()) === 'ready') ready();
-    for (;;) newcomerSaw.push(await next());
+    for (;;) {
+      const line = await next();
+      const match = /^newcomer (\d+)$/.exec(line);
+      if (match) newcomer = Number(match[1]);
+      else if (line === 'ready') sawReady = true;
+      else newcomerSaw.push(line);
+      if (newcomer !== null && sawReady) ready();
+    }
   })();
   const events = [];
   const actions = await reapStale(report, { graceMs: 1500, pidfd: mode === 'pidfd', onAction: (action) => events.push({ ...action, sent: [...action.sent] }) });
