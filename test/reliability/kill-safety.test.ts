@@ -195,6 +195,9 @@ describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real 
     writeFileSync(procs, String(leftover));
     const stubborn = await spawnStubborn(`${join}exec 3<'${device}'; `);
     const foreign = await spawnSleeper();
+    // The leftovers belong to an earlier attempt: it ended well before this one began (start
+    // times have a 10 ms resolution; a restart comes at least RestartSec=100ms later).
+    await new Promise((resolve) => setTimeout(resolve, 50));
     const work = path.dirname(writeScenario({ devices: [] }));
     const go = path.join(work, `go-${Date.now()}`);
     const selfFile = path.join(work, `self-${Date.now()}`);
