@@ -17,8 +17,6 @@ import type * as ChildProcessModule from 'node:child_process';
 import { constants } from 'node:os';
 import { logfmt } from './logfmt';
 import type { Logger } from './logger';
-import { startOrphanReaper } from './orphan-reaper';
-import { SignalSources } from './signal-source';
 
 const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'];
 
@@ -27,8 +25,11 @@ export function runWrapped(argv: readonly string[], logger: Logger, env: NodeJS.
   const [file, ...args] = argv;
   if (file === undefined) return Promise.resolve(127);
   // Required here, not at the top: node:child_process is not in Node's start-up snapshot and
-  // costs milliseconds to load, which every `check` and every plain `wait` would pay otherwise.
+  // costs milliseconds to load, which every `check` and every plain `wait` would pay otherwise
+  // (and the signal and orphan helpers load the addon and /proc readers).
   const { spawn } = require('node:child_process') as typeof ChildProcessModule;
+  const { startOrphanReaper } = require('./orphan-reaper') as typeof import('./orphan-reaper');
+  const { SignalSources } = require('./signal-source') as typeof import('./signal-source');
   const asInit = process.pid === 1;
   return new Promise((resolve) => {
     const child = spawn(file, args, { stdio: 'inherit', env, detached: asInit });
