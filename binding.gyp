@@ -27,15 +27,18 @@
       "target_name": "gpugate",
       "sources": [
         "native/addon.cc",
+        "native/child_reap.cc",
         "native/encode.cc",
         "native/errors.cc",
         "native/introspection.cc",
         "native/loader.cc",
         "native/notify.cc",
+        "native/pidfd.cc",
         "native/process_list.cc",
         "native/queries.cc",
         "native/session.cc",
         "native/session_api.cc",
+        "native/signal_source.cc",
         "native/symbols.cc",
         "native/worker.cc"
       ],

@@ -5,9 +5,12 @@
 // context-aware (no global JavaScript state), so it loads in worker_threads too.
 #include <napi.h>
 
+#include "child_reap.h"
 #include "introspection.h"
 #include "notify.h"
+#include "pidfd.h"
 #include "session_api.h"
+#include "signal_source.h"
 
 namespace {
 
@@ -26,6 +29,11 @@ constexpr Export kExports[] = {
     {"abandon", gpugate::AbandonSession},
     {"currentCall", gpugate::CurrentCall},
     {"sendNotify", gpugate::SendNotify},
+    {"pidfdOpen", gpugate::PidfdOpen},
+    {"pidfdSendSignal", gpugate::PidfdSendSignal},
+    {"reapChild", gpugate::ReapChild},
+    {"watchSignalSource", gpugate::WatchSignalSource},
+    {"lastSignalSource", gpugate::LastSignalSource},
     {"codeName", gpugate::CodeName},
     {"encodingLayout", gpugate::EncodingLayout},
     {"defaultLibraryCandidates", gpugate::DefaultLibraryCandidatesJs},

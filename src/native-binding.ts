@@ -103,6 +103,16 @@ export interface NativeBinding {
   currentCall(handle: NativeSessionHandle): { fn: string | null; device: number | null; runningMs: number | null };
   /** Sends one unix datagram (sd_notify protocol); a leading '@' is the abstract namespace. Throws on failure. */
   sendNotify(socketPath: string, text: string): void;
+  /** pidfd_open(pid, 0): a descriptor bound to that process for as long as it is open. Throws an Error with `errno` (ENOSYS: no pidfds). */
+  pidfdOpen(pid: number): number;
+  /** pidfd_send_signal(fd, signal): signals the process the descriptor was opened on, never a reused pid. Throws with `errno` (ESRCH: gone). */
+  pidfdSendSignal(fd: number, signal: number): void;
+  /** waitpid(pid, WNOHANG) for one named child: true when it was reaped. */
+  reapChild(pid: number): boolean;
+  /** Records si_code / si_pid of every delivery of `signal` in front of its installed handler; false when already watched. */
+  watchSignalSource(signal: number): boolean;
+  /** The siginfo of the latest delivery of `signal` since it was watched, or null. */
+  lastSignalSource(signal: number): { code: number; pid: number } | null;
   /** 'NVML_ERROR_GPU_IS_LOST' etc., 'NVML_ERROR_<n>' for unlisted codes. */
   codeName(code: number): string;
   encodingLayout(): NativeEncodingLayout;
@@ -121,6 +131,11 @@ export const NATIVE_EXPORT_NAMES = [
   'abandon',
   'currentCall',
   'sendNotify',
+  'pidfdOpen',
+  'pidfdSendSignal',
+  'reapChild',
+  'watchSignalSource',
+  'lastSignalSource',
   'codeName',
   'encodingLayout',
   'defaultLibraryCandidates',

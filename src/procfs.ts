@@ -15,6 +15,8 @@ export interface ProcStat {
   /** One letter: R, S, D, Z, T, t, X, I, … */
   state: string;
   ppid: number;
+  /** Field 5: the process group. */
+  pgrp: number;
   /** Field 9, the kernel's per-task flags (PF_EXITING is 0x4). */
   flags: number;
   /** Field 20. */
@@ -59,6 +61,7 @@ export function parseStat(text: string): ProcStat {
     comm,
     state,
     ppid: numberAt(1, 'ppid'),
+    pgrp: numberAt(2, 'pgrp'),
     flags: numberAt(6, 'flags'),
     numThreads: numberAt(17, 'num_threads'),
     startTimeTicks: numberAt(19, 'starttime'),
@@ -217,6 +220,25 @@ export function parseMountinfo(text: string): MountInfoEntry[] {
 export function parseBootTime(procStatText: string): number | null {
   const match = /^btime\s+(\d+)\s*$/m.exec(procStatText);
   return match ? Number(match[1]) : null;
+}
+
+/** A process's start time in epoch milliseconds from its stat start ticks and the boot time (ms). */
+export function startTimeMsOf(stat: ProcStat, bootTimeMs: number): number {
+  return Math.round(bootTimeMs + (stat.startTimeTicks * 1000) / CLOCK_TICKS_PER_SECOND);
+}
+
+/** The boot time in epoch milliseconds read from procRoot/stat, or null when unreadable. */
+export async function readBootTimeMs(procRoot = '/proc'): Promise<number | null> {
+  const text = await readProcText(path.join(procRoot, 'stat'));
+  const seconds = text.kind === 'ok' ? parseBootTime(text.text) : null;
+  return seconds === null ? null : seconds * 1000;
+}
+
+/** One variable of a NUL-separated /proc/PID/environ text (the environment the process was exec'd with), or null. */
+export function environValue(raw: string, name: string): string | null {
+  const prefix = `${name}=`;
+  for (const entry of raw.split('\0')) if (entry.startsWith(prefix)) return entry.slice(prefix.length);
+  return null;
 }
 
 /** Parses a NUL-separated /proc/PID/cmdline into one space-joined string (null when empty, as for kernel threads and zombies). */

@@ -9,8 +9,8 @@ import { promises as fsp, type Dirent } from 'node:fs';
 import * as path from 'node:path';
 import type { GpuDevice, Snapshot } from './types';
 import {
-  CLOCK_TICKS_PER_SECOND,
   PF_EXITING,
+  environValue,
   parseBootTime,
   parseMountinfo,
   parseNSpid,
@@ -21,6 +21,7 @@ import {
   readProcText,
   readProcess,
   scanOpenFiles,
+  startTimeMsOf,
   unitOfCgroup,
   type OpenFiles,
   type ProcessInfo,
@@ -89,7 +90,8 @@ export interface HolderReport {
   nestedPidNamespace: boolean;
   /**
    * Every other process in the unit cgroup (not the caller or its ancestors), listed by NVML or
-   * not: the previous attempt's leftovers. Empty when there is no unit cgroup.
+   * not, of this activation or an earlier one (only `holders` tells leftovers apart). Empty when
+   * there is no unit cgroup.
    */
   unitProcesses: UnitProcess[];
 }
@@ -119,8 +121,10 @@ export interface InspectOptions {
   /** The caller's pid (default process.pid): it and its ancestors are never leftovers. */
   selfPid?: number;
   /**
-   * The cgroup whose other members are leftovers. A string names it explicitly; null disables
-   * leftovers; undefined detects it from the caller's cgroup (only a systemd .service counts).
+   * The cgroup whose members may be leftovers. A string names it explicitly; null disables
+   * leftovers; undefined detects it from the caller's cgroup (only a systemd .service counts,
+   * `.control` and other groups below it included). A member is a leftover only when it is
+   * proven to come from an earlier activation than the caller's (see {@link Activation}).
    */
   unitCgroup?: string | null;
   /** Scan every process's fds and maps for hidden holders (default true). */
@@ -159,6 +163,22 @@ export interface InspectContext {
    * no holder can have one open, so a missing descriptor says nothing about pid reuse.
    */
   deviceNodes: boolean;
+  /** The activation gpugate runs in: what tells this attempt's processes from an earlier one's. */
+  activation: Activation;
+}
+
+/**
+ * The current activation of the caller's unit. systemd gives every activation (each start and
+ * each automatic restart) a new INVOCATION_ID and puts it in the environment of every process it
+ * starts for the unit, which their children inherit; /proc/PID/environ keeps the environment a
+ * process was started with. Where that cannot answer, the start time of the first process of
+ * this activation that gpugate can see (its topmost ancestor in the unit cgroup) is the bound.
+ */
+export interface Activation {
+  /** The caller's INVOCATION_ID, null when it has none (not started by systemd). */
+  invocationId: string | null;
+  /** Epoch ms when the caller's topmost ancestor in the unit cgroup started; null when unknown. */
+  startedAt: number | null;
 }
 
 /**
@@ -168,10 +188,43 @@ export interface InspectContext {
  */
 export function unitCgroupFromPath(cgroupPath: string | null): string | null {
   if (cgroupPath === null || cgroupPath === '/' || cgroupPath === '') return null;
-  const last = cgroupPath.split('/').filter((p) => p !== '').pop() ?? '';
-  if (!last.endsWith('.service')) return null;
-  if (/^user@\d+\.service$/.test(last)) return null;
-  return cgroupPath;
+  const parts = cgroupPath.split('/').filter((p) => p !== '');
+  // Under Delegate=yes systemd runs ExecStartPre= etc. in `<unit>/.control` and the service may
+  // make its own sub-cgroups: the unit is the last `.service` with only such groups below it.
+  let unitAt = parts.length - 1;
+  while (unitAt >= 0 && !parts[unitAt]!.endsWith('.service')) {
+    if (/\.(slice|scope)$/.test(parts[unitAt]!)) return null;
+    unitAt -= 1;
+  }
+  if (unitAt < 0) return null;
+  if (/^user@\d+\.service$/.test(parts[unitAt]!)) return null;
+  return `/${parts.slice(0, unitAt + 1).join('/')}`;
+}
+
+/** True when a cgroup path is `unit` or below it. */
+export function inCgroup(cgroupPath: string | null, unit: string): boolean {
+  return cgroupPath !== null && (cgroupPath === unit || cgroupPath.startsWith(`${unit}/`));
+}
+
+async function readInvocationId(pid: number, procRoot: string): Promise<{ kind: 'ok'; id: string | null } | { kind: 'unreadable' }> {
+  const environ = await readProcText(path.join(procRoot, String(pid), 'environ'));
+  if (environ.kind !== 'ok') return { kind: 'unreadable' };
+  return { kind: 'ok', id: environValue(environ.text, 'INVOCATION_ID') };
+}
+
+/** The activation the caller runs in (see {@link Activation}). */
+async function readActivation(selfPid: number, ancestors: number[], unitCgroup: string | null, procRoot: string, bootTimeMs: number | null): Promise<Activation> {
+  const own = await readInvocationId(selfPid, procRoot);
+  let startedAt: number | null = null;
+  if (unitCgroup !== null && bootTimeMs !== null) {
+    for (const pid of [selfPid, ...ancestors]) {
+      if (pid === 1) break;
+      const info = await readProcess(pid, procRoot);
+      if (info.kind !== 'ok' || !inCgroup(info.cgroup, unitCgroup)) break;
+      startedAt = startTimeMsOf(info.stat, bootTimeMs);
+    }
+  }
+  return { invocationId: own.kind === 'ok' ? own.id : null, startedAt };
 }
 
 /** The chain of ancestors of pid (its parent, grandparent, … up to PID 1), read under procRoot. */
@@ -215,6 +268,7 @@ export async function prepareInspectContext(options: InspectOptions = {}): Promi
   if (options.unitCgroup !== undefined) unitCgroup = options.unitCgroup;
   else unitCgroup = unitCgroupFromPath(self.kind === 'ok' ? self.cgroup : null);
   const bootSeconds = procStat.kind === 'ok' ? parseBootTime(procStat.text) : null;
+  const bootTimeMs = bootSeconds === null ? null : bootSeconds * 1000;
   return {
     procRoot,
     selfPid,
@@ -223,9 +277,10 @@ export async function prepareInspectContext(options: InspectOptions = {}): Promi
     nestedPidNamespace: pidView !== null,
     nestedReason: pidView ?? '',
     hidepid,
-    bootTimeMs: bootSeconds === null ? null : bootSeconds * 1000,
+    bootTimeMs,
     reaperPids: new Set([1, ...(options.reaperPids ?? [])]),
     deviceNodes: await deviceNodes,
+    activation: await readActivation(selfPid, ancestors, unitCgroup, procRoot, bootTimeMs),
   };
 }
 
@@ -282,8 +337,31 @@ function isNvidiaDevicePath(target: string): boolean {
 }
 
 function startTimeMs(info: ProcessInfo, ctx: InspectContext): number | null {
-  if (ctx.bootTimeMs === null) return null;
-  return Math.round(ctx.bootTimeMs + (info.stat.startTimeTicks * 1000) / CLOCK_TICKS_PER_SECOND);
+  return ctx.bootTimeMs === null ? null : startTimeMsOf(info.stat, ctx.bootTimeMs);
+}
+
+/** Whether a process of the unit cgroup belongs to an earlier activation, and why. */
+type Attempt = { earlier: true; why: string } | { earlier: false; why: string; sure: boolean };
+
+/**
+ * Tells a process of the unit cgroup from an earlier attempt from one of this activation:
+ * INVOCATION_ID first (exact), else its start time against the activation's first process.
+ */
+async function attemptOf(pid: number, startTime: number | null, ctx: InspectContext): Promise<Attempt> {
+  const mine = ctx.activation.invocationId;
+  const theirs = await readInvocationId(pid, ctx.procRoot);
+  if (mine !== null && theirs.kind === 'ok' && theirs.id !== null) {
+    if (theirs.id === mine) return { earlier: false, sure: true, why: `started by this activation (same INVOCATION_ID ${mine})` };
+    return { earlier: true, why: `started by an earlier activation (INVOCATION_ID ${theirs.id}, this one is ${mine})` };
+  }
+  if (mine !== null) {
+    const what = theirs.kind === 'ok' ? 'has no INVOCATION_ID in its environment' : 'has an unreadable environment';
+    return { earlier: false, sure: false, why: `it ${what}, so which activation started it cannot be told` };
+  }
+  const since = ctx.activation.startedAt;
+  if (since === null || startTime === null) return { earlier: false, sure: false, why: 'no INVOCATION_ID and no start times: which activation started it cannot be told' };
+  if (startTime < since) return { earlier: true, why: `started at ${new Date(startTime).toISOString()}, before this activation (${new Date(since).toISOString()})` };
+  return { earlier: false, sure: true, why: `started at ${new Date(startTime).toISOString()}, not before this activation (${new Date(since).toISOString()})` };
 }
 
 /**
@@ -363,9 +441,24 @@ export async function classifyHolder(listed: ListedProcess, takenAt: number | nu
   }
   const reaped = await isReaperParent(info.stat.ppid, ctx);
   const engine = isEngineCommand(info.cmdline) || isEngineCommand(info.comm);
-  if (ctx.unitCgroup !== null && info.cgroup !== null && (info.cgroup === ctx.unitCgroup || info.cgroup.startsWith(`${ctx.unitCgroup}/`))) {
+  if (ctx.unitCgroup !== null && inCgroup(info.cgroup, ctx.unitCgroup)) {
+    const attempt = await attemptOf(listed.pid, holder.startTime, ctx);
+    if (!attempt.earlier) {
+      if (!attempt.sure) return { ...holder, class: 'unverifiable', reason: join(`in this service's cgroup ${ctx.unitCgroup}, but ${attempt.why}: never signalled`, notes) };
+      return { ...holder, class: 'active', reason: join(`in this service's cgroup ${ctx.unitCgroup}, ${attempt.why}: not a leftover`, notes) };
+    }
+    if (notes.length > 0) {
+      // Doubt about the pid itself: it may not be the process NVML listed. Never a leftover.
+      return { ...holder, class: 'unverifiable', reason: join(`in this service's cgroup ${ctx.unitCgroup} and ${attempt.why}, but its identity is in doubt: never signalled`, notes) };
+    }
     const orphanNote = reaped && engine ? ' (an orphaned engine worker)' : '';
-    return { ...holder, class: 'leftover', reason: join(`in this service's own cgroup ${ctx.unitCgroup}${orphanNote}: left over from an earlier attempt`, notes) };
+    return { ...holder, class: 'leftover', reason: `in this service's own cgroup ${ctx.unitCgroup}${orphanNote}, ${attempt.why}: left over from an earlier attempt` };
+  }
+  const otherService = unitOfCgroup(info.cgroup)?.endsWith('.service') === true;
+  if (reaped && engine && otherService) {
+    // systemd starts every service's main process with PPID 1: in another unit's cgroup a
+    // reaped parent is how that unit runs, not evidence that its launcher is gone.
+    return { ...holder, class: 'foreign', reason: join(`engine process of another service ${unitOfCgroup(info.cgroup)} (cgroup ${info.cgroup}), started by the service manager: never signalled`, notes) };
   }
   if (reaped && engine) {
     return { ...holder, class: 'orphan', reason: join(`engine worker reparented to ${info.stat.ppid}: its launcher is gone`, notes) };

@@ -1,14 +1,18 @@
 /**
- * Signals and the journal: SIGTERM / SIGINT during a wait print the last state at error
- * priority and exit 143 / 130; journald priority prefixes appear only when JOURNAL_STREAM names
- * the real stderr; the wrapper `wait -- CMD` forwards SIGTERM to CMD and exits with its status.
+ * Signals and the journal: SIGTERM / SIGINT / SIGHUP during a wait print the last state at error
+ * priority and exit 143 / 130 / 129; SIGUSR1 never opens an inspector port; journald priority
+ * prefixes appear only when JOURNAL_STREAM names the real stderr; the wrapper `wait -- CMD`
+ * forwards SIGTERM to CMD and exits with its status, delivers a signal to CMD once even when it
+ * was sent to the whole process group (a terminal's Ctrl-C; as PID 1, a group kill), and as PID 1
+ * of a PID namespace reaps orphans.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { cliEnv, journalStreamOf, runCli, startCli } from './helpers/cli';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { cgroupUnavailable, makeServiceCgroup } from './helpers/cgroups';
+import { cliEnv, cliPath, journalStreamOf, runCli, startCli } from './helpers/cli';
 import { simDevice, writeScenario } from './helpers/sim';
 
 const GiB = 1024 ** 3;
@@ -39,7 +43,7 @@ function busyScenario(pid: number): string {
 const idle = writeScenario({ devices: [simDevice(0), simDevice(1)] });
 
 describe('signals during gpugate wait', () => {
-  it.each([['SIGTERM', 143], ['SIGINT', 130]] as const)('%s: prints the last state at error priority and exits %d', async (signal, code) => {
+  it.each([['SIGTERM', 143], ['SIGINT', 130], ['SIGHUP', 129]] as const)('%s: prints the last state at error priority and exits %d', async (signal, code) => {
     const pid = startHolder();
     const stderrFile = join(work, `stderr-${signal}`);
     // Create the file first so JOURNAL_STREAM can name its device and inode.
@@ -168,5 +172,228 @@ describe('signals while an NVML call is stuck', () => {
     expect(performance.now() - sentAt).toBeLessThan(10_000);
     expect(run.stderr).toMatch(/^<3>gpugate: interrupted gpu=0 .*used=50GiB/m);
     expect(run.stderr).toMatch(/^<3>gpugate: interrupted by SIGTERM after /m);
+  });
+});
+
+/** The inodes of the sockets process `pid` has open. */
+function socketInodes(pid: number): Set<string> {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (match) inodes.add(match[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return inodes;
+}
+
+/** TCP sockets in state LISTEN in the process's network namespace: local port and inode. */
+function listeningTcp(pid: number): Array<{ port: number; inode: string }> {
+  const found: Array<{ port: number; inode: string }> = [];
+  for (const table of ['tcp', 'tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length < 10 || fields[3] !== '0A') continue;
+      found.push({ port: parseInt(fields[1]!.split(':')[1]!, 16), inode: fields[9]! });
+    }
+  }
+  return found;
+}
+
+describe('SIGUSR1 to a waiting gpugate', () => {
+  it('opens no inspector and no port, and the wait goes on', async () => {
+    const pid = startHolder();
+    const cli = startCli(['wait', '--stable', '0s', '--timeout', '60s', '--interval', '100ms'], { env: cliEnv(busyScenario(pid)) });
+    await cli.waitFor(/waiting gpu=0 /);
+    const gatePid = cli.child.pid!;
+    cli.child.kill('SIGUSR1');
+    // Node's inspector, when triggered, listens within milliseconds.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const own = socketInodes(gatePid);
+    const listening = listeningTcp(gatePid);
+    expect(listening.filter((socket) => own.has(socket.inode))).toEqual([]);
+    expect(listening.filter((socket) => socket.port === 9229)).toEqual([]);
+    expect(cli.child.exitCode).toBeNull();
+    cli.child.kill('SIGTERM');
+    const run = await cli.done;
+    expect(run.code).toBe(143);
+    expect(run.stderr).not.toMatch(/Debugger listening|inspector/i);
+  });
+});
+
+/**
+ * A CMD (python3: its handler runs once per delivery, where a shell's trap can merge two) that
+ * prints `counting-5` (a text its command line does not contain), counts the `signal`s it
+ * receives, and half a second after the first prints `count=N` and exits 0.
+ */
+function countingCommand(signal: 'INT' | 'TERM'): string[] {
+  const program = [
+    'import signal, time',
+    'n = [0]',
+    `signal.signal(signal.SIG${signal}, lambda *_: n.__setitem__(0, n[0] + 1))`,
+    "print('counting-%d' % 5, flush=True)",
+    'while n[0] == 0:',
+    '    time.sleep(0.02)',
+    'time.sleep(0.5)',
+    "print('count=%d' % n[0], flush=True)",
+  ].join('\n');
+  return ['python3', '-c', program];
+}
+
+describe('gpugate wait -- CMD: a signal to the whole process group reaches CMD once', () => {
+  it("a terminal's Ctrl-C (SIGINT to the foreground group, gpugate and CMD) is not forwarded again", () => {
+    // python3 gives gpugate a real terminal: its own session, the pty's foreground group.
+    const driver = [
+      'import os, pty, sys, time',
+      'pid, fd = pty.fork()',
+      'if pid == 0:',
+      '    os.execv(sys.argv[1], sys.argv[1:])',
+      'out = b""',
+      'deadline = time.time() + 30',
+      'while b"counting-5" not in out and time.time() < deadline:',
+      '    out += os.read(fd, 4096)',
+      'os.write(fd, b"\\x03")',
+      'while True:',
+      '    try:',
+      '        chunk = os.read(fd, 4096)',
+      '    except OSError:',
+      '        break',
+      '    if not chunk:',
+      '        break',
+      '    out += chunk',
+      '_, status = os.waitpid(pid, 0)',
+      'sys.stdout.write(out.decode("utf8", "replace"))',
+      'sys.stdout.write("\\nexit=%d\\n" % os.waitstatus_to_exitcode(status))',
+    ].join('\n');
+    const run = spawnSync('python3', ['-c', driver, process.execPath, cliPath(), 'wait', '--stable', '0s', '--', ...countingCommand('INT')], {
+      env: cliEnv(idle),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.stdout).toMatch(/count=1\b/);
+    expect(run.stdout).toMatch(/not forwarded signal=SIGINT reason="sent by a terminal/);
+    expect(run.stdout).toMatch(/exit=0\b/);
+  });
+});
+
+/** Why a PID namespace cannot be made here (needs root and util-linux unshare), or null. */
+function pidNamespaceUnavailable(): string | null {
+  if (process.getuid?.() !== 0) return 'needs root for unshare --pid';
+  const probe = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true'], { stdio: 'ignore' });
+  return probe.status === 0 ? null : 'unshare --pid --fork --mount-proc is not available';
+}
+const noPidNamespace = pidNamespaceUnavailable();
+
+describe.skipIf(noPidNamespace !== null)(`gpugate wait -- CMD as PID 1 of a PID namespace${noPidNamespace === null ? '' : ` (skipped: ${noPidNamespace})`}`, () => {
+  const ZOMBIES_OF_PID1 = `awk '{ s = $0; sub(/^.*\\) /, "", s); split(s, f, " "); if (f[1] == "Z" && f[2] == 1) n++ } END { print "zombies=" n + 0 }' /proc/[0-9]*/stat`;
+
+  it('reaps an orphaned grandchild of CMD once it exits (no zombie stays)', () => {
+    // The grandchild is orphaned at once (its shell exits) and exits 0.2 s later.
+    const script = `sh -c 'sleep 0.2 & exit 0'; sleep 1.5; ${ZOMBIES_OF_PID1}`;
+    const run = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, cliPath(), 'wait', '--stable', '0s', '--', 'bash', '-c', script], {
+      env: cliEnv(idle),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^zombies=0$/m);
+  });
+
+  it('a SIGTERM to its whole process group reaches CMD once', async () => {
+    const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, cliPath(), 'wait', '--stable', '0s', '--', ...countingCommand('TERM')], {
+      env: cliEnv(idle),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    children.push(child);
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    const closed = new Promise<void>((resolve) => child.stdout!.once('close', () => resolve()));
+    const deadline = Date.now() + 20_000;
+    while (!out.includes('counting-5') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(out).toContain('counting-5');
+    // unshare and gpugate (PID 1 inside) share this new process group; kill it as a whole.
+    process.kill(-child.pid!, 'SIGTERM');
+    await closed;
+    expect(out).toMatch(/count=1\b/);
+  });
+});
+
+const namedUnavailable = cgroupUnavailable('named');
+
+describe.skipIf(noPidNamespace !== null || namedUnavailable !== null)(`gpugate wait -- CMD as a service's main process, stopped by its manager${noPidNamespace ?? namedUnavailable ?? '' ? ` (skipped: ${noPidNamespace ?? namedUnavailable})` : ''}`, () => {
+  const cleanups: Array<() => void> = [];
+  afterEach(() => {
+    for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+  });
+
+  /**
+   * A stand-in for the service manager, as PID 1 of a PID namespace (so its signals carry
+   * si_pid 1, as systemd's do): it starts gpugate in a real `.service` cgroup and, once CMD runs,
+   * stops the unit as systemd does for `killMode`: SIGTERM to the main process (gpugate), then,
+   * for control-group, to every other process of the cgroup. The only part not real is
+   * `systemctl show`, answered by a script on PATH with `killMode` (and recording its arguments).
+   */
+  function stopAsManager(killMode: 'control-group' | 'mixed'): { stdout: string; stderr: string; asked: string; unit: string } {
+    const { unit } = makeServiceCgroup('named', 'gpugate-wrapper', cleanups);
+    const bin = mkdtempSync(join(tmpdir(), 'gpugate-systemctl-'));
+    cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
+    const asked = join(bin, 'asked');
+    writeFileSync(join(bin, 'systemctl'), `#!/bin/sh\necho "$*" >> '${asked}'\necho ${killMode}\n`, { mode: 0o755 });
+    const manager = [
+      'import os, sys, time',
+      'procs, kill_mode = sys.argv[1], sys.argv[2]',
+      'r, w = os.pipe()',
+      'main = os.fork()',
+      'if main == 0:',
+      '    open(procs, "w").write(str(os.getpid()))',
+      '    os.dup2(w, 1)',
+      '    os.execv(sys.argv[3], sys.argv[3:])',
+      'os.close(w)',
+      'out = b""',
+      'while b"counting-5" not in out:',
+      '    out += os.read(r, 4096)',
+      'time.sleep(0.3)  # a unit is stopped a while after it started, not within its first milliseconds',
+      'os.kill(main, 15)',
+      'if kill_mode == "control-group":',
+      '    for pid in open(procs).read().split():',
+      '        if int(pid) != main:',
+      '            os.kill(int(pid), 15)',
+      'while True:',
+      '    chunk = os.read(r, 4096)',
+      '    if not chunk:',
+      '        break',
+      '    out += chunk',
+      'os.waitpid(main, 0)',
+      'sys.stdout.write(out.decode())',
+    ].join('\n');
+    const run = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'python3', '-c', manager, unit.procs, killMode, process.execPath, cliPath(), 'wait', '--stable', '0s', '--', ...countingCommand('TERM')], {
+      env: cliEnv(idle, { PATH: `${bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}` }),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    return { stdout: run.stdout, stderr: run.stderr, asked: existsSync(asked) ? readFileSync(asked, 'utf8') : '', unit: unit.path.split('/').pop()! };
+  }
+
+  it('KillMode=control-group (systemd signals CMD itself): gpugate does not forward, CMD gets SIGTERM once', () => {
+    const { stdout, stderr, asked, unit } = stopAsManager('control-group');
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by systemd to every process of .*KillMode=control-group/);
+    expect(asked.trim()).toBe(`show --property=KillMode --value ${unit}`);
+  });
+
+  it('KillMode=mixed (systemd signals only gpugate): gpugate forwards, CMD gets SIGTERM once', () => {
+    const { stdout, stderr, asked } = stopAsManager('mixed');
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).not.toMatch(/not forwarded/);
+    expect(asked).toContain('KillMode');
   });
 });

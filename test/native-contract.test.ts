@@ -1,3 +1,6 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { loadBinding } from '../src/binding';
 import { nvmlCodeName } from '../src/errors';
@@ -59,5 +62,45 @@ describe('the native export table matches the TypeScript NativeBinding interface
     expect(candidates).toContain('/usr/lib/wsl/lib/libnvidia-ml.so.1');
     expect(candidates).toContain('/usr/lib/aarch64-linux-gnu/libnvidia-ml.so.1');
     expect(candidates.every((c) => !c.includes('stubs') && c.endsWith('libnvidia-ml.so.1'))).toBe(true);
+  });
+});
+
+describe('the process-control exports, on real processes', () => {
+  const binding = loadBinding();
+
+  it('pidfdOpen / pidfdSendSignal signal the process the descriptor was opened on; a gone one is ESRCH', async () => {
+    const child = spawn('sleep', ['30'], { stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    const fd = binding.pidfdOpen(child.pid!);
+    try {
+      binding.pidfdSendSignal(fd, 0);
+      binding.pidfdSendSignal(fd, osConstants.signals.SIGTERM);
+      expect(await exited).toBe('SIGTERM');
+      expect(() => binding.pidfdSendSignal(fd, 0)).toThrow(expect.objectContaining({ errno: osConstants.errno.ESRCH, syscall: 'pidfd_send_signal' }));
+    } finally {
+      closeSync(fd);
+    }
+    const gone = spawnSync('true').pid;
+    expect(() => binding.pidfdOpen(gone)).toThrow(expect.objectContaining({ errno: osConstants.errno.ESRCH, syscall: 'pidfd_open' }));
+  });
+
+  it('rejects bad arguments with TypeErrors naming them, never crashing', () => {
+    expect(() => binding.pidfdOpen(0)).toThrow(TypeError);
+    expect(() => binding.pidfdOpen('1' as unknown as number)).toThrow(/'pid'/);
+    expect(() => binding.pidfdSendSignal(-1, 0)).toThrow(/'fd'/);
+    expect(() => binding.pidfdSendSignal(0, 65)).toThrow(/'signal'/);
+    expect(() => binding.reapChild(1)).toThrow(/'pid'/);
+    expect(() => binding.watchSignalSource(0)).toThrow(/'signal'/);
+    expect(() => binding.lastSignalSource(1.5)).toThrow(/'signal'/);
+  });
+
+  it('reapChild leaves a process that is not its child alone; watchSignalSource records the sender of a signal', async () => {
+    expect(binding.reapChild(process.ppid)).toBe(false);
+    const signo = osConstants.signals.SIGUSR2;
+    const received = new Promise<void>((resolve) => process.once('SIGUSR2', () => resolve()));
+    expect(binding.watchSignalSource(signo)).toBe(true);
+    process.kill(process.pid, 'SIGUSR2');
+    await received;
+    expect(binding.lastSignalSource(signo)).toEqual({ code: 0, pid: process.pid });
   });
 });

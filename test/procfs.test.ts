@@ -25,7 +25,7 @@ function statLine(pid: number, comm: string, state: string, ppid: number, flags:
 describe('parseStat', () => {
   it('reads the fields gpugate uses', () => {
     const stat = parseStat(statLine(4242, 'VLLM::Worker_TP0', 'S', 1, 0x400140, 12, 987654));
-    expect(stat).toEqual({ pid: 4242, comm: 'VLLM::Worker_TP0', state: 'S', ppid: 1, flags: 0x400140, numThreads: 12, startTimeTicks: 987654 });
+    expect(stat).toEqual({ pid: 4242, comm: 'VLLM::Worker_TP0', state: 'S', ppid: 1, pgrp: 4242, flags: 0x400140, numThreads: 12, startTimeTicks: 987654 });
   });
 
   it('survives command names with spaces and parentheses (splits at the last ")")', () => {
@@ -64,7 +64,7 @@ describe('parseStat', () => {
         fc.nat(2 ** 40),
         (pid, comm, state, ppid, flags, threads, start) => {
           const stat = parseStat(statLine(pid, comm, state, ppid, flags, threads, start));
-          expect(stat).toEqual({ pid, comm, state, ppid, flags, numThreads: threads, startTimeTicks: start });
+          expect(stat).toEqual({ pid, comm, state, ppid, pgrp: pid, flags, numThreads: threads, startTimeTicks: start });
         },
       ),
       SEED,

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { Snapshot } from '../src/types';
 import { inspectHolders, type Holder, type HolderReport } from '../src/stale';
 import { reapStale } from '../src/reap';
+import { readBootTimeMs, readProcess, startTimeMsOf } from '../src/procfs';
 import { isAlive, killSpawned, spawnSleeper } from './helpers/processes';
 import { ProcRoot, editStat } from './helpers/proc-root';
 import { GiB, fakeDevice, fakeMemory, fakeProcesses, fakeSnapshot } from './helpers/fake-snapshot';
@@ -27,14 +28,22 @@ function snapshotOf(pids: number[]): Snapshot {
 function serviceRoot(leftovers: number[], foreign: number[]): ProcRoot {
   const root = new ProcRoot();
   cleanups.push(() => root.remove());
-  root.add({ pid: process.pid, copyFrom: process.pid, cgroup: '0::/system.slice/vllm.service\n', status: `Name:\tnode\nNSpid:\t${process.pid}\n` });
-  for (const pid of leftovers) root.add({ pid, copyFrom: pid, cgroup: '0::/system.slice/vllm.service\n', fds: { '4': '/dev/nvidia0' } });
+  // systemd gives each activation its own INVOCATION_ID: the leftovers carry an earlier one.
+  root.add({ pid: process.pid, copyFrom: process.pid, cgroup: '0::/system.slice/vllm.service\n', status: `Name:\tnode\nNSpid:\t${process.pid}\n`, environ: 'INVOCATION_ID=this\0' });
+  for (const pid of leftovers) root.add({ pid, copyFrom: pid, cgroup: '0::/system.slice/vllm.service\n', fds: { '4': '/dev/nvidia0' }, environ: 'INVOCATION_ID=earlier\0' });
   for (const pid of foreign) root.add({ pid, copyFrom: pid, cgroup: '0::/system.slice/other.service\n', fds: { '4': '/dev/nvidia0' } });
   return root;
 }
 
 function holder(pid: number, klass: Holder['class']): Holder {
   return { pid, class: klass, gpus: [0], usedBytes: GiB, comm: null, cmdline: null, state: 'S', ppid: null, cgroup: null, unit: null, startTime: null, reason: 'test' };
+}
+
+/** A real process's start time, as classification records it. */
+async function realStartTime(pid: number): Promise<number> {
+  const info = await readProcess(pid);
+  if (info.kind !== 'ok') throw new Error(`pid ${pid} is not readable`);
+  return startTimeMsOf(info.stat, (await readBootTimeMs())!);
 }
 
 function reportOf(holders: Holder[]): HolderReport {
@@ -68,8 +77,8 @@ describe('reapStale', () => {
       }
     });
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const actions = await reapStale(reportOf([{ ...holder(pid, 'leftover'), startTime: null }]), { graceMs: 300 });
-    expect(actions).toEqual([{ pid, signal: 'SIGKILL', result: 'signalled', reason: expect.stringMatching(/still alive 300 ms after SIGTERM/) }]);
+    const actions = await reapStale(reportOf([{ ...holder(pid, 'leftover'), startTime: await realStartTime(pid) }]), { graceMs: 300 });
+    expect(actions).toEqual([{ pid, signal: 'SIGKILL', sent: ['SIGTERM', 'SIGKILL'], result: 'signalled', reason: expect.stringMatching(/still alive 300 ms after SIGTERM/) }]);
     await new Promise((resolve) => stubborn.once('exit', resolve));
   });
 
@@ -105,7 +114,7 @@ describe('reapStale', () => {
     const root = serviceRoot([leftover], []);
     const report = await inspectHolders(snapshotOf([leftover]), { procRoot: root.root, shmPatterns: [], scanHidden: false });
     const actions = await reapStale(report, { procRoot: root.root, graceMs: 100, dryRun: true });
-    expect(actions).toEqual([{ pid: leftover, signal: 'SIGTERM', result: 'would-signal', reason: expect.stringMatching(/dry run/) }]);
+    expect(actions).toEqual([{ pid: leftover, signal: 'SIGTERM', sent: [], result: 'would-signal', reason: expect.stringMatching(/dry run/) }]);
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(isAlive(leftover)).toBe(true);
   });

@@ -15,6 +15,10 @@ import { goneProcessPid, killSpawned, spawnOrphan, spawnSleeper, spawnZombie } f
 import { ProcRoot, editStat, makeStat } from './helpers/proc-root';
 import { GiB, fakeDevice, fakeMemory, fakeProcesses, fakeSnapshot, type FakeProcess } from './helpers/fake-snapshot';
 
+/** What systemd puts in the environment of this activation's processes, and of an earlier one's. */
+const THIS_ACTIVATION = 'INVOCATION_ID=0123456789abcdef0123456789abcdef\0';
+const EARLIER_ACTIVATION = 'INVOCATION_ID=fedcba9876543210fedcba9876543210\0';
+
 function snapshotOf(processes: FakeProcess[], usedBytes = 80 * GiB, minorNumber = 0): Snapshot {
   return fakeSnapshot([fakeDevice({ minorNumber, memory: fakeMemory(usedBytes), processes: fakeProcesses(processes) })]);
 }
@@ -99,7 +103,7 @@ describe('inspectHolders with prepared /proc trees', () => {
   function prepared(unitPath: string): ProcRoot {
     const root = new ProcRoot();
     cleanups.push(() => root.remove());
-    root.add({ pid: process.pid, copyFrom: process.pid, cgroup: `0::${unitPath}\n`, status: 'Name:\tnode\nNSpid:\t' + process.pid + '\n' });
+    root.add({ pid: process.pid, copyFrom: process.pid, cgroup: `0::${unitPath}\n`, status: 'Name:\tnode\nNSpid:\t' + process.pid + '\n', environ: THIS_ACTIVATION });
     return root;
   }
 
@@ -107,7 +111,7 @@ describe('inspectHolders with prepared /proc trees', () => {
     const leftover = await spawnSleeper('VLLM::Worker_TP0');
     const other = await spawnSleeper();
     const root = prepared('/system.slice/vllm.service');
-    root.add({ pid: leftover, copyFrom: leftover, cgroup: '0::/system.slice/vllm.service\n', fds: { '3': '/dev/nvidiactl', '4': '/dev/nvidia0' } });
+    root.add({ pid: leftover, copyFrom: leftover, cgroup: '0::/system.slice/vllm.service\n', fds: { '3': '/dev/nvidiactl', '4': '/dev/nvidia0' }, environ: EARLIER_ACTIVATION });
     root.add({ pid: other, copyFrom: other, cgroup: '0::/system.slice/other.service\n', fds: { '3': '/dev/nvidia0' } });
     const report = await inspectHolders(snapshotOf([{ pid: leftover, usedBytes: GiB }, { pid: other, usedBytes: GiB }]), {
       procRoot: root.root,
@@ -123,12 +127,22 @@ describe('inspectHolders with prepared /proc trees', () => {
     expect(report.unitProcesses).toEqual([{ pid: leftover, comm: 'sleep', cmdline: expect.stringMatching(/^VLLM::Worker_TP0/), state: 'S', listed: true }]);
   });
 
+  it('a process of the unit that started after the snapshot (pid reuse?) is never a leftover: unverifiable', async () => {
+    const snapshotTakenAt = Date.now() - 60_000;
+    const late = await spawnSleeper('VLLM::Worker_TP0');
+    const root = prepared('/system.slice/vllm.service');
+    root.add({ pid: late, copyFrom: late, cgroup: '0::/system.slice/vllm.service\n', fds: { '4': '/dev/nvidia0' }, environ: EARLIER_ACTIVATION });
+    const snapshot = fakeSnapshot([fakeDevice({ minorNumber: 0, memory: fakeMemory(80 * GiB), processes: fakeProcesses([{ pid: late, usedBytes: GiB }]) })], snapshotTakenAt);
+    const report = await inspectHolders(snapshot, { procRoot: root.root, cgroupRoot: path.join(root.root, 'no-cgroupfs'), shmPatterns: [], scanHidden: false });
+    expect(byPid(report.holders, late)).toMatchObject({ class: 'unverifiable', reason: expect.stringMatching(/identity is in doubt.*suspect: started after the snapshot/) });
+  });
+
   it('lists every other process of the unit cgroup from cgroup.procs, listed by NVML or not', async () => {
     const listedPid = await spawnSleeper('VLLM::Worker_TP0');
     const unlisted = await spawnSleeper('VLLM::Worker_TP1');
     const root = prepared('/system.slice/vllm.service');
-    root.add({ pid: listedPid, copyFrom: listedPid, cgroup: '0::/system.slice/vllm.service\n', fds: { '4': '/dev/nvidia0' } });
-    root.add({ pid: unlisted, copyFrom: unlisted, cgroup: '0::/system.slice/vllm.service/worker\n', fds: {} });
+    root.add({ pid: listedPid, copyFrom: listedPid, cgroup: '0::/system.slice/vllm.service\n', fds: { '4': '/dev/nvidia0' }, environ: EARLIER_ACTIVATION });
+    root.add({ pid: unlisted, copyFrom: unlisted, cgroup: '0::/system.slice/vllm.service/worker\n', fds: {}, environ: EARLIER_ACTIVATION });
     const cgroupRoot = mkdtempSync(path.join(tmpdir(), 'gpugate-cgroup-'));
     cleanups.push(() => rmSync(cgroupRoot, { recursive: true, force: true }));
     const unit = path.join(cgroupRoot, 'system.slice', 'vllm.service');

@@ -21,6 +21,8 @@ export const ExitCode = {
   noPermission: 77,
   /** Impossible configuration: `--gpus` matches nothing, no GPU selected (without --allow-empty), threshold above total, fraction outside 0–1. */
   config: 78,
+  /** Interrupted by SIGHUP (the terminal or session went away), after printing the last state. */
+  sighup: 129,
   /** Interrupted by SIGINT, after printing the last state. */
   sigint: 130,
   /** Interrupted by SIGTERM, after printing the last state. */
@@ -41,6 +43,7 @@ export function exitCodeName(code: number): string {
     case 75: return 'TEMPFAIL';
     case 77: return 'NOPERM';
     case 78: return 'CONFIG';
+    case 129: return 'SIGHUP';
     case 130: return 'SIGINT';
     case 143: return 'SIGTERM';
     default: return `EXIT_${code}`;

@@ -14,7 +14,7 @@ import type { CriteriaSettings, WaitSettings } from './criteria-settings';
 import { ExitCode, exitCodeForError, exitCodeName } from './exit-codes';
 import { describeFailures } from './failure-text';
 import { STALE_CLASSES, type GpuEvaluationView, type HolderView, type StaleView } from './gpu-view';
-import { InterruptWatch } from './interrupt-watch';
+import { exitCodeForSignal, InterruptWatch } from './interrupt-watch';
 import { errorJson, gpuJson, staleJson, type ResultJson } from './json-result';
 import { logfmt } from './logfmt';
 import { closeSession, openSession, withBackstop } from './nvml-session';
@@ -78,7 +78,7 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
   const watch = new InterruptWatch((signal) => {
     // The command did not finish by itself within a second of the signal (NVML stuck): report now.
     outcome.result = 'interrupted';
-    outcome.exitCode = signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
+    outcome.exitCode = exitCodeForSignal(signal);
     outcome.evaluation = (reporter.last as EvaluationLike | null) ?? outcome.evaluation;
     outcome.reason = `interrupted by ${signal} after ${formatDuration(performance.now() - startMs)}`;
     report();
@@ -101,7 +101,7 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
     if (scan) {
       const required = settings.stale === 'fail' || settings.killStale || settings.cleanShm.length > 0;
       try {
-        await staleScan(session, context, settings, outcome, reporter);
+        await staleScan(session, context, settings, outcome, reporter, watch.signal);
       } catch (error) {
         // Only reporting: a scan that cannot read /proc must not stop the wait itself.
         if (required || exitCodeForError(error) !== ExitCode.osError) throw error;
@@ -175,9 +175,11 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
     watch.dispose();
     return outcome.exitCode;
   }
-  watch.dispose();
   logger.info(`running ${logfmt([['command', context.wrapped.join(' ')]])}`);
-  return runWrapped(context.wrapped, logger, env);
+  // The wrapper's listeners are in place before the watch's go: no moment without a handler.
+  const status = runWrapped(context.wrapped, logger, env);
+  watch.dispose();
+  return status;
 }
 
 function indicesOf(evaluation: EvaluationLike): string {
@@ -185,7 +187,7 @@ function indicesOf(evaluation: EvaluationLike): string {
 }
 
 /** Find stale holders and leaked shm before evaluating; kill / clean when asked; fail when --stale fail. */
-async function staleScan(session: NvmlSession, context: CommandContext, settings: CriteriaSettings, outcome: Outcome, reporter: ProgressReporter): Promise<void> {
+async function staleScan(session: NvmlSession, context: CommandContext, settings: CriteriaSettings, outcome: Outcome, reporter: ProgressReporter, interrupted: AbortSignal): Promise<void> {
   const { logger } = context;
   const { snapshot, selection } = await readSelectedSnapshot(session, settings, context);
   outcome.selection = { source: selection.source, warnings: selection.warnings };
@@ -211,13 +213,26 @@ async function staleScan(session: NvmlSession, context: CommandContext, settings
   }
   if (settings.killStale) {
     const { reapStale } = require('../reap') as typeof import('../reap');
-    const actions = await reapStale(report, { dryRun: settings.dryRun, graceMs: settings.killGraceMs });
-    outcome.actions.signals = actions;
-    for (const action of actions) {
-      const line = `kill-stale ${logfmt([['pid', action.pid], ['signal', action.signal], ['result', action.result], ['reason', action.reason]])}`;
-      if (action.result === 'skipped') logger.debug(line);
-      else logger.warning(line);
+    if (report.unitCgroup === null) {
+      const { readProcess } = require('../procfs') as typeof import('../procfs');
+      const self = await readProcess(process.pid);
+      const cgroup = self.kind === 'ok' ? self.cgroup ?? '(unreadable)' : '(unreadable)';
+      logger.notice(`kill-stale ${logfmt([['result', 'skipped'], ['reason', `gpugate is not in a systemd service's cgroup (${cgroup}): no holder can be proven a leftover of this service, nothing is signalled`]])}`);
     }
+    // Each action is recorded (JSON and log) the moment it happens, so an interrupted grace
+    // still reports every signal already sent.
+    const signals = outcome.actions.signals;
+    const actions = await reapStale(report, {
+      dryRun: settings.dryRun,
+      graceMs: settings.killGraceMs,
+      signal: interrupted,
+      onAction: (action) => {
+        if (!signals.includes(action)) signals.push(action);
+        const line = `kill-stale ${logfmt([['pid', action.pid], ['signal', action.signal], ['result', action.result], ['reason', action.reason]])}`;
+        if (action.result === 'skipped') logger.notice(line);
+        else logger.warning(line);
+      },
+    });
     const refused = actions.filter((action) => action.result === 'no-permission');
     if (refused.length > 0) {
       throw new CliError(`--kill-stale: no permission to signal ${refused.map((action) => action.pid).join(', ')} (run as the service's user or root)`, ExitCode.noPermission, 'no-permission');
@@ -228,7 +243,7 @@ async function staleScan(session: NvmlSession, context: CommandContext, settings
     const results = await cleanShm(settings.cleanShm, { dryRun: settings.dryRun });
     outcome.actions.shm = results;
     for (const result of results) {
-      (result.result === 'skipped' ? logger.debug.bind(logger) : logger.warning.bind(logger))(`clean-shm ${logfmt([['path', result.path], ['size', result.sizeBytes === null ? null : formatBytes(result.sizeBytes)], ['result', result.result], ['reason', result.reason]])}`);
+      (result.result === 'skipped' ? logger.notice.bind(logger) : logger.warning.bind(logger))(`clean-shm ${logfmt([['path', result.path], ['size', result.sizeBytes === null ? null : formatBytes(result.sizeBytes)], ['result', result.result], ['reason', result.reason]])}`);
     }
     const refused = results.filter((result) => result.result === 'no-permission');
     if (refused.length > 0) {

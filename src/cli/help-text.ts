@@ -21,12 +21,12 @@ const REPORT_EXIT_CODES = `Exit codes:
   70   internal error (a bug: please report it)
   71   OS error: /proc or cgroupfs unreadable where required
   78   impossible configuration: --gpus matches nothing
-  130  interrupted by SIGINT / 143 by SIGTERM`;
+  129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM`;
 
 const SUMMARIES: Record<CommandName, CommandSummary> = {
   wait: {
     usage: ['gpugate wait [options]', 'gpugate wait [options] -- CMD [ARGS...]'],
-    about: 'Poll until every selected GPU meets the criteria and its memory has been stable for --stable, or time out (exit 75).\nWith "-- CMD", run CMD once the GPUs are free, forward SIGINT/SIGTERM to it, and exit with its status.',
+    about: 'Poll until every selected GPU meets the criteria and its memory has been stable for --stable, or time out (exit 75).\nWith "-- CMD", run CMD once the GPUs are free, pass SIGINT/SIGTERM/SIGHUP on to it (once), and exit with its status.',
     examples: [
       'gpugate wait --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify   # systemd ExecStartPre=',
       'gpugate wait --gpus 0,1 --max-used 1GiB --timeout 60s',
@@ -102,7 +102,7 @@ const EXIT_CODES = `Exit codes:
   75   timed out: still busy or not yet stable (the reason is in the log and --json)
   77   no permission for a requested action (--kill-stale, --clean-shm)
   78   impossible configuration: --gpus matches nothing, threshold above total, fraction outside 0-1
-  130  interrupted by SIGINT / 143 by SIGTERM, after printing the last state`;
+  129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM, after printing the last state`;
 
 /** The text of `gpugate --help`. */
 export function topLevelHelp(version: string): string {

@@ -1,13 +1,23 @@
 /**
- * SIGINT / SIGTERM during a command: abort the wait (so it reports its last state and exits
- * 130 / 143), and if the command has not finished a second later (an NVML call stuck in the
+ * SIGINT / SIGTERM / SIGHUP during a command: abort the wait (so it reports its last state and
+ * exits 130 / 143 / 129), and if the command has not finished a second later (an NVML call stuck in the
  * driver), run the caller's last words and exit anyway. A second signal exits at once.
  */
 
 import { ExitCode } from './exit-codes';
 
 /** The signals that interrupt a command. */
-export type InterruptSignal = 'SIGINT' | 'SIGTERM';
+export type InterruptSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
+
+/** The signals that interrupt a command, in one list. */
+export const INTERRUPT_SIGNALS: readonly InterruptSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/** The exit code of a command interrupted by `signal` (128 + its number, as a shell reports it). */
+export function exitCodeForSignal(signal: InterruptSignal): number {
+  if (signal === 'SIGINT') return ExitCode.sigint;
+  if (signal === 'SIGHUP') return ExitCode.sighup;
+  return ExitCode.sigterm;
+}
 
 /** The error a wait rejects with when interrupted. */
 export class InterruptedError extends Error {
@@ -20,7 +30,7 @@ export class InterruptedError extends Error {
   }
 }
 
-/** Watches for SIGINT / SIGTERM while a command runs. */
+/** Watches for SIGINT / SIGTERM / SIGHUP while a command runs. */
 export class InterruptWatch {
   /** How long an interrupted command gets to finish on its own before it is ended. */
   static readonly GRACE_MS = 1000;
@@ -34,7 +44,7 @@ export class InterruptWatch {
   /** @param lastWords  logs the last state when the command must be ended from outside */
   constructor(lastWords: (signal: InterruptSignal) => void) {
     this.lastWords = lastWords;
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    for (const signal of INTERRUPT_SIGNALS) {
       const handler = (): void => this.onSignal(signal);
       this.handlers.push([signal, handler]);
       process.on(signal, handler);
@@ -48,7 +58,7 @@ export class InterruptWatch {
 
   /** The exit code for the received signal. */
   exitCode(): number {
-    return this.received === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
+    return this.received === null ? ExitCode.sigterm : exitCodeForSignal(this.received);
   }
 
   /** Stop watching (e.g. before handing signals to a wrapped command). */

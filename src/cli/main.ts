@@ -6,6 +6,8 @@
  * nothing, and it is what ends the process even when an NVML call is stuck on a native thread.
  */
 
+// First, before anything else is loaded: SIGUSR1 must never open Node's inspector (a root shell).
+import './inspector-guard';
 import { CliError } from './cli-error';
 import type { CommandContext, CommandRunner } from './command-context';
 import { ExitCode, exitCodeForError } from './exit-codes';

@@ -83,7 +83,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   { name: 'stale', type: 'string', valueName: 'report|fail|ignore', commands: CRITERIA_COMMANDS, defaults: { wait: 'report', check: 'report' },
     help: 'what to do with stale holders (leftovers, orphaned workers, zombies) and leaked /dev/shm files: log them, fail at once (exit 75), or skip the /proc scan' },
   { name: 'kill-stale', type: 'boolean', commands: CRITERIA_COMMANDS,
-    help: "signal processes proven to be leftovers of this service (SIGTERM, then SIGKILL after --kill-grace); never PID 1, gpugate's ancestors, or a task in state D" },
+    help: "signal processes proven to be leftovers of an earlier activation of this service, each held by a pidfd (SIGTERM, then SIGKILL after --kill-grace); never PID 1, gpugate's ancestors, a task in state D, or a process in doubt" },
   { name: 'kill-grace', type: 'string', valueName: 'DUR', commands: CRITERIA_COMMANDS, defaults: { wait: '10s', check: '10s' },
     help: 'time between SIGTERM and SIGKILL for --kill-stale' },
   { name: 'clean-shm', type: 'string', multiple: true, valueName: 'GLOB', commands: CRITERIA_COMMANDS,

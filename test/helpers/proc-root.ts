@@ -17,6 +17,8 @@ export interface FakeProcess {
   comm?: string;
   cmdline?: string;
   cgroup?: string;
+  /** NUL-separated environment (as /proc/PID/environ); e.g. `INVOCATION_ID=…\0`. Never copied. */
+  environ?: string;
   /** fd number -> link target; 'not-a-directory' makes the fd entry unreadable. */
   fds?: Record<string, string> | 'not-a-directory';
   maps?: string;
@@ -64,6 +66,7 @@ export class ProcRoot {
     copy('comm', entry.comm);
     copy('cmdline', entry.cmdline);
     if (entry.cgroup !== undefined) writeFileSync(path.join(dir, 'cgroup'), entry.cgroup);
+    if (entry.environ !== undefined) writeFileSync(path.join(dir, 'environ'), entry.environ);
     writeFileSync(path.join(dir, 'maps'), entry.maps ?? '');
     if (entry.fds === 'not-a-directory') {
       writeFileSync(path.join(dir, 'fd'), '');

@@ -68,10 +68,14 @@ function readLine(child: ChildProcess): Promise<string> {
   });
 }
 
-/** A live child running `sleep`, optionally under another argv[0] (e.g. 'VLLM::Worker_TP0'). */
-export async function spawnSleeper(argv0?: string): Promise<number> {
-  const script = argv0 === undefined ? 'exec sleep 120' : `exec -a '${argv0}' sleep 120`;
-  const child = track(spawn('bash', ['-c', script], { stdio: 'ignore' }));
+/**
+ * A live child running `sleep`, optionally under another argv[0] (e.g. 'VLLM::Worker_TP0'),
+ * holding `options.holding` open on fd 3, with `options.env` as its whole environment.
+ */
+export async function spawnSleeper(argv0?: string, options: { holding?: string; env?: NodeJS.ProcessEnv } = {}): Promise<number> {
+  const open = options.holding === undefined ? '' : `exec 3<'${options.holding}'; `;
+  const script = argv0 === undefined ? `${open}exec sleep 120` : `${open}exec -a '${argv0}' sleep 120`;
+  const child = track(spawn('bash', ['-c', script], { stdio: 'ignore', ...(options.env !== undefined ? { env: options.env } : {}) }));
   const pid = child.pid!;
   await until(`sleeper ${pid} to exec`, () => {
     try {

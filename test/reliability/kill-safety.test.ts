@@ -9,8 +9,11 @@
  * 2. Command: where this machine lets a test create a cgroup in systemd's named v1 hierarchy (as
  *    root), `gpugate check --kill-stale` runs inside a real `.service` cgroup next to real
  *    leftovers, with its real parent in the same cgroup, and reads the real /proc.
+ * 3. Pid reuse: inside a real PID namespace, a leftover exits during the grace and its pid is
+ *    handed (ns_last_pid) to an unrelated newcomer, which must never receive the SIGKILL — held
+ *    by a pidfd, and on the fall-back path that re-reads the identity before each signal.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -19,8 +22,9 @@ import { openNvml } from '../../src/session';
 import { inspectHolders } from '../../src/stale';
 import { cliEnv, cliPath, parseJsonOutput, type CliRun } from '../helpers/cli';
 import { editStat, ProcRoot } from '../helpers/proc-root';
+import { deviceStandIn } from '../helpers/cgroups';
 import { isAlive, killSpawned, spawnSleeper } from '../helpers/processes';
-import { simDevice, writeScenario } from '../helpers/sim';
+import { repoRoot, simDevice, writeScenario } from '../helpers/sim';
 import { freshSimulator } from '../session-helpers';
 
 const GiB = 1024 ** 3;
@@ -80,13 +84,16 @@ describe('reapStale on a real snapshot of real processes', () => {
     const root = new ProcRoot();
     cleanups.push(() => root.remove());
     const inUnit = `0::${UNIT}\n`;
-    root.add({ pid: process.pid, copyFrom: process.pid, cgroup: inUnit, status: `Name:\tnode\nNSpid:\t${process.pid}\n` });
-    root.add({ pid: parent, copyFrom: parent, cgroup: inUnit });
+    // systemd gives each activation its own INVOCATION_ID: the caller's is not the leftovers'.
+    const thisActivation = 'INVOCATION_ID=this-activation\0';
+    const earlier = 'INVOCATION_ID=earlier-activation\0';
+    root.add({ pid: process.pid, copyFrom: process.pid, cgroup: inUnit, status: `Name:\tnode\nNSpid:\t${process.pid}\n`, environ: thisActivation });
+    root.add({ pid: parent, copyFrom: parent, cgroup: inUnit, environ: thisActivation });
     root.add({ pid: 1, copyFrom: 1, cgroup: inUnit });
-    root.add({ pid: leftover, copyFrom: leftover, cgroup: inUnit, fds: { '4': '/dev/nvidia0' } });
-    root.add({ pid: stubborn, copyFrom: stubborn, cgroup: inUnit, fds: { '4': '/dev/nvidia0' } });
+    root.add({ pid: leftover, copyFrom: leftover, cgroup: inUnit, fds: { '4': '/dev/nvidia0' }, environ: earlier });
+    root.add({ pid: stubborn, copyFrom: stubborn, cgroup: inUnit, fds: { '4': '/dev/nvidia0' }, environ: earlier });
     root.add({ pid: foreign, copyFrom: foreign, cgroup: '0::/system.slice/other.service\n', fds: { '4': '/dev/nvidia0' } });
-    root.add({ pid: draining, stat: editStat(readFileSync(`/proc/${draining}/stat`, 'utf8'), { 3: 'D' }), copyFrom: draining, cgroup: inUnit, fds: { '4': '/dev/nvidia0' } });
+    root.add({ pid: draining, stat: editStat(readFileSync(`/proc/${draining}/stat`, 'utf8'), { 3: 'D' }), copyFrom: draining, cgroup: inUnit, fds: { '4': '/dev/nvidia0' }, environ: earlier });
     const pids = { leftover, stubborn, foreign, draining, parent, self: process.pid, init: 1 };
     process.env['GPUGATE_SIM_SCENARIO'] = writeScenario(holdersScenario(Object.values(pids)));
     const session = await openNvml({ libraryPath: freshSimulator() });
@@ -182,10 +189,15 @@ describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real 
   async function runInService(extraArgs: string[]): Promise<{ run: CliRun; pids: ServicePids }> {
     const { procs } = makeServiceCgroup();
     const join = `echo $$ > ${procs}; `;
-    const leftover = await spawnSleeper(); // moved below, before the scenario is written
+    // The leftovers hold a /dev/nvidia* descriptor, as real GPU holders do (without one they are in doubt).
+    const device = deviceStandIn(cleanups);
+    const leftover = await spawnSleeper(undefined, { holding: device }); // moved below, before the scenario is written
     writeFileSync(procs, String(leftover));
-    const stubborn = await spawnStubborn(join);
+    const stubborn = await spawnStubborn(`${join}exec 3<'${device}'; `);
     const foreign = await spawnSleeper();
+    // The leftovers belong to an earlier attempt: it ended well before this one began (start
+    // times have a 10 ms resolution; a restart comes at least RestartSec=100ms later).
+    await new Promise((resolve) => setTimeout(resolve, 50));
     const work = path.dirname(writeScenario({ devices: [] }));
     const go = path.join(work, `go-${Date.now()}`);
     const selfFile = path.join(work, `self-${Date.now()}`);
@@ -217,8 +229,8 @@ describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real 
     const { run, pids } = await runInService([]);
     expect(run.code, run.stderr).toBe(0);
     const signals = signalsOf(run);
-    expect(actionOf(signals, pids.leftover)).toMatchObject({ signal: 'SIGTERM', result: 'exited' });
-    expect(actionOf(signals, pids.stubborn)).toMatchObject({ signal: 'SIGKILL', result: 'signalled' });
+    expect(actionOf(signals, pids.leftover), JSON.stringify(signals)).toMatchObject({ signal: 'SIGTERM', result: 'exited' });
+    expect(actionOf(signals, pids.stubborn), JSON.stringify(signals)).toMatchObject({ signal: 'SIGKILL', result: 'signalled' });
     for (const pid of [pids.self, pids.parent, pids.init, pids.foreign]) expect(actionOf(signals, pid), `pid ${pid}`).toMatchObject({ signal: null, result: 'skipped' });
     await until('the leftovers to be gone', () => !isAlive(pids.leftover) && !isAlive(pids.stubborn));
     expect(isAlive(pids.foreign)).toBe(true);
@@ -228,8 +240,53 @@ describe.skipIf(unavailable !== null)(`gpugate check --kill-stale inside a real 
     const { run, pids } = await runInService(['--dry-run']);
     expect(run.code, run.stderr).toBe(0);
     const signals = signalsOf(run);
-    expect(signals.filter((a) => a.result === 'would-signal').map((a) => a.pid).sort((a, b) => a - b)).toEqual([pids.leftover, pids.stubborn].sort((a, b) => a - b));
+    expect(signals.filter((a) => a.result === 'would-signal').map((a) => a.pid).sort((a, b) => a - b), JSON.stringify(signals)).toEqual([pids.leftover, pids.stubborn].sort((a, b) => a - b));
     expect(signals.every((a) => a.result === 'would-signal' || a.result === 'skipped')).toBe(true);
     for (const pid of [pids.leftover, pids.stubborn, pids.foreign]) expect(isAlive(pid), `pid ${pid} must survive a dry run`).toBe(true);
+  });
+});
+
+// ------------------------------------------------- a pid reused during the grace is never hit
+
+/** Why a PID namespace with a settable ns_last_pid cannot be made here, or null. */
+function pidNamespaceUnavailable(): string | null {
+  if (process.getuid?.() !== 0) return 'needs root for unshare --pid';
+  const probe = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'sh', '-c', 'echo 100 > /proc/sys/kernel/ns_last_pid'], { stdio: 'ignore' });
+  if (probe.status !== 0) return 'unshare --pid --fork --mount-proc with a writable ns_last_pid is not available';
+  return null;
+}
+const noPidNamespace = pidNamespaceUnavailable();
+
+interface PidReuseResult {
+  actions: ReapAction[];
+  events: ReapAction[];
+  leftover: number;
+  newcomer: number | null;
+  newcomerAlive: boolean;
+  newcomerSaw: string[];
+}
+
+describe.skipIf(noPidNamespace !== null)(`a leftover that exits during the grace, its pid taken by a newcomer${noPidNamespace === null ? '' : ` (skipped: ${noPidNamespace})`}`, () => {
+  // test/reliability/helpers/pid-reuse.cjs runs reapStale as PID 1 of its own PID namespace.
+  function runPidReuse(mode: 'pidfd' | 'verify', env: NodeJS.ProcessEnv = process.env): PidReuseResult {
+    const fixture = path.join(__dirname, 'helpers', 'pid-reuse.cjs');
+    const run = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, fixture, path.join(repoRoot(), 'dist'), mode], { encoding: 'utf8', timeout: 30_000, env });
+    if (run.status !== 0) throw new Error(`the pid-reuse fixture failed (${String(run.status)}): ${run.stderr}`);
+    return JSON.parse(run.stdout.trim()) as PidReuseResult;
+  }
+
+  it.each([
+    ['held by a pidfd', 'pidfd', {}, /held by a pidfd/],
+    ['without pidfds (pidfd: false): identity re-read before each signal', 'verify', {}, /no pidfd .*re-verified before each signal/],
+    ['without pidfds (GPUGATE_NO_PIDFD=1)', 'pidfd', { GPUGATE_NO_PIDFD: '1' }, /no pidfd .*re-verified before each signal/],
+  ] as const)('%s: the newcomer never receives the SIGKILL', (_name, mode, extra, path) => {
+    const result = runPidReuse(mode, { ...process.env, ...extra });
+    // The SIGTERM was recorded the moment it was sent, saying how the target was held.
+    expect(result.events[0]).toMatchObject({ signal: 'SIGTERM', sent: ['SIGTERM'], result: 'signalled', reason: expect.stringMatching(path) });
+    // The set-up really reused the pid inside the grace.
+    expect(result.newcomer).toBe(result.leftover);
+    expect(result.actions).toEqual([{ pid: result.leftover, signal: 'SIGTERM', sent: ['SIGTERM'], result: 'exited', reason: 'exited after SIGTERM' }]);
+    expect(result.newcomerSaw).toEqual([]);
+    expect(result.newcomerAlive).toBe(true);
   });
 });
