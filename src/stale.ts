@@ -434,7 +434,8 @@ export async function classifyHolder(listed: ListedProcess, takenAt: number | nu
     const maps = await readMappedPaths(listed.pid, ctx.procRoot);
     holdsDevice = maps.kind === 'ok' && maps.paths.some(isNvidiaDevicePath);
   }
-  if (!holdsDevice && fds.kind === 'ok' && ctx.deviceNodes) notes.push('suspect: no /dev/nvidia* descriptor (pid reuse?)');
+  const noDescriptor = !holdsDevice && fds.kind === 'ok';
+  if (noDescriptor && ctx.deviceNodes) notes.push('suspect: no /dev/nvidia* descriptor (pid reuse?)');
 
   if (ctx.protectedPids.has(listed.pid)) {
     return { ...holder, class: 'active', reason: join('gpugate itself or one of its ancestors', notes) };
@@ -447,6 +448,9 @@ export async function classifyHolder(listed: ListedProcess, takenAt: number | nu
       if (!attempt.sure) return { ...holder, class: 'unverifiable', reason: join(`in this service's cgroup ${ctx.unitCgroup}, but ${attempt.why}: never signalled`, notes) };
       return { ...holder, class: 'active', reason: join(`in this service's cgroup ${ctx.unitCgroup}, ${attempt.why}: not a leftover`, notes) };
     }
+    // Without the driver's device nodes (the simulator) a missing descriptor is no sign of pid
+    // reuse worth reporting, but it still leaves nothing that proves the process holds a GPU.
+    if (noDescriptor && !ctx.deviceNodes) notes.push('suspect: no /dev/nvidia* descriptor (this host has no /dev/nvidiactl: nothing proves it holds a GPU)');
     if (notes.length > 0) {
       // Doubt about the pid itself: it may not be the process NVML listed. Never a leftover.
       return { ...holder, class: 'unverifiable', reason: join(`in this service's cgroup ${ctx.unitCgroup} and ${attempt.why}, but its identity is in doubt: never signalled`, notes) };
