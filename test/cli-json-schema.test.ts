@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../src/cli/json-document';
 import { COMMAND_NAMES, optionsFor, type CommandName } from '../src/cli/option-table';
 import { cliEnv, runCli } from './helpers/cli';
-import { bundledScenario, repoRoot, simDevice, writeScenario } from './helpers/sim';
+import { bundledScenario, freshBundledScenario, repoRoot, simDevice, simLibraryFor, writeScenario } from './helpers/sim';
 
 const SCHEMA_DIR = join(repoRoot(), 'schemas');
 /** Which shipped schema describes each command's document. */
@@ -108,11 +108,15 @@ describe('the shipped JSON Schemas', () => {
 });
 
 describe('every --json document validates against its schema', () => {
-  const race = bundledScenario('restart-race');
+  // The shared clock starts a scenario's timeline when its file was written: a fresh copy starts
+  // now, so the race is still in its busy phase when the command reads it.
+  const race = (): string => freshBundledScenario('restart-race');
 
   it('status: a plain host, MIG, a lost GPU, and NVML missing', async () => {
     for (const name of ['restart-race', 'mig', 'lost-gpu', 'r535-stride']) {
-      const document = await documentOf(['status'], cliEnv(bundledScenario(name)), 0);
+      // Each scenario through the simulator library of its driver profile (r535-stride: 535.54).
+      const scenario = bundledScenario(name);
+      const document = await documentOf(['status'], cliEnv(scenario, { GPUGATE_NVML_LIBRARY: simLibraryFor(scenario) }), 0);
       expect((document['devices'] as unknown[]).length).toBeGreaterThan(0);
     }
     const failed = await documentOf(['status', '--library', missingLibrary], cliEnv(null), 69);
@@ -122,29 +126,29 @@ describe('every --json document validates against its schema', () => {
   it('holders: gone holders, a live holder and a leaked-shm scan, and NVML missing', async () => {
     const scenario = writeScenario({ devices: [simDevice(0, { processes: [{ pid: process.pid, usedBytes: 1024 ** 3, kinds: ['compute'] }] }), simDevice(1)] });
     await documentOf(['holders'], cliEnv(scenario), 0);
-    await documentOf(['holders'], cliEnv(race), 0);
+    await documentOf(['holders'], cliEnv(race()), 0);
     await documentOf(['holders', '--library', missingLibrary], cliEnv(null), 69);
   });
 
   it('wait: ready, timed out with holders, a selector that matches nothing, NVML missing', async () => {
     const ready = await documentOf(['wait', '--stable', '0s', '--timeout', '10s'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0);
     expect(ready['result']).toBe('ready');
-    const timeout = await documentOf(['wait', '--min-free', '0.9', '--timeout', '600ms', '--interval', '100ms'], cliEnv(race), 75);
+    const timeout = await documentOf(['wait', '--min-free', '0.9', '--timeout', '600ms', '--interval', '100ms'], cliEnv(race()), 75);
     expect(timeout['result']).toBe('timeout');
     expect(((timeout['gpus'] as Array<{ holders: unknown[] }>)[0]?.holders.length ?? 0)).toBeGreaterThan(0);
-    expect((await documentOf(['wait', '--gpus', '42', '--timeout', '1s'], cliEnv(race), 78))['result']).toBe('config-error');
+    expect((await documentOf(['wait', '--gpus', '42', '--timeout', '1s'], cliEnv(race()), 78))['result']).toBe('config-error');
     expect((await documentOf(['wait', '--library', missingLibrary, '--timeout', '1s'], cliEnv(null), 69))['result']).toBe('unavailable');
   });
 
   it('check: busy, ready, with a dry-run clean-up recorded in actions', async () => {
-    expect((await documentOf(['check'], cliEnv(race), 75))['result']).toBe('busy');
+    expect((await documentOf(['check'], cliEnv(race()), 75))['result']).toBe('busy');
     expect((await documentOf(['check'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0))['result']).toBe('ready');
     const dry = await documentOf(['check', '--clean-shm', 'gpugate-schema-test-none-*', '--dry-run'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0);
     expect(dry['actions']).toEqual({ signals: [], shm: [] });
   });
 
   it('bench: measured, and NVML missing', async () => {
-    const document = await documentOf(['bench', '--iterations', '3', '--duration', '5s'], cliEnv(race), 0);
+    const document = await documentOf(['bench', '--iterations', '3', '--duration', '5s'], cliEnv(race()), 0);
     expect(document['deviceCount']).toBe(8);
     await documentOf(['bench', '--library', missingLibrary], cliEnv(null), 69);
   });
