@@ -174,3 +174,30 @@ export class StabilityTracker {
     this.windows.delete(key);
   }
 }
+
+/** Holder classes of a live process that is not going away by itself (see stale.ts). */
+const LIVE_HOLDER_CLASSES: ReadonlySet<string> = new Set(['active', 'foreign']);
+
+/**
+ * True when free memory can no longer grow by itself, so a stability window has nothing left to
+ * wait for: every listed holder is a live process that is not going away (no dying, draining,
+ * gone, orphaned or leftover holder whose memory is still to come back), and the used memory not
+ * accounted for by the listed holders is within the tolerance (no memory of a process already
+ * off the list still draining). vLLM's concern, free memory growing during its startup
+ * profiling, is then ruled out at once, and a wait need not sit out `stableMs` after the last
+ * drain. A live holder may of course free memory later; no window can foresee that either.
+ * Unknown figures (a holder's memory not available) never count as settled.
+ */
+export function nothingLeftToFree(
+  usedBytes: number,
+  holders: ReadonlyArray<{ class: string; usedBytes: number | null }>,
+  toleranceBytes: number,
+): boolean {
+  let accounted = 0;
+  for (const holder of holders) {
+    if (holder.usedBytes === null) return false;
+    if (!LIVE_HOLDER_CLASSES.has(holder.class) && holder.class !== 'ignored') return false;
+    accounted += holder.usedBytes;
+  }
+  return usedBytes - accounted <= toleranceBytes;
+}

@@ -154,9 +154,10 @@ export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return String(ms);
   const sign = ms < 0 ? '-' : '';
   const value = Math.abs(ms);
-  if (value < 1000) return `${sign}${Math.round(value)}ms`;
-  if (value < 60_000) return `${sign}${trimDecimal(value / 1000)}s`;
-  const totalSeconds = Math.round(value / 1000);
+  // Truncated, never rounded up: a window of 999.6 ms is not "1000ms", nor 59.97 s "60s".
+  if (value < 1000) return `${sign}${Math.floor(value)}ms`;
+  if (value < 60_000) return `${sign}${trimDecimal(Math.floor(value / 100) / 10)}s`;
+  const totalSeconds = Math.floor(value / 1000);
   if (totalSeconds < 3600) {
     const minutes = Math.floor(totalSeconds / 60);
     const seconds = totalSeconds % 60;

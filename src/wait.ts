@@ -8,7 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlSession, OpenNvmlOptions, Snapshot } from './types';
 import { emptySelectionError, selectDevices, type DeviceSelection } from './devices';
-import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
+import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
 import { SnapshotPoller, type PollResult } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
@@ -69,6 +69,8 @@ export interface GpuEvaluation {
   neededFreeBytes: number | null;
   maxUsedBytes: number | null;
   stableForMs: number;
+  /** Nothing is left that could still free memory (no counted holder, used memory at the idle level): stable without waiting out stableMs. */
+  settled: boolean;
   ok: boolean;
   reasons: GpuFailureReason[];
   /** Listed processes that count (ignored ones are in ignoredPids). */
@@ -323,7 +325,19 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
       } else if (holders.length > 0) reasons.push('processes');
     }
     if (computeModeBlocks(device.computeMode, processes)) reasons.push('compute-mode');
-    if (memory && useStability && stableForMs < state.criteria.stableMs) reasons.push('unstable');
+    // Settled needs one quiet poll too (stableForMs > 0): memory that flaps with no listed holder
+    // is never "nothing left to free".
+    const settled =
+      stableForMs > 0 &&
+      memory !== null &&
+      processes !== null &&
+      processes !== undefined &&
+      nothingLeftToFree(
+        memory.usedBytes,
+        all.map((h) => (holders.includes(h) ? h : { class: 'ignored', usedBytes: h.usedBytes })),
+        state.criteria.stableToleranceBytes,
+      );
+    if (memory && useStability && stableForMs < state.criteria.stableMs && !settled) reasons.push('unstable');
     devices.push({
       index: device.index,
       uuid: unit.migUuid ?? device.uuid,
@@ -335,6 +349,7 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
       neededFreeBytes: needed,
       maxUsedBytes: maxUsed,
       stableForMs,
+      settled,
       ok: reasons.length === 0,
       reasons,
       holders,

@@ -146,6 +146,19 @@ describe('formatBytes / formatDuration', () => {
     expect(formatDuration(3_900_000)).toBe('1h5m');
   });
 
+  it('never prints a duration longer than it was (a window just under 1 s is not "1000ms")', () => {
+    expect(formatDuration(999.6)).toBe('999ms');
+    expect(formatDuration(1999)).toBe('1.9s');
+    expect(formatDuration(59_970)).toBe('59.9s');
+    expect(formatDuration(119_999)).toBe('1m59s');
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 1e8, noNaN: true }), (ms) => {
+        expect(parseDuration(formatDuration(ms))).toBeLessThanOrEqual(ms);
+      }),
+      SEED,
+    );
+  });
+
   it('formatBytes output parses back within 5% (property)', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 2 ** 50 }), (bytes) => {

@@ -146,9 +146,11 @@ describe('waitForGpusFree criteria', () => {
 });
 
 describe('waitForGpusFree stability and settling', () => {
-  it('success needs free memory steady within the tolerance for stableMs', async () => {
-    // Memory drops at call 3, wobbles within tolerance afterwards.
-    const session = new FakeSession((call) => [{ usedBytes: call < 3 ? 50 * GiB : call % 2 === 0 ? 0 : 100 * 1024 ** 2 }]);
+  it('success needs free memory steady within the tolerance for stableMs while memory can still come back', async () => {
+    // Memory drops at call 3, wobbles within tolerance afterwards; a dead holder (no such pid) is
+    // still listed, so its memory may yet come back and the whole window is waited out.
+    const gone = [{ pid: 999_999_903, usedBytes: 512 * 1024 ** 2 }];
+    const session = new FakeSession((call) => [{ usedBytes: call < 3 ? 50 * GiB : call % 2 === 0 ? 512 * 1024 ** 2 : 612 * 1024 ** 2, processes: gone }]);
     const seen: Evaluation[] = [];
     const result = await waitForGpusFree({ session, stableMs: 150, intervalMs: 10, timeoutMs: 10_000, onPoll: (e) => seen.push(e) });
     expect(result.devices[0]!.stableForMs).toBeGreaterThanOrEqual(150);
@@ -159,11 +161,36 @@ describe('waitForGpusFree stability and settling', () => {
 
   it('memory that keeps moving times out with reason unstable and the last evaluation', async () => {
     const session = new FakeSession((call) => [{ usedBytes: (call % 2) * 2 * GiB }]);
+    // Flapping memory never settles: each sample at idle follows a move.
     const error = await waitForGpusFree({ session, minFree: { fraction: 0.5 }, stableMs: 100, intervalMs: 10, timeoutMs: 400 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GpuWaitTimeoutError);
     const timeout = error as GpuWaitTimeoutError;
     expect(timeout.evaluation!.devices[0]!.reasons).toEqual(['unstable']);
     expect(timeout.message).toMatch(/GPU 0 .*unstable/);
+  });
+
+  it('nothing left to free: an idle GPU with no holder is stable after one quiet poll, not after stableMs', async () => {
+    const session = new FakeSession((call) => [{ usedBytes: call < 3 ? 50 * GiB : 0 }]);
+    const seen: Evaluation[] = [];
+    const result = await waitForGpusFree({ session, stableMs: 60_000, intervalMs: 10, timeoutMs: 10_000, onPoll: (e) => seen.push(e) });
+    expect(result.devices[0]!.settled).toBe(true);
+    expect(result.devices[0]!.stableForMs).toBeGreaterThan(0);
+    expect(result.devices[0]!.stableForMs).toBeLessThan(60_000);
+    // The poll right after the drain (the window restarted there) was not yet enough.
+    expect(seen.some((e) => e.devices[0]!.reasons.join() === 'unstable' && e.devices[0]!.memory!.usedBytes === 0)).toBe(true);
+  });
+
+  it('a live unrelated holder with all used memory accounted for settles too; unaccounted memory does not', async () => {
+    // The caller's own pid is ignored by default; a pid of this test process's parent is a live holder.
+    const live = [{ pid: process.ppid, usedBytes: 1 * GiB }];
+    const settles = new FakeSession((call) => [{ usedBytes: call < 3 ? 50 * GiB : 1 * GiB, processes: live }]);
+    const result = await waitForGpusFree({ session: settles, maxUsed: { bytes: 2 * GiB }, stableMs: 60_000, intervalMs: 10, timeoutMs: 10_000 });
+    expect(result.devices[0]!.settled).toBe(true);
+    expect(result.devices[0]!.holders.map((h) => h.class)).not.toContain('gone');
+    const unaccounted = new FakeSession((call) => [{ usedBytes: call < 3 ? 50 * GiB : 1.5 * GiB, processes: live }]);
+    const error = await waitForGpusFree({ session: unaccounted, maxUsed: { bytes: 2 * GiB }, stableMs: 60_000, intervalMs: 10, timeoutMs: 300 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GpuWaitTimeoutError);
+    expect((error as GpuWaitTimeoutError).evaluation!.devices[0]!.settled).toBe(false);
   });
 
   it('a failing snapshot rejects at once with that error', async () => {

@@ -13,7 +13,7 @@ import type { CommandContext } from './command-context';
 import type { CriteriaSettings, WaitSettings } from './criteria-settings';
 import { ExitCode, exitCodeForError, exitCodeName } from './exit-codes';
 import { describeFailures } from './failure-text';
-import { STALE_CLASSES, type GpuEvaluationView, type HolderView, type StaleView } from './gpu-view';
+import { STALE_CLASSES, holderLabel, type GpuEvaluationView, type HolderView, type StaleView } from './gpu-view';
 import { exitCodeForSignal, InterruptWatch } from './interrupt-watch';
 import { errorJson, gpuJson, staleJson, type ResultJson } from './json-result';
 import { logfmt } from './logfmt';
@@ -101,7 +101,7 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
     if (scan) {
       const required = settings.stale === 'fail' || settings.killStale || settings.cleanShm.length > 0;
       try {
-        await staleScan(session, context, settings, outcome, reporter, watch.signal);
+        await staleScan(session, context, settings, outcome, reporter, watch.signal, publish);
       } catch (error) {
         // Only reporting: a scan that cannot read /proc must not stop the wait itself.
         if (required || exitCodeForError(error) !== ExitCode.osError) throw error;
@@ -187,7 +187,15 @@ function indicesOf(evaluation: EvaluationLike): string {
 }
 
 /** Find stale holders and leaked shm before evaluating; kill / clean when asked; fail when --stale fail. */
-async function staleScan(session: NvmlSession, context: CommandContext, settings: CriteriaSettings, outcome: Outcome, reporter: ProgressReporter, interrupted: AbortSignal): Promise<void> {
+async function staleScan(
+  session: NvmlSession,
+  context: CommandContext,
+  settings: CriteriaSettings,
+  outcome: Outcome,
+  reporter: ProgressReporter,
+  interrupted: AbortSignal,
+  publish: StatusPublisher | undefined,
+): Promise<void> {
   const { logger } = context;
   const { snapshot, selection } = await readSelectedSnapshot(session, settings, context);
   outcome.selection = { source: selection.source, warnings: selection.warnings };
@@ -218,6 +226,11 @@ async function staleScan(session: NvmlSession, context: CommandContext, settings
       const self = await readProcess(process.pid);
       const cgroup = self.kind === 'ok' ? self.cgroup ?? '(unreadable)' : '(unreadable)';
       logger.notice(`kill-stale ${logfmt([['result', 'skipped'], ['reason', `gpugate is not in a systemd service's cgroup (${cgroup}): no holder can be proven a leftover of this service, nothing is signalled`]])}`);
+    }
+    const leftovers = report.holders.filter((holder) => holder.class === 'leftover');
+    if (publish !== undefined && leftovers.length > 0 && !settings.dryRun) {
+      // The kill grace can last seconds: say in `systemctl status` what the start is doing.
+      publish(`stopping leftovers of this unit: ${leftovers.map(holderLabel).join(' ')} (SIGTERM, SIGKILL after ${formatDuration(settings.killGraceMs)})`);
     }
     // Each action is recorded (JSON and log) the moment it happens, so an interrupted grace
     // still reports every signal already sent.
@@ -324,7 +337,9 @@ function finalReport(
     logger.error(`${outcome.reason} (exit ${outcome.exitCode}/${exitCodeName(outcome.exitCode)})`);
   }
   if (settings.reportFile !== undefined) writeReportFile(settings.reportFile, outcome.reason, logger);
-  if (publish !== undefined) publish(outcome.exitCode === ExitCode.ok ? `${outcome.reason}; starting` : `gpugate gave up: ${outcome.reason}`);
+  // Success clears the status: the text would otherwise stay on the unit for the service's whole
+  // life (systemd keeps the last STATUS= until someone sends another). A failure's reason stays.
+  if (publish !== undefined) publish(outcome.exitCode === ExitCode.ok ? '' : `gpugate gave up: ${outcome.reason}`);
   if (settings.format === 'json') {
     const holders = evaluation !== null ? evaluation.devices.flatMap((gpu) => gpu.holders) : outcome.prepassHolders;
     const document: ResultJson = {

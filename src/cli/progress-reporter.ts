@@ -118,18 +118,30 @@ export class ProgressReporter {
   }
 }
 
-/** A one-line summary for `systemctl status` (STATUS=). */
+/** How many busy GPUs `systemctl status` shows in full; the others are still named. */
+const STATUS_DETAILED_GPUS = 3;
+
+/**
+ * A one-line summary for `systemctl status` (STATUS=). Busy GPUs come first, the one holding
+ * the most memory (the likely culprit, e.g. an orphaned worker's GPU) leading; every busy GPU
+ * is named, the first few in full.
+ */
 export function statusText(view: PollView, timeoutMs?: number): string {
-  const busy = view.devices.filter((gpu) => !gpu.ok);
+  const busy = view.devices.filter((gpu) => !gpu.ok).sort((a, b) => usedOf(b) - usedOf(a) || a.index - b.index);
   const time = timeoutMs === undefined ? formatDuration(view.elapsedMs) : `${formatDuration(view.elapsedMs)}/${formatDuration(timeoutMs)}`;
   if (busy.length === 0) return `GPUs ${view.devices.map((gpu) => gpu.index).join(',')} free, waiting for stability (${time})`;
-  const parts = busy.slice(0, 4).map((gpu) => {
+  const parts = busy.slice(0, STATUS_DETAILED_GPUS).map((gpu) => {
     const used = gpu.memory === null ? '?' : formatBytes(gpu.memory.usedBytes);
-    const holders = gpu.holders.length === 0 ? '' : ` held by ${gpu.holders.slice(0, 2).map(holderLabel).join(' ')}`;
+    const holders = gpu.holders.length === 0 ? '' : ` held by ${gpu.holders.slice(0, 2).map(holderLabel).join(' ')}${gpu.holders.length > 2 ? ` +${gpu.holders.length - 2}` : ''}`;
     return `GPU ${gpu.index} ${gpu.reasons.join('+')} ${used} used${holders}`;
   });
-  const more = busy.length > 4 ? `, +${busy.length - 4} more` : '';
+  const rest = busy.slice(STATUS_DETAILED_GPUS).map((gpu) => `${gpu.index}:${gpu.memory === null ? '?' : formatBytes(gpu.memory.usedBytes)}`);
+  const more = rest.length > 0 ? `; also GPUs ${rest.join(',')}` : '';
   return `waiting: ${parts.join('; ')}${more} (${time})`;
+}
+
+function usedOf(gpu: GpuEvaluationView): number {
+  return gpu.memory?.usedBytes ?? -1;
 }
 
 function stateKey(gpu: GpuEvaluationView): string {

@@ -1,0 +1,123 @@
+/**
+ * End to end under a real systemd: the incident's unit, crashing once with an orphaned worker,
+ * guarded in each of the ways users do, with gpugate's shipped contrib files. Needs root and
+ * systemd 252+ (booted in its own namespaces, see container.ts); skipped with the reason
+ * otherwise. Figures go to build/e2e-systemd/results.json (docs/systemd.md records a run).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cannotRunReason } from './container';
+import { INCIDENT, SCALE, repo, runRow, type Row, type RowResult } from './incident';
+
+const reason = cannotRunReason();
+if (reason !== null) console.warn(`e2e-systemd: skipped: ${reason}`);
+
+const GiB = 1024 ** 3;
+const results: RowResult[] = [];
+let smi = '';
+let tools = '';
+
+beforeAll(() => {
+  if (reason !== null) return;
+  tools = mkdtempSync(join(tmpdir(), 'gpugate-e2e-tools-'));
+  smi = join(tools, 'nvidia-smi');
+  const cc = spawnSync('cc', ['-O2', '-I', join(repo, 'native'), '-o', smi, join(repo, 'bench', 'c', 'nvidia-smi-standin.c'), '-ldl'], { encoding: 'utf8' });
+  if (cc.status !== 0) throw new Error(`cannot build the nvidia-smi stand-in: ${cc.stderr}`);
+});
+
+afterAll(() => {
+  if (reason !== null) return;
+  rmSync(tools, { recursive: true, force: true });
+  const dir = join(repo, 'build', 'e2e-systemd');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'results.json'), `${JSON.stringify({ scale: SCALE, incident: INCIDENT, rows: results.map(({ journal: _journal, ...rest }) => rest) }, null, 2)}\n`);
+});
+
+async function run(row: Row): Promise<RowResult> {
+  const result = await runRow(row, smi);
+  results.push(result);
+  console.log(`e2e-systemd ${JSON.stringify({ ...result, journal: undefined })}`);
+  if (process.env.E2E_JOURNAL === '1') console.log(result.journal);
+  return result;
+}
+
+/** The physical floor: orphan + driver hold + drain + load (unscaled seconds). */
+const FLOOR_S = (INCIDENT.orphanIgnoreMs + INCIDENT.holdMs + INCIDENT.drainMs + INCIDENT.loadMs) / 1000;
+let seedFloorS: number | null = null;
+const unrelated = (bytes: number): NonNullable<Row['holders']> => [{ unit: 'other-gpu-user.service', title: 'python3', bytes, gpus: [5, 7] }];
+const killStale = '[Service]\nExecStartPre=\nExecStartPre=gpugate wait --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify --kill-stale\n';
+
+describe.skipIf(reason !== null)('the incident under systemd (times scaled 1/' + String(SCALE) + ')', () => {
+  it('no guard: vLLM\'s own check fails the restarts on cuda:6 until the memory is back', async () => {
+    const r = await run({ name: 'none', guard: 'none' });
+    expect(r.crashes).toBe(1);
+    expect(r.failedStarts).toBeGreaterThanOrEqual(1);
+    expect(r.valueErrors).toBeGreaterThanOrEqual(1);
+    expect(r.journal).toMatch(/ValueError: Free memory on device cuda:6/);
+  });
+
+  it('the nvidia-smi loop: no failed start, recovery at the physical floor', async () => {
+    const r = await run({ name: 'seed loop', guard: 'seed' });
+    expect(r.failedStarts).toBe(0);
+    expect(r.healthyAfterCrashS).not.toBeNull();
+    seedFloorS = r.healthyAfterCrashS;
+    expect(seedFloorS!).toBeGreaterThanOrEqual(FLOOR_S * 0.9);
+  });
+
+  it('gpugate\'s line alone: no failed start', async () => {
+    const r = await run({ name: 'gpugate line', guard: 'line' });
+    expect(r.failedStarts).toBe(0);
+    expect(r.healthyAfterCrashS).not.toBeNull();
+  });
+
+  it('the shipped drop-in: no failed start, healthy close to the floor, status names the busy GPU first and is cleared', async () => {
+    const r = await run({ name: 'shipped drop-in', guard: 'dropin' });
+    expect(r.failedStarts).toBe(0);
+    expect(r.startLimitHits).toBe(0);
+    expect(r.healthyAfterCrashS).not.toBeNull();
+    expect(r.healthyAfterCrashS!).toBeLessThanOrEqual((seedFloorS ?? FLOOR_S) + 2 * SCALE);
+    const waiting = r.statuses.find((s) => s.startsWith('waiting:'));
+    expect(waiting).toMatch(/^waiting: GPU 6 /);
+    expect(r.statuses.join('\n')).not.toMatch(/more\)/);
+    expect(r.statuses[r.statuses.length - 1]).toBe('');
+  });
+
+  it('the shipped drop-in beside unrelated 1 GiB holders on GPUs 5 and 7', async () => {
+    const r = await run({ name: 'shipped drop-in, unrelated 1 GiB holders', guard: 'dropin', holders: unrelated(1 * GiB) });
+    expect(r.failedStarts).toBe(0);
+    expect(r.healthyAfterCrashS).not.toBeNull();
+    expect(r.healthyAfterCrashS!).toBeLessThanOrEqual((seedFloorS ?? FLOOR_S) + 2 * SCALE);
+  });
+
+  it('the shipped drop-in with KillMode=process and --kill-stale', async () => {
+    const r = await run({ name: 'shipped drop-in, KillMode=process, --kill-stale', guard: 'dropin', service: ['KillMode=process'], override: killStale });
+    expect(r.failedStarts).toBe(0);
+    expect(r.healthyAfterCrashS).not.toBeNull();
+    expect(r.healthyAfterCrashS!).toBeLessThanOrEqual((seedFloorS ?? FLOOR_S) + 2 * SCALE);
+    expect(r.journal).toMatch(/kill-stale .*pid=\d+/);
+    expect(r.statuses.some((s) => s.startsWith('stopping leftovers of this unit'))).toBe(true);
+  });
+
+  it('the nvidia-smi loop beside unrelated 2 GiB holders never lets the service start', async () => {
+    const r = await run({ name: 'seed loop, unrelated 2 GiB holders', guard: 'seed', holders: unrelated(2 * GiB), deadlineMs: 40_000 });
+    expect(r.healthyAfterCrashS).toBeNull();
+    expect(r.failedStarts).toBeGreaterThanOrEqual(1);
+  });
+
+  it('systemctl stop while the drop-in waits ends promptly', async () => {
+    const r = await run({ name: 'stop during the wait', guard: 'dropin', stopWhenStatus: /^waiting:/ });
+    expect(r.stopS).not.toBeNull();
+    // Generous against the 90 s stop timeout: gpugate exits on SIGTERM at once.
+    expect(r.stopS!).toBeLessThan(10);
+    expect(r.finalState).toMatch(/^inactive\//);
+  });
+
+  it('systemctl stop during the kill grace ends promptly', async () => {
+    const r = await run({ name: 'stop during the kill grace', guard: 'dropin', service: ['KillMode=process'], override: killStale, stopWhenStatus: /^stopping leftovers/ });
+    expect(r.stopS).not.toBeNull();
+    expect(r.stopS!).toBeLessThan(10);
+  });
+});
