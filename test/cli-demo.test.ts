@@ -72,6 +72,7 @@ describe('gpugate demo', () => {
     const settings = readFileSync(join(repoRoot(), 'contrib', 'systemd', 'gpugate-wait.conf'), 'utf8').split('\n').filter((l) => /^\w+=/.test(l) || /^\[/.test(l));
     expect(settings).toContain('[Service]');
     for (const line of settings) expect(unitLines).toContain(`\n  ${line}\n`);
+    expect(unitLines).not.toContain('ExecStopPost=');
     expect(run.elapsedMs).toBeLessThan(50_000);
     expect(isAlive(pid)).toBe(false);
     expect(demoFolders()).toEqual(before);

@@ -72,7 +72,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'holder to ignore (repeatable); gpugate itself, nvidia-persistenced, nv-hostengine and dcgm-exporter are always ignored' },
   // Stability and time
   { name: 'stable', type: 'string', valueName: 'DUR', commands: ['wait'], defaults: { wait: '3s' },
-    help: 'memory must stay within --stable-tolerance for this long' },
+    help: 'memory must stay within --stable-tolerance this long while it can still come back (a dying holder, memory off the process list)' },
   { name: 'stable-tolerance', type: 'string', valueName: 'SIZE', commands: ['wait'], defaults: { wait: '256MiB' },
     help: 'how much used memory may move and still count as stable' },
   { name: 'timeout', type: 'string', valueName: 'DUR', commands: ['wait'], defaults: { wait: '120s' },

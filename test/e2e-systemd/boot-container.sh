@@ -83,4 +83,4 @@ umount -l /.e2e-old-root
 rmdir /.e2e-old-root
 
 exec env -i container=gpugate-e2e PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  /lib/systemd/systemd --log-target=console --log-level=notice --unit=gpugate-e2e.target
+  /lib/systemd/systemd --log-target=journal --log-level=info --unit=gpugate-e2e.target

@@ -10,7 +10,7 @@
  * shipped drop-in). Every duration in a guard and in the shipped files is divided by SCALE too,
  * and gpugate polls every 500 ms / SCALE.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SystemdContainer } from './container';
 
@@ -112,13 +112,16 @@ export async function runRow(row: Row, smiBinary: string): Promise<RowResult> {
   const c = new SystemdContainer();
   try {
     const shared = c.shared;
+    // Writable by a User= service too (chmod: the umask would narrow a mode given to mkdir).
     for (const dir of ['claims', 'state']) {
-      mkdirSync(join(shared, dir), { mode: 0o1777 });
+      mkdirSync(join(shared, dir));
+      chmodSync(join(shared, dir), 0o1777);
     }
     const devices = Array.from({ length: 8 }, (_, i) => simDevice(i));
     writeFileSync(join(shared, 'scenario.json'), `${JSON.stringify({ devices: devices.map((d) => ({ ...d, processes: [] })) })}\n`);
     writeFileSync(join(shared, 'driver.json'), JSON.stringify({ scenario: '/e2e/scenario.json', claims: '/e2e/claims', holdMs: scaled(INCIDENT.holdMs), drainMs: scaled(INCIDENT.drainMs), devices }));
-    writeFileSync(join(shared, 'events.jsonl'), '', { mode: 0o666 });
+    writeFileSync(join(shared, 'events.jsonl'), '');
+    chmodSync(join(shared, 'events.jsonl'), 0o666);
     const plan = {
       tag: 'vllm',
       gpus: 8,
@@ -130,6 +133,7 @@ export async function runRow(row: Row, smiBinary: string): Promise<RowResult> {
       crashDuringLoad: row.crashDuringLoad ?? false,
       orphanTp: 6,
       orphanIgnoreMs: scaled(INCIDENT.orphanIgnoreMs),
+      notify: (row.service ?? []).includes('Type=notify'),
       events: '/e2e/events.jsonl',
       claims: '/e2e/claims',
       state: '/e2e/state',
@@ -204,7 +208,7 @@ export async function runRow(row: Row, smiBinary: string): Promise<RowResult> {
     const crashEvents = events.filter((e) => e.event === 'crash');
     const lastCrash = crashEvents[crashEvents.length - 1];
     const healthy = lastCrash === undefined ? undefined : events.find((e) => e.event === 'healthy' && e.t > lastCrash.t);
-    const failures = (journal.match(/vllm\.service: Failed with result/g) ?? []).length;
+    const failures = (journal.match(/vllm\.service: Failed with result (?!.start-limit-hit)/g) ?? []).length;
     return {
       name: row.name,
       failedStarts: Math.max(0, failures - crashEvents.length),

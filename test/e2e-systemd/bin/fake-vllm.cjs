@@ -10,7 +10,7 @@
  *           (a ValueError exit when short), claims its memory from the driver stand-in, loads for
  *           LOAD ms. The orphan worker ignores SIGTERM and its parent's death for ORPHAN ms.
  * Plan (JSON file in $E2E_VLLM_PLAN): { tag, gpus, utilization, bytesPerGpu, loadMs, crashes,
- * crashAfterReadyMs, crashDuringLoad, orphanTp, orphanIgnoreMs, events, claims, state, gpugate }.
+ * crashAfterReadyMs, crashDuringLoad, orphanTp, orphanIgnoreMs, notify, events, claims, state, gpugate }.
  */
 'use strict';
 const fs = require('node:fs');
@@ -64,7 +64,7 @@ if (role === 'api') {
     }
     if (message !== 'ready') return;
     event('healthy', { attempt });
-    if (process.env.NOTIFY_SOCKET) require(path.join(plan.gpugate, 'dist', 'notify.js')).sdNotify('READY=1\nSTATUS=serving');
+    if (plan.notify) require(path.join(plan.gpugate, 'dist', 'notify.js')).sdNotify('READY=1\nSTATUS=serving');
     if (crashPlanned && !plan.crashDuringLoad) {
       setTimeout(() => {
         countCrash();
@@ -81,9 +81,14 @@ if (role === 'api') {
 } else if (role === 'engine') {
   let loaded = 0;
   let loading = 0;
+  let checked = 0;
+  const workers = [];
   for (let tp = 0; tp < plan.gpus; tp += 1) {
     const worker = child(['worker', String(tp)], `VLLM::Worker_TP${tp}`);
+    workers.push(worker);
     worker.on('message', (message) => {
+      // Every worker passes its memory check before any loads, as vLLM's workers do.
+      if (message === 'checked' && (checked += 1) === plan.gpus) for (const w of workers) w.send('load');
       if (message === 'loading' && (loading += 1) === plan.gpus) process.send('loading');
       if (message === 'loaded' && (loaded += 1) === plan.gpus) process.send('ready');
     });
@@ -117,11 +122,15 @@ if (role === 'api') {
       event('valueerror', { tp, freeBytes: memory.freeBytes });
       process.exit(1);
     }
-    const claim = path.join(plan.claims, `${process.pid}.json`);
-    fs.writeFileSync(`${claim}.tmp`, JSON.stringify({ pid: process.pid, startTicks: startTicks(process.pid), gpu: tp, bytes: plan.bytesPerGpu, name: `VLLM::Worker_TP${tp}` }));
-    fs.renameSync(`${claim}.tmp`, claim);
-    process.send('loading');
-    setTimeout(() => process.send('loaded'), plan.loadMs);
+    process.on('message', (message) => {
+      if (message !== 'load') return;
+      const claim = path.join(plan.claims, `${process.pid}.json`);
+      fs.writeFileSync(`${claim}.tmp`, JSON.stringify({ pid: process.pid, startTicks: startTicks(process.pid), gpu: tp, bytes: plan.bytesPerGpu, name: `VLLM::Worker_TP${tp}` }));
+      fs.renameSync(`${claim}.tmp`, claim);
+      process.send('loading');
+      setTimeout(() => process.send('loaded'), plan.loadMs);
+    });
+    process.send('checked');
   }, (error) => {
     process.stderr.write(`worker ${tp}: ${error.message}\n`);
     process.exit(1);
