@@ -192,7 +192,8 @@ export async function runRow(row: Row, smiBinary: string): Promise<RowResult> {
         const t0 = process.hrtime.bigint();
         c.systemctl('stop', 'vllm.service');
         stopS = Number(process.hrtime.bigint() - t0) / 1e9;
-        finalState = Object.values(c.show('vllm.service', 'ActiveState', 'SubState', 'Result')).join('/');
+        const after = c.show('vllm.service', 'ActiveState', 'SubState', 'Result');
+        finalState = `${after.ActiveState}/${after.SubState}/${after.Result}`;
         break;
       }
       const lastCrash = crashEvents[crashes - 1];
