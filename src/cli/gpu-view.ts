@@ -33,6 +33,8 @@ export interface GpuEvaluationView {
   neededFreeBytes: number | null;
   maxUsedBytes: number | null;
   stableForMs: number;
+  /** Nothing left that could still free memory: stable without the full window. */
+  settled?: boolean;
   ok: boolean;
   reasons: readonly string[];
   holders: readonly HolderView[];

@@ -37,6 +37,7 @@ export interface GpuJson {
   neededFreeBytes: number | null;
   maxUsedBytes: number | null;
   stableForMs: number;
+  settled: boolean;
   ok: boolean;
   reasons: string[];
   holders: HolderJson[];
@@ -101,6 +102,7 @@ export function gpuJson(gpu: GpuEvaluationView): GpuJson {
     neededFreeBytes: gpu.neededFreeBytes,
     maxUsedBytes: gpu.maxUsedBytes,
     stableForMs: Math.round(gpu.stableForMs),
+    settled: gpu.settled ?? false,
     ok: gpu.ok,
     reasons: [...gpu.reasons],
     holders: gpu.holders.map(holderJson),
