@@ -72,7 +72,9 @@ describe('gpugate exit codes', () => {
 
   it('exits 69 when an NVML call hangs, within --nvml-timeout plus a second', async () => {
     const scenario = writeScenario({
-      devices: [simDevice(0)],
+      // 512 MiB in use with no process listed (memory that may still come back): the wait keeps
+      // polling for its stability window instead of settling at once.
+      devices: [simDevice(0, { memory: { totalBytes: 97887 * 2 ** 20, reservedBytes: 0, usedBytes: 512 * 2 ** 20 } })],
       // The first snapshots answer; from the 4th memory query on, the driver never answers.
       faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', hang: true, fromCall: 4 }],
     });
