@@ -191,13 +191,18 @@ const LIVE_HOLDER_CLASSES: ReadonlySet<string> = new Set(['active', 'foreign']);
 export function nothingLeftToFree(
   usedBytes: number,
   holders: ReadonlyArray<{ class: string; usedBytes: number | null }>,
+  ignoredHolderBytes: ReadonlyArray<number | null>,
   toleranceBytes: number,
 ): boolean {
   let accounted = 0;
   for (const holder of holders) {
-    if (holder.usedBytes === null) return false;
-    if (!LIVE_HOLDER_CLASSES.has(holder.class) && holder.class !== 'ignored') return false;
+    if (holder.usedBytes === null || !LIVE_HOLDER_CLASSES.has(holder.class)) return false;
     accounted += holder.usedBytes;
+  }
+  // Ignored holders (the NVIDIA daemons) stay: their memory is accounted for, whatever their class.
+  for (const bytes of ignoredHolderBytes) {
+    if (bytes === null) return false;
+    accounted += bytes;
   }
   return usedBytes - accounted <= toleranceBytes;
 }

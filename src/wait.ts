@@ -334,7 +334,8 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
       processes !== undefined &&
       nothingLeftToFree(
         memory.usedBytes,
-        all.map((h) => (holders.includes(h) ? h : { class: 'ignored', usedBytes: h.usedBytes })),
+        holders,
+        all.filter((h) => !holders.includes(h)).map((h) => h.usedBytes),
         state.criteria.stableToleranceBytes,
       );
     if (memory && useStability && stableForMs < state.criteria.stableMs && !settled) reasons.push('unstable');

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { DEFAULT_MAX_USED_BYTES, StabilityTracker, maxUsedBytes, neededFreeBytes, resolveCriteria } from '../src/criteria';
+import { DEFAULT_MAX_USED_BYTES, StabilityTracker, maxUsedBytes, neededFreeBytes, nothingLeftToFree, resolveCriteria } from '../src/criteria';
 import { ConfigError } from '../src/config-error';
 
 const SEED = { seed: 1129, numRuns: 500 };
@@ -120,5 +120,27 @@ describe('StabilityTracker', () => {
       }),
       SEED,
     );
+  });
+});
+
+describe('nothingLeftToFree (when a stability window has nothing left to wait for)', () => {
+  const tolerance = 256 * 1024 ** 2;
+
+  it('is true for an idle GPU with no holder, and for live holders that account for the used memory', () => {
+    expect(nothingLeftToFree(0, [], [], tolerance)).toBe(true);
+    expect(nothingLeftToFree(tolerance, [], [], tolerance)).toBe(true);
+    expect(nothingLeftToFree(1 * GiB, [{ class: 'foreign', usedBytes: 1 * GiB }], [], tolerance)).toBe(true);
+    expect(nothingLeftToFree(2 * GiB, [{ class: 'active', usedBytes: 1 * GiB }], [1 * GiB], tolerance)).toBe(true);
+  });
+
+  it('is false while memory can still come back', () => {
+    // Memory off the process list (a process gone, its memory still draining).
+    expect(nothingLeftToFree(tolerance + 1, [], [], tolerance)).toBe(false);
+    for (const dying of ['gone', 'draining', 'zombie', 'zombie_live_threads', 'orphan', 'leftover', 'unverifiable']) {
+      expect(nothingLeftToFree(1 * GiB, [{ class: dying, usedBytes: 1 * GiB }], [], tolerance)).toBe(false);
+    }
+    // Unknown figures never count as settled.
+    expect(nothingLeftToFree(1 * GiB, [{ class: 'foreign', usedBytes: null }], [], tolerance)).toBe(false);
+    expect(nothingLeftToFree(1 * GiB, [], [null], tolerance)).toBe(false);
   });
 });

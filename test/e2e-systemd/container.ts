@@ -16,7 +16,7 @@ export function cannotRunReason(): string | null {
   if (process.platform !== 'linux') return 'not Linux';
   if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'needs root (it makes namespaces and mounts)';
   if (!existsSync('/lib/systemd/systemd')) return 'no /lib/systemd/systemd (install Debian\'s systemd package)';
-  for (const tool of ['unshare', 'nsenter', 'pivot_root', 'cc']) {
+  for (const tool of ['unshare', 'nsenter', 'pivot_root', 'setpriv', 'cc']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) return `no ${tool} on PATH`;
   }
   if (cgroup2Root() === null) return 'no writable cgroup2 hierarchy (/sys/fs/cgroup or /sys/fs/cgroup/unified)';
@@ -111,9 +111,11 @@ export class SystemdContainer {
     const log = join(this.state, 'console.log');
     writeFileSync(log, '');
     // The shell moves itself into the test's cgroup, so the new cgroup namespace is rooted there.
+    // If the test process dies without cleaning up, the parent-death signal ends unshare, and
+    // --kill-child then ends the container's PID 1 (and with it everything inside).
     this.unshare = spawn(
       'sh',
-      ['-c', 'echo $$ > "$1/cgroup.procs" && exec unshare --fork --pid --mount --uts --ipc --net --cgroup --kill-child "$2" "$3"', 'sh', this.cgroup, bootScript, this.state],
+      ['-c', 'echo $$ > "$1/cgroup.procs" && exec setpriv --pdeathsig KILL unshare --fork --pid --mount --uts --ipc --net --cgroup --kill-child "$2" "$3"', 'sh', this.cgroup, bootScript, this.state],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const chunks: string[] = [];

@@ -209,11 +209,14 @@ export async function runRow(row: Row, smiBinary: string): Promise<RowResult> {
     const crashEvents = events.filter((e) => e.event === 'crash');
     const lastCrash = crashEvents[crashEvents.length - 1];
     const healthy = lastCrash === undefined ? undefined : events.find((e) => e.event === 'healthy' && e.t > lastCrash.t);
-    const failures = (journal.match(/vllm\.service: Failed with result (?!.start-limit-hit)/g) ?? []).length;
+    // systemd 252 logs one "Failed with result" per failed run, and one more when the start limit
+    // refuses a restart; the planned crashes are runs that failed after being healthy.
+    const failures = (journal.match(/vllm\.service: Failed with result/g) ?? []).length;
+    const startLimitHits = (journal.match(/vllm\.service: Start request repeated too quickly/g) ?? []).length;
     return {
       name: row.name,
-      failedStarts: Math.max(0, failures - crashEvents.length),
-      startLimitHits: (journal.match(/Start request repeated too quickly/g) ?? []).length,
+      failedStarts: Math.max(0, failures - crashEvents.length - startLimitHits),
+      startLimitHits,
       crashes: crashEvents.length,
       healthyAfterCrashS: healthy === undefined || lastCrash === undefined ? null : ((healthy.t - lastCrash.t) * SCALE) / 1000,
       stopS,
