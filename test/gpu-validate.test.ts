@@ -182,9 +182,11 @@ describe('gpu-validate.sh --simulate', () => {
     expect(data.exitCode).toBe(0);
     expect(data.states[0]).toBe('active');
     expect(data.states[data.states.length - 1]).toBe('free');
-    // The simulated driver releases the memory 1.5 s after the kill; gpugate then needs 2 s of stability.
+    // The simulated driver releases the memory 1.5 s after the kill; gpugate returns after that.
+    // With nothing left to free (no holder, no memory in use) it does not sit out the 2 s
+    // stability window: one quiet poll after the release is enough.
     expect(data.releaseMs).toBeGreaterThanOrEqual(1500);
-    expect(data.gpugateReturnedAfterKillMs).toBeGreaterThanOrEqual(3500);
+    expect(data.gpugateReturnedAfterKillMs).toBeGreaterThanOrEqual(1500);
     expect(alive(data.pid)).toBe(false);
 
     // gpugate bench, with the stand-in nvidia-smi first on its PATH.

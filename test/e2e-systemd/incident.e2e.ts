@@ -48,7 +48,7 @@ async function run(row: Row): Promise<RowResult> {
 const FLOOR_S = (INCIDENT.orphanIgnoreMs + INCIDENT.holdMs + INCIDENT.drainMs + INCIDENT.loadMs) / 1000;
 let seedFloorS: number | null = null;
 const unrelated = (bytes: number): NonNullable<Row['holders']> => [{ unit: 'other-gpu-user.service', title: 'python3', bytes, gpus: [5, 7] }];
-const killStale = '[Service]\nExecStartPre=\nExecStartPre=gpugate wait --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify --kill-stale\n';
+const killStale = '[Service]\nExecStartPre=\nExecStartPre=gpugate wait --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify --kill-stale --kill-grace 10s\n';
 
 describe.skipIf(reason !== null)('the incident under systemd (times scaled 1/' + String(SCALE) + ')', () => {
   it('no guard: vLLM\'s own check fails the restarts on cuda:6 until the memory is back', async () => {
