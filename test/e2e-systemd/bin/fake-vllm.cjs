@@ -128,7 +128,8 @@ if (role === 'api') {
       fs.writeFileSync(`${claim}.tmp`, JSON.stringify({ pid: process.pid, startTicks: startTicks(process.pid), gpu: tp, bytes: plan.bytesPerGpu, name: `VLLM::Worker_TP${tp}` }));
       fs.renameSync(`${claim}.tmp`, claim);
       process.send('loading');
-      setTimeout(() => process.send('loaded'), plan.loadMs);
+      // After a crash the engine is gone: an orphan keeps its memory instead of failing to report.
+      setTimeout(() => process.connected && process.send('loaded'), plan.loadMs);
     });
     process.send('checked');
   }, (error) => {
