@@ -5,7 +5,8 @@
  * process-list call takes the driver's global lock, so the count is a figure of its own.
  *
  * - one idle wait: `wait --min-free 0.9 --stable 0s`, which succeeds on its first poll;
- * - one further poll while nothing changes: two waits that cannot succeed (`--stable 1h`) with
+ * - one further poll while nothing changes: two waits that cannot succeed (`--stable 1h`, on a copy
+ *   of the scenario with 1 GiB in use by no listed process, so they cannot settle early) with
  *   different timeouts; the difference of their counts divided by the difference of their polls
  *   leaves out everything a wait does once (start-up, the stale pre-scan, the final report).
  */
@@ -118,14 +119,28 @@ export async function measureWaitCalls(cli: string, scenario: string, devices: n
   try {
     report.idleWait = await runWait(cli, ['wait', '--min-free', '0.9', '--stable', '0s', '--json'], waitEnv, stats('idle'), 0);
     // Exit 75: the stability window of an hour is never reached, so every poll finds the same memory.
+    // An idle GPU is stable at once (nothing is left to free), so these waits see 1 GiB in use
+    // by no listed process (memory that could still come back): the same calls, no early success.
     const unstable = (timeout: string): string[] => ['wait', '--min-free', '0.9', '--stable', '1h', '--interval', '50ms', '--timeout', timeout, '--json'];
-    const shorter = await runWait(cli, unstable('500ms'), waitEnv, stats('short'), 75);
-    const longer = await runWait(cli, unstable('1500ms'), waitEnv, stats('long'), 75);
+    const drainingEnv = { ...env, GPUGATE_SIM_SCENARIO: withUnattributedMemory(scenario, path.join(work, 'scenario-unattributed.json')) };
+    const shorter = await runWait(cli, unstable('500ms'), drainingEnv, stats('short'), 75);
+    const longer = await runWait(cli, unstable('1500ms'), drainingEnv, stats('long'), 75);
     report.furtherPoll = perPollDifference(shorter, longer);
   } catch (error) {
     report.error = error instanceof Error ? error.message : String(error);
   }
   return report;
+}
+
+/** A copy of the scenario at `source` with 1 GiB in use on every GPU and no process listed; returns its path. */
+function withUnattributedMemory(source: string, target: string): string {
+  const scenario = JSON.parse(fs.readFileSync(source, 'utf8')) as { devices: Array<{ memory: { usedBytes?: number }; processes?: unknown[] }> };
+  for (const device of scenario.devices) {
+    device.memory.usedBytes = Math.max(device.memory.usedBytes ?? 0, 1024 ** 3);
+    device.processes = [];
+  }
+  fs.writeFileSync(target, `${JSON.stringify(scenario)}\n`);
+  return target;
 }
 
 /** The memory reads NVML offers; a further poll that calls nothing else reads memory only. */
