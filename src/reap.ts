@@ -107,9 +107,10 @@ async function checkIdentity(identity: Identity, procRoot: string, bootTimeMs: n
   return { kind: 'same', zombie: info.stat.state === 'Z' || info.stat.state === 'X' };
 }
 
-function killByPid(pid: number, signal: ReapSignal | 0): Delivery {
+/** Runs one signal call: ESRCH means the process is gone, EPERM a refusal; anything else throws. */
+function sendSignal(send: () => void): Delivery {
   try {
-    process.kill(pid, signal);
+    send();
     return 'sent';
   } catch (error) {
     const errno = errnoOf(error);
@@ -117,6 +118,10 @@ function killByPid(pid: number, signal: ReapSignal | 0): Delivery {
     if (errno === ERRNO.EPERM) return 'no-permission';
     throw error;
   }
+}
+
+function killByPid(pid: number, signal: ReapSignal | 0): Delivery {
+  return sendSignal(() => process.kill(pid, signal));
 }
 
 /** Fall-back: every delivery re-reads start time and cgroup first and refuses on any doubt. */
@@ -164,15 +169,7 @@ function pidfdHandle(calls: PidfdCalls, fd: number, identity: Identity, procRoot
     doubt: '',
     describe: 'held by a pidfd from before the first signal',
     async deliver(signal) {
-      try {
-        calls.pidfdSendSignal(fd, signal === 0 ? 0 : constants.signals[signal]);
-        return 'sent';
-      } catch (error) {
-        const errno = errnoOf(error);
-        if (errno === ERRNO.ESRCH) return 'gone';
-        if (errno === ERRNO.EPERM) return 'no-permission';
-        throw error;
-      }
+      return sendSignal(() => calls.pidfdSendSignal(fd, signal === 0 ? 0 : constants.signals[signal]));
     },
     async alive() {
       if ((await this.deliver(0)) === 'gone') return false;
