@@ -6,9 +6,10 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync } from 'node:fs';
+import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv, cliPath } from './helpers/cli';
-import { simDevice, writeScenario } from './helpers/sim';
+import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 
 const GiB = 1024 ** 3;
 const children: ChildProcess[] = [];
@@ -38,7 +39,7 @@ function scenarioHeldBy(pid: number): string {
 
 /** Runs `script` (sh) in new namespaces; `gpugate holders --json` is `$GPUGATE`. Returns stdout. */
 function inNamespaces(flags: string[], script: string, scenario: string): string {
-  const env = cliEnv(scenario, { GPUGATE: `${process.execPath} ${cliPath()} holders --json` });
+  const env = cliEnv(scenario, { GPUGATE: `${process.execPath} ${cliPath()} holders --json`, REPO: repoRoot() });
   const run = spawnSync('unshare', [...flags, 'sh', '-euc', script], { encoding: 'utf8', env, timeout: 60_000 });
   if (run.status !== 0) throw new Error(`unshare ${flags.join(' ')} failed (${run.status}): ${run.stderr}\n${run.stdout}`);
   return run.stdout;
@@ -61,6 +62,11 @@ describe('invisible holders are unverifiable, not gone', () => {
        mount -t tmpfs -o mode=0755 gpugate-test /mnt
        cp "$GPUGATE_SIM_SCENARIO" /mnt/scenario.json && chmod 0644 /mnt/scenario.json
        export GPUGATE_SIM_SCENARIO=/mnt/scenario.json
+       # The checkout may sit below a folder only root can enter (mktemp -d): the reader runs the
+       # command and the simulator from a bind mount of it on that tmpfs.
+       mkdir /mnt/repo && mount --bind "$REPO" /mnt/repo
+       export GPUGATE_NVML_LIBRARY="/mnt/repo/\${GPUGATE_NVML_LIBRARY#"$REPO"/}"
+       GPUGATE="${process.execPath} /mnt/repo/${path.relative(repoRoot(), cliPath())} holders --json"
        setpriv --reuid 65534 --regid 65534 --clear-groups sh -c 'test ! -e /proc/${holder} && $GPUGATE'`,
       scenario,
     );
