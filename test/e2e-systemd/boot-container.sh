@@ -9,10 +9,13 @@
 #     /run and /tmp;
 #   - units that would touch the host or only cost time masked in the upper layer;
 #   - STATE/rootfs copied into the upper layer (the test's units, settings and commands);
-#   - STATE/shared bind-mounted at /e2e: the only directory shared with the harness.
+#   - STATE/shared bind-mounted at /e2e: the only directory shared with the harness;
+#   - the checkout bind-mounted read-only at its own path: the units run gpugate, the simulator
+#     and the stand-ins from it, and it may sit below /tmp or a folder only root can enter.
 # Usage: boot-container.sh STATE_DIR
 set -euo pipefail
 state=$1
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 layers=$state/layers
 root=$state/root
 
@@ -71,6 +74,10 @@ mount -t tmpfs -o mode=1777,nosuid,nodev shm "$root/dev/shm"
 ln -s /proc/self/fd "$root/dev/fd"
 mount -t tmpfs -o mode=0755,nosuid,nodev run "$root/run"
 mount -t tmpfs -o mode=1777,nosuid,nodev tmp "$root/tmp"
+
+mkdir -p "$root$repo"
+mount --bind "$repo" "$root$repo"
+mount -o remount,bind,ro "$root$repo"
 
 mkdir -p "$root/e2e"
 mount --bind "$state/shared" "$root/e2e"
