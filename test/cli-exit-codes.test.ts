@@ -3,26 +3,15 @@
  * subprocess, reading the NVML simulator through the real addon, with real processes as holders.
  * (64 and 78 are in cli-usage.test.ts; 130/143 in cli-signals.test.ts.)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
+import { killSpawned, spawnSleeper } from './helpers/processes';
 
 const GiB = 1024 ** 3;
-const children: ChildProcess[] = [];
-
-/** A real process to stand as a GPU holder (killed after the tests). */
-function startHolder(): number {
-  const child = spawn('sleep', ['60'], { stdio: 'ignore' });
-  children.push(child);
-  if (child.pid === undefined) throw new Error('could not start sleep');
-  return child.pid;
-}
-
-afterAll(() => {
-  for (const child of children) child.kill('SIGKILL');
-});
+// Real processes stand as GPU holders (spawnSleeper), killed after the tests.
+afterAll(killSpawned);
 
 describe('gpugate exit codes', () => {
   it('exits 0 from check when every GPU is idle', async () => {
@@ -33,7 +22,7 @@ describe('gpugate exit codes', () => {
   });
 
   it('exits 75 from check when a real process holds the GPU, naming it', async () => {
-    const pid = startHolder();
+    const pid = await spawnSleeper();
     const scenario = writeScenario({
       devices: [
         simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 40 * GiB }, processes: [{ pid, usedBytes: 40 * GiB, kinds: ['compute'] }] }),
@@ -51,7 +40,7 @@ describe('gpugate exit codes', () => {
   });
 
   it('exits 75 when wait times out, and the JSON names the GPU and its holder', async () => {
-    const pid = startHolder();
+    const pid = await spawnSleeper();
     const scenario = writeScenario({
       devices: [
         simDevice(0),
@@ -116,7 +105,7 @@ describe('gpugate exit codes', () => {
   });
 
   it('writes the final reason to --report-file', async () => {
-    const pid = startHolder();
+    const pid = await spawnSleeper();
     const scenario = writeScenario({
       devices: [simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 8 * GiB }, processes: [{ pid, usedBytes: 8 * GiB, kinds: ['compute'] }] })],
     });

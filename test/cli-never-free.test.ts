@@ -4,29 +4,18 @@
  * The built command as a subprocess, reading the NVML simulator through the real addon, with
  * real processes as holders.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
+import { killSpawned, spawnSleeper } from './helpers/processes';
 import { freshSimulator, useScenario } from './session-helpers';
 import { DeviceSelectionError } from '../src/device-selection-error';
 import { checkGpusOnce, waitForGpusFree } from '../src/wait';
 
 const GiB = 1024 ** 3;
 const TOTAL = 96 * GiB;
-const children: ChildProcess[] = [];
-
-/** A real process to stand as a GPU holder (killed after the tests). */
-function startHolder(): number {
-  const child = spawn('sleep', ['60'], { stdio: 'ignore' });
-  children.push(child);
-  if (child.pid === undefined) throw new Error('could not start sleep');
-  return child.pid;
-}
-
-afterAll(() => {
-  for (const child of children) child.kill('SIGKILL');
-});
+// Real processes stand as GPU holders (spawnSleeper), killed after the tests.
+afterAll(killSpawned);
 
 describe('implausible memory figures make a GPU unjudgeable', () => {
   it('exits 69 from check when free exceeds total, with the numbers in the reason', async () => {
@@ -134,7 +123,7 @@ describe('compute modes that admit no new CUDA context', () => {
   });
 
   it('exits 75 on exclusive_process with a live holder, and 0 once nobody holds it', async () => {
-    const pid = startHolder();
+    const pid = await spawnSleeper();
     const held = writeScenario({
       devices: [simDevice(0, { computeMode: 'exclusive_process', memory: { totalBytes: TOTAL, reservedBytes: 0, usedBytes: 256 * 2 ** 20 }, processes: [{ pid, usedBytes: 256 * 2 ** 20 }] })],
     });

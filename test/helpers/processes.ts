@@ -40,7 +40,8 @@ export function isAlive(pid: number): boolean {
   return state !== null && state !== 'Z' && state !== 'X';
 }
 
-async function until(what: string, predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
+/** Resolves once `predicate` holds; throws naming `what` after `timeoutMs`. */
+export async function until(what: string, predicate: () => boolean, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

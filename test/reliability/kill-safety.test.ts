@@ -23,7 +23,7 @@ import { inspectHolders } from '../../src/stale';
 import { cliEnv, cliPath, parseJsonOutput, type CliRun } from '../helpers/cli';
 import { editStat, ProcRoot } from '../helpers/proc-root';
 import { deviceStandIn } from '../helpers/cgroups';
-import { isAlive, killSpawned, spawnSleeper } from '../helpers/processes';
+import { isAlive, killSpawned, spawnSleeper, until } from '../helpers/processes';
 import { repoRoot, simDevice, writeScenario } from '../helpers/sim';
 import { freshSimulator } from '../session-helpers';
 
@@ -38,14 +38,6 @@ afterEach(async () => {
   await killSpawned();
   for (const cleanup of cleanups.splice(0).reverse()) cleanup();
 });
-
-async function until(what: string, predicate: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /** A live process that ignores SIGTERM (bash with an empty TERM trap, looping on sleep). */
 async function spawnStubborn(prefix = ''): Promise<number> {

@@ -17,7 +17,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ReapAction } from '../../src/reap';
 import { cgroupUnavailable, deviceStandIn, makeServiceCgroup, type HierarchyName, type TestCgroup } from '../helpers/cgroups';
 import { cliEnv, cliPath, parseJsonOutput, type CliRun } from '../helpers/cli';
-import { isAlive, killSpawned, procPpid, spawnOrphan, spawnSleeper } from '../helpers/processes';
+import { isAlive, killSpawned, procPpid, spawnOrphan, spawnSleeper, until } from '../helpers/processes';
 import { simDevice, testTempDir, writeScenario } from '../helpers/sim';
 
 const MiB = 2 ** 20;
@@ -32,14 +32,6 @@ afterEach(async () => {
   await killSpawned();
   for (const cleanup of cleanups.splice(0).reverse()) cleanup();
 });
-
-async function until(what: string, predicate: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /** The environment systemd would give a process of an activation (or none: no INVOCATION_ID). */
 function activationEnv(invocationId: string | null): NodeJS.ProcessEnv {
