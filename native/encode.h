@@ -2,8 +2,8 @@
 //
 // Building JavaScript objects through Node-API costs far more than building them in
 // JavaScript, so a snapshot crosses as numbers (NaN = null) and indices into a string table;
-// src/snapshot-decode.ts rebuilds the objects. The layout below is versioned and mirrored in
-// src/native-binding.ts; the contract test compares the two through encodingLayout().
+// src/nvml/snapshot-decode.ts rebuilds the objects. The layout below is versioned and mirrored in
+// src/nvml/native-binding.ts; the contract test compares the two through encodingLayout().
 //
 // Layout (every slot a double):
 //   header:   [version, deviceCount]

@@ -3,7 +3,7 @@
 // the addon as one N-API binary (gpugate.glibc.node, stripped, built for the oldest Node that
 // package.json's engines allows) and, next to it, the simulator libraries (gpugate_sim*.so, stripped)
 // that prebuildify copies from build/Release. node-gyp-build loads the prebuild when there is no
-// local build; src/sim-library.ts finds the simulator there.
+// local build; src/simulator/sim-library.ts finds the simulator there.
 //
 // Note: prebuildify runs `node-gyp rebuild`, which replaces build/ in the directory it builds.
 //

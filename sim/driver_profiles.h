@@ -4,7 +4,7 @@
 // This file is the single source for all of it. The C++ runtime expands the macros below; the
 // build (sim/profile-table.cjs, called from binding.gyp) reads the same lines to write one
 // linker version script per profile, so a symbol a profile lacks is absent from that library's
-// dynamic symbol table (dlsym finds nothing), not merely answered NOT_SUPPORTED; src/sim-library.ts
+// dynamic symbol table (dlsym finds nothing), not merely answered NOT_SUPPORTED; src/simulator/sim-library.ts
 // reads them to pick the library for a scenario. Keep every entry on one line, in the forms below.
 #pragma once
 

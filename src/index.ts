@@ -3,15 +3,15 @@ export * from './types';
 export * from './usage-error';
 export * from './config-error';
 export * from './units';
-export * from './device-selection-error';
-export * from './devices';
-export * from './criteria';
-export * from './wait-timeout-error';
-export * from './wait';
-export * from './stale';
-export * from './shm';
-export * from './reap';
-export { openNvml, DEFAULT_CALL_TIMEOUT_MS, MAX_PENDING_CALLS } from './session';
+export * from './gate/device-selection-error';
+export * from './gate/devices';
+export * from './gate/criteria';
+export * from './gate/wait-timeout-error';
+export * from './gate/wait';
+export * from './gate/stale';
+export * from './host/shm';
+export * from './host/reap';
+export { openNvml, DEFAULT_CALL_TIMEOUT_MS, MAX_PENDING_CALLS } from './nvml/session';
 export {
   NvmlError,
   isFatalNvmlError,
@@ -21,12 +21,12 @@ export {
   GPUGATE_SESSION_CLOSED,
   GPUGATE_QUEUE_FULL,
   GPUGATE_NATIVE_FAILURE,
-} from './errors';
-export type { NvmlErrorOptions } from './errors';
-export { sdNotify } from './notify';
-export { IMPLAUSIBLE_PROCESS_LIST } from './snapshot-decode';
-export * from './native-load-error';
-export * from './sim-library';
-export * from './sim-host';
-export { runBench } from './bench';
-export type { BenchOptions, BenchResult, BenchMeasure, LatencyStats, NvidiaSmiMeasure } from './bench';
+} from './nvml/nvml-error';
+export type { NvmlErrorOptions } from './nvml/nvml-error';
+export { sdNotify } from './host/notify';
+export { IMPLAUSIBLE_PROCESS_LIST } from './nvml/snapshot-decode';
+export * from './nvml/native-load-error';
+export * from './simulator/sim-library';
+export * from './simulator/sim-host';
+export { runBench } from './bench/run-bench';
+export type { BenchOptions, BenchResult, BenchMeasure, LatencyStats, NvidiaSmiMeasure } from './bench/run-bench';

@@ -1,5 +1,5 @@
 /**
- * `gpugate bench`: its measuring part (src/bench.ts), its table (src/cli/bench-text.ts) and its
+ * `gpugate bench`: its measuring part (src/bench/run-bench.ts), its table (src/cli/bench-text.ts) and its
  * flags (src/cli/commands/bench-command.ts) through the real addon, real dlopen and the
  * simulator, with a real (compiled) nvidia-smi stand-in put on the PATH. Pins what it reports and
  * that it is read-only and bounded; never asserts how fast anything is.
@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, simulatorLibrary } from '../bench/paths';
 import { writeBenchScenario } from '../bench/scenarios';
-import { findOnPath, runBench } from '../src/bench';
+import { findOnPath, runBench } from '../src/bench/run-bench';
 import { formatBenchResult } from '../src/cli/bench-text';
 import { runBenchCommand } from '../src/cli/commands/bench-command';
 import { UsageError } from '../src/usage-error';

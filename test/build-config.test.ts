@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REQUIRED_NAPI_VERSION } from '../src/native-load-error';
+import { REQUIRED_NAPI_VERSION } from '../src/nvml/native-load-error';
 
 const root = resolve(__dirname, '..');
 const requireFromRoot = createRequire(join(root, 'package.json'));

@@ -9,8 +9,8 @@ import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
 import { killSpawned, spawnSleeper } from './helpers/processes';
 import { freshSimulator, useScenario } from './session-helpers';
-import { DeviceSelectionError } from '../src/device-selection-error';
-import { checkGpusOnce, waitForGpusFree } from '../src/wait';
+import { DeviceSelectionError } from '../src/gate/device-selection-error';
+import { checkGpusOnce, waitForGpusFree } from '../src/gate/wait';
 
 const GiB = 1024 ** 3;
 const TOTAL = 96 * GiB;

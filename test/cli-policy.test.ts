@@ -20,9 +20,9 @@ import { parseCommandLine } from '../src/cli/parse-command-line';
 import { ProgressReporter, type PollView } from '../src/cli/progress-reporter';
 import { escapeLabelValue } from '../src/cli/prometheus-text';
 import { ConfigError } from '../src/config-error';
-import { DeviceSelectionError } from '../src/device-selection-error';
+import { DeviceSelectionError } from '../src/gate/device-selection-error';
 import { UsageError } from '../src/usage-error';
-import { GpuWaitTimeoutError } from '../src/wait-timeout-error';
+import { GpuWaitTimeoutError } from '../src/gate/wait-timeout-error';
 
 const GiB = 1024 ** 3;
 const work = mkdtempSync(join(tmpdir(), 'gpugate-cli-policy-'));

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { GpuDevice } from '../src/types';
-import { normalizePciBusId, parseSelectorList, selectDevices } from '../src/devices';
-import { DeviceSelectionError } from '../src/device-selection-error';
+import { normalizePciBusId, parseSelectorList, selectDevices } from '../src/gate/devices';
+import { DeviceSelectionError } from '../src/gate/device-selection-error';
 import { fakeDevice } from './helpers/fake-snapshot';
 import { thrownBy } from './helpers/thrown-by';
 

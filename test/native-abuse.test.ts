@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadBinding } from '../src/binding';
-import type { NativeBinding, NativeSessionHandle } from '../src/native-binding';
+import { loadBinding } from '../src/nvml/binding';
+import type { NativeBinding, NativeSessionHandle } from '../src/nvml/native-binding';
 import { bundledScenario, freshSimulator, useScenario } from './session-helpers';
 
 // Wrong types and wrong handles must throw TypeErrors naming the argument, never crash.

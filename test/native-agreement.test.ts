@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { openNvml } from '../src/session';
+import { openNvml } from '../src/nvml/session';
 import { bundledScenario, freshSimulator, GiB, repoRoot, tempDir, useScenario } from './session-helpers';
 
 // An unrelated NVML client (test/c/nvml_client.c: its own ABI declarations, plain dlopen) must

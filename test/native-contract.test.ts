@@ -2,9 +2,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { loadBinding } from '../src/binding';
-import { nvmlCodeName } from '../src/errors';
-import { ENCODING, NATIVE_EXPORT_NAMES } from '../src/native-binding';
+import { loadBinding } from '../src/nvml/binding';
+import { nvmlCodeName } from '../src/nvml/nvml-error';
+import { ENCODING, NATIVE_EXPORT_NAMES } from '../src/nvml/native-binding';
 import { simDevice, writeScenario } from './helpers/sim';
 import { freshSimulator } from './session-helpers';
 

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sdNotify } from '../src/notify';
+import { sdNotify } from '../src/host/notify';
 import { tempDir } from './session-helpers';
 
 // A real unix datagram socket, bound by python3, prints what it receives.

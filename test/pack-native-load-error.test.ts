@@ -8,8 +8,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadNativeAddon } from '../src/load-native-addon';
-import { NativeLoadError, REQUIRED_NAPI_VERSION, describeNativeRuntime, explainNativeLoadFailure } from '../src/native-load-error';
+import { loadNativeAddon } from '../src/nvml/load-native-addon';
+import { NativeLoadError, REQUIRED_NAPI_VERSION, describeNativeRuntime, explainNativeLoadFailure } from '../src/nvml/native-load-error';
 
 let dir: string;
 const savedEnv = { prebuild: process.env['GPUGATE_PREBUILD'] };

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SimLibraryNotFoundError, findSimLibrary, simLibraryCandidates } from '../src/sim-library';
+import { SimLibraryNotFoundError, findSimLibrary, simLibraryCandidates } from '../src/simulator/sim-library';
 
 const tuple = `${process.platform}-${process.arch}`;
 const ENV_KEYS = ['GPUGATE_PREBUILD', 'PREBUILDS_ONLY'] as const;

@@ -11,8 +11,8 @@ import {
   readProcess,
   systemdCgroupPath,
   unitOfCgroup,
-} from '../src/procfs';
-import { unitCgroupFromPath } from '../src/stale';
+} from '../src/host/procfs';
+import { unitCgroupFromPath } from '../src/gate/stale';
 
 const SEED = { seed: 7, numRuns: 300 };
 

@@ -13,7 +13,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { simProfileForScenario } from '../src/sim-library';
+import { simProfileForScenario } from '../src/simulator/sim-library';
 import { cliEnv, runCli } from './helpers/cli';
 import { buildNvmlClient, runNvmlClient } from './helpers/nvml-client';
 import { repoRoot, simNvmlDir, simProfileLibraryPath } from './helpers/sim';

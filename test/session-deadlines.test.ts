@@ -6,7 +6,7 @@
  * session, and the calls queued behind it are rejected with it; close() waits for the backlog.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_PENDING_CALLS, openNvml } from '../src/session';
+import { MAX_PENDING_CALLS, openNvml } from '../src/nvml/session';
 import { simDevice, writeScenario } from './helpers/sim';
 import { freshSimulator } from './session-helpers';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { adviceForNvmlCode, isFatalNvmlError, NvmlError } from '../src/errors';
-import { resolveLibraryPath } from '../src/library-path';
+import { adviceForNvmlCode, isFatalNvmlError, NvmlError } from '../src/nvml/nvml-error';
+import { resolveLibraryPath } from '../src/nvml/library-path';
 
 describe('NvmlError and the fatal-error policy', () => {
   it('is a real Error subclass with stable fields', () => {

@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isFatalNvmlError, NvmlError } from '../src/errors';
-import { openNvml } from '../src/session';
+import { isFatalNvmlError, NvmlError } from '../src/nvml/nvml-error';
+import { openNvml } from '../src/nvml/session';
 import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
 import { closeTrackedSessions, openTrackedSession, trackSession } from './helpers/tracked-sessions';
 

@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { SimLibraryName } from '../src/sim-library';
+import type { SimLibraryName } from '../src/simulator/sim-library';
 import { bundledScenario as bundledScenarioPath, repoRoot as repoRootDir, simProfileLibraryPath, testTempDir, writeScenario } from './helpers/sim';
 
 export { GiB } from './helpers/fake-snapshot';

@@ -3,8 +3,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { NvmlError } from '../src/errors';
-import { openNvml } from '../src/session';
+import { NvmlError } from '../src/nvml/nvml-error';
+import { openNvml } from '../src/nvml/session';
 import { bundledScenario, freshSimulator, repoRoot, tempDir, useScenario } from './session-helpers';
 
 const addonPath = path.join(repoRoot, 'build', 'Release', 'gpugate.node');

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openNvml } from '../src/session';
+import { openNvml } from '../src/nvml/session';
 import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
 import { closeTrackedSessions, openTrackedSession } from './helpers/tracked-sessions';
 

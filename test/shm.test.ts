@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { cleanShm, findLeakedShm, globToRegExp } from '../src/shm';
+import { cleanShm, findLeakedShm, globToRegExp } from '../src/host/shm';
 import { killSpawned } from './helpers/processes';
 import { mirrorProcRoot } from './helpers/proc-root';
 

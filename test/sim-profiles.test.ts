@@ -6,7 +6,7 @@
  * MIG reads as NVML documents it. Read by the independent C client (test/c/nvml_client.c).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { simDriverProfiles } from '../src/sim-library';
+import { simDriverProfiles } from '../src/simulator/sim-library';
 import { buildNvmlClient, runNvmlClient } from './helpers/nvml-client';
 import { bundledScenario, repoRoot, simDevice, simEnv, simLibraryFor, simLibraryPath, simProfileLibraryPath, writeScenario } from './helpers/sim';
 

@@ -4,10 +4,10 @@
  * through the real addon, and classified by inspectHolders and by a timed-out wait.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { openNvml } from '../src/session';
-import { inspectHolders } from '../src/stale';
-import { waitForGpusFree } from '../src/wait';
-import { GpuWaitTimeoutError } from '../src/wait-timeout-error';
+import { openNvml } from '../src/nvml/session';
+import { inspectHolders } from '../src/gate/stale';
+import { waitForGpusFree } from '../src/gate/wait';
+import { GpuWaitTimeoutError } from '../src/gate/wait-timeout-error';
 import { freshSimulator, GiB, useScenario } from './session-helpers';
 import { goneProcessPid, killSpawned, spawnOrphan, spawnSleeper, spawnZombie } from './helpers/processes';
 

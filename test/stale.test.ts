@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync, symlinkSync, mkdirSync } from 'node
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Snapshot } from '../src/types';
-import { inspectHolders, type Holder } from '../src/stale';
+import { inspectHolders, type Holder } from '../src/gate/stale';
 import { goneProcessPid, killSpawned, spawnOrphan, spawnSleeper, spawnZombie } from './helpers/processes';
 import { ProcRoot, editStat, makeStat } from './helpers/proc-root';
 import { GiB, fakeDevice, fakeMemory, fakeProcesses, fakeSnapshot, type FakeProcess } from './helpers/fake-snapshot';

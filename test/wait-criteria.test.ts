@@ -1,10 +1,10 @@
 /**
- * The per-GPU criteria policy (src/criteria.ts): vLLM's own start check for minFree, the maxUsed
+ * The per-GPU criteria policy (src/gate/criteria.ts): vLLM's own start check for minFree, the maxUsed
  * default, ignore lists, impossible configurations, and the stability window; with property tests.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { DEFAULT_MAX_USED_BYTES, StabilityTracker, maxUsedBytes, neededFreeBytes, nothingLeftToFree, resolveCriteria } from '../src/criteria';
+import { DEFAULT_MAX_USED_BYTES, StabilityTracker, maxUsedBytes, neededFreeBytes, nothingLeftToFree, resolveCriteria } from '../src/gate/criteria';
 import { ConfigError } from '../src/config-error';
 
 const SEED = { seed: 1129, numRuns: 500 };

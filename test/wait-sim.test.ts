@@ -7,9 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { checkGpusOnce, waitForGpusFree, type Evaluation } from '../src/wait';
-import { GpuWaitTimeoutError } from '../src/wait-timeout-error';
-import { NvmlError } from '../src/errors';
+import { checkGpusOnce, waitForGpusFree, type Evaluation } from '../src/gate/wait';
+import { GpuWaitTimeoutError } from '../src/gate/wait-timeout-error';
+import { NvmlError } from '../src/nvml/nvml-error';
 import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
 
 const TOTAL = 96 * GiB;

@@ -5,10 +5,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GpuDevice, NvmlSession, Snapshot, SnapshotOptions } from '../src/types';
-import { checkGpusOnce, waitForGpusFree, GpuWaitAbortError, type Evaluation } from '../src/wait';
-import { GpuWaitTimeoutError } from '../src/wait-timeout-error';
+import { checkGpusOnce, waitForGpusFree, GpuWaitAbortError, type Evaluation } from '../src/gate/wait';
+import { GpuWaitTimeoutError } from '../src/gate/wait-timeout-error';
 import { ConfigError } from '../src/config-error';
-import { DeviceSelectionError } from '../src/device-selection-error';
+import { DeviceSelectionError } from '../src/gate/device-selection-error';
 import { FAKE_TOTAL_BYTES, GiB, fakeDevice, fakeMemory, fakeProcesses, fakeSnapshot, type FakeProcess } from './helpers/fake-snapshot';
 
 const TOTAL = FAKE_TOTAL_BYTES;

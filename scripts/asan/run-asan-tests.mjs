@@ -233,7 +233,7 @@ function main() {
   const workDir = mkdtempSync(join(tmpdir(), 'gpugate-asan-'));
   try {
     const tree = makeTestTree(workDir);
-    // node-gyp-build, as src/binding.ts calls it, must pick the sanitizer build in the copy.
+    // node-gyp-build, as src/nvml/binding.ts calls it, must pick the sanitizer build in the copy.
     const resolved = execFileSync(process.execPath, ['-e',
       `process.stdout.write(require('node-gyp-build').resolve(${JSON.stringify(tree)}))`],
     { cwd: tree, env: { ...process.env, GPUGATE_PREBUILD: '', PREBUILDS_ONLY: '' }, encoding: 'utf8' });

@@ -46,7 +46,7 @@ function holdersOf(report) {
 }
 
 /**
- * The figures gpu-validate reports from `gpugate bench --json` (a BenchResult of src/bench.ts,
+ * The figures gpu-validate reports from `gpugate bench --json` (a BenchResult of src/bench/run-bench.ts,
  * possibly inside the command's result object): gpugate's memory-only snapshot median / p99 and
  * the with-processes median, nvidia-smi's median per run, in milliseconds.
  */

@@ -1,8 +1,8 @@
 /**
- * The table `gpugate bench` prints for one measure of src/bench.ts.
+ * The table `gpugate bench` prints for one measure of src/bench/run-bench.ts.
  */
 
-import type { BenchResult, LatencyStats } from '../bench';
+import type { BenchResult, LatencyStats } from '../bench/run-bench';
 import { escapeForTerminal } from './terminal-text';
 
 function formatUs(us: number): string {

@@ -4,7 +4,7 @@
  * wrong here is a usage error (exit 64) that names the flag, the value and what was expected.
  */
 
-import { parseSelectorList } from '../devices';
+import { parseSelectorList } from '../gate/devices';
 import { parseDuration, parseSize, parseSizeOrFraction, type SizeOrFraction } from '../units';
 import { CliError } from './cli-error';
 import { booleanFlag, listFlag, stringFlag } from './command-context';

@@ -114,7 +114,7 @@ export async function runGate(kind: 'wait' | 'check', context: CommandContext, s
       warned = true;
       for (const warning of evaluation.selection?.warnings ?? []) logger.warning(warning);
     };
-    const { checkGpusOnce, waitForGpusFree } = require('../wait') as typeof import('../wait');
+    const { checkGpusOnce, waitForGpusFree } = require('../gate/wait') as typeof import('../gate/wait');
     const common = {
       session,
       ...(settings.gpus !== undefined ? { gpus: settings.gpus } : {}),
@@ -199,8 +199,8 @@ async function staleScan(
   const { logger } = context;
   const { snapshot, selection } = await readSelectedSnapshot(session, settings, context);
   outcome.selection = { source: selection.source, warnings: selection.warnings };
-  const { inspectHolders } = require('../stale') as typeof import('../stale');
-  const { DEFAULT_SHM_PATTERNS } = require('../shm') as typeof import('../shm');
+  const { inspectHolders } = require('../gate/stale') as typeof import('../gate/stale');
+  const { DEFAULT_SHM_PATTERNS } = require('../host/shm') as typeof import('../host/shm');
   const report = await inspectHolders(snapshot, {
     devices: selection.indices,
     shmPatterns: [...DEFAULT_SHM_PATTERNS, ...settings.cleanShm],
@@ -220,9 +220,9 @@ async function staleScan(
     ])}`);
   }
   if (settings.killStale) {
-    const { reapStale } = require('../reap') as typeof import('../reap');
+    const { reapStale } = require('../host/reap') as typeof import('../host/reap');
     if (report.unitCgroup === null) {
-      const { readProcess } = require('../procfs') as typeof import('../procfs');
+      const { readProcess } = require('../host/procfs') as typeof import('../host/procfs');
       const self = await readProcess(process.pid);
       const cgroup = self.kind === 'ok' ? self.cgroup ?? '(unreadable)' : '(unreadable)';
       logger.notice(`kill-stale ${logfmt([['result', 'skipped'], ['reason', `gpugate is not in a systemd service's cgroup (${cgroup}): no holder can be proven a leftover of this service, nothing is signalled`]])}`);
@@ -252,7 +252,7 @@ async function staleScan(
     }
   }
   if (settings.cleanShm.length > 0) {
-    const { cleanShm } = require('../shm') as typeof import('../shm');
+    const { cleanShm } = require('../host/shm') as typeof import('../host/shm');
     const results = await cleanShm(settings.cleanShm, { dryRun: settings.dryRun });
     outcome.actions.shm = results;
     for (const result of results) {

@@ -14,7 +14,7 @@ const BACKSTOP_MS = 750;
 
 /** Open NVML (lazily loading the addon). Rejects with the NvmlError, or a CliError (69) from the backstop. */
 export async function openSession(libraryPath: string | undefined, callTimeoutMs: number): Promise<NvmlSession> {
-  const { openNvml } = require('../session') as typeof import('../session');
+  const { openNvml } = require('../nvml/session') as typeof import('../nvml/session');
   const opening = Promise.resolve(openNvml({ ...(libraryPath !== undefined ? { libraryPath } : {}), callTimeoutMs }));
   return withBackstop(opening, callTimeoutMs, 'opening NVML');
 }

@@ -7,8 +7,8 @@
  * those and reports their status.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { loadBinding } from '../binding';
-import { parseStat } from '../procfs';
+import { loadBinding } from '../nvml/binding';
+import { parseStat } from '../host/procfs';
 import { logfmt } from './logfmt';
 import type { Logger } from './logger';
 

@@ -1,13 +1,9 @@
-/**
- * Where the installed package lives and what version it is. The compiled command runs from
- * dist/cli/ and the sources (under vitest) from src/cli/: both are two levels below the root.
- */
+/** The version of the installed package. */
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** The package root (the folder holding package.json). */
-export const PACKAGE_ROOT = join(__dirname, '..', '..');
+import { PACKAGE_ROOT } from '../package-root';
 
 /** The version in package.json, or 'unknown' when it cannot be read. */
 export function packageVersion(): string {

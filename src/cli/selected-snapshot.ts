@@ -4,7 +4,7 @@
  * environment selection applied to it, and the selection's warnings logged once.
  */
 
-import type { DeviceSelection } from '../devices';
+import type { DeviceSelection } from '../gate/devices';
 import type { GpuDevice, NvmlSession, Snapshot } from '../types';
 import type { CommandContext } from './command-context';
 import type { SessionSettings } from './criteria-settings';
@@ -30,7 +30,7 @@ export async function readSelectedSnapshot(
   context: Pick<CommandContext, 'env' | 'logger'>,
 ): Promise<SelectedSnapshot> {
   const snapshot = await withBackstop(session.snapshot({ processes: true }), settings.callTimeoutMs, 'reading the GPUs');
-  const { selectDevices } = require('../devices') as typeof import('../devices');
+  const { selectDevices } = require('../gate/devices') as typeof import('../gate/devices');
   const selection = selectDevices(snapshot.devices, settings.gpus, context.env);
   for (const warning of selection.warnings) context.logger.warning(warning);
   const devices = snapshot.devices.filter((device) => selection.indices.includes(device.index));

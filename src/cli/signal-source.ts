@@ -15,9 +15,9 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
-import { loadBinding } from '../binding';
-import { parseCgroup, parseStat, systemdCgroupPath, unitOfCgroup } from '../procfs';
-import { inCgroup, unitCgroupFromPath } from '../stale';
+import { loadBinding } from '../nvml/binding';
+import { parseCgroup, parseStat, systemdCgroupPath, unitOfCgroup } from '../host/procfs';
+import { inCgroup, unitCgroupFromPath } from '../gate/stale';
 import type { Logger } from './logger';
 
 /** si_code of a signal the kernel sent itself (the terminal's signals among them). */

@@ -25,7 +25,7 @@ export function createStatusNotifier(env: NodeJS.ProcessEnv, logger: Logger): St
   return (status: string): void => {
     if (failed) return;
     try {
-      const { sdNotify } = require('../notify') as NotifyModule;
+      const { sdNotify } = require('../host/notify') as NotifyModule;
       sdNotify(`STATUS=${status.replace(/\n/g, ' ')}`, socketPath);
     } catch (error) {
       failed = true;

@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { simProfileForScenario } from '../../src/sim-library';
+import { simProfileForScenario } from '../../src/simulator/sim-library';
 import { makeTestTempDir } from './temp-root';
 
 /** The repository root (this file lives in test/helpers/). */
@@ -32,7 +32,7 @@ export function simNvmlDir(profile?: string): string {
   return profile === undefined ? dir : path.join(dir, profile);
 }
 
-/** build/Release/<library>.so for a library name of src/sim-library.ts (gpugate_sim_r535_early...). */
+/** build/Release/<library>.so for a library name of src/simulator/sim-library.ts (gpugate_sim_r535_early...). */
 export function simProfileLibraryPath(library: string): string {
   return path.join(repoRoot(), 'build', 'Release', `${library}.so`);
 }

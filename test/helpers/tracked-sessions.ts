@@ -2,7 +2,7 @@
  * Sessions opened by a test file and closed after each test, newest first, so that a failing
  * test never leaves an NVML session (and its worker thread) open for the next one.
  */
-import { openNvml } from '../../src/session';
+import { openNvml } from '../../src/nvml/session';
 import type { NvmlMemoryReader } from '../../src/types';
 
 const tracked: NvmlMemoryReader[] = [];

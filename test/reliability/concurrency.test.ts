@@ -8,9 +8,9 @@
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { openNvml } from '../../src/session';
+import { openNvml } from '../../src/nvml/session';
 import type { NvmlSession, Snapshot, SnapshotOptions } from '../../src/types';
-import { waitForGpusFree } from '../../src/wait';
+import { waitForGpusFree } from '../../src/gate/wait';
 import { cliEnv, parseJsonOutput, runCli } from '../helpers/cli';
 import { repoRoot, simDevice, writeScenario } from '../helpers/sim';
 import { freshSimulator } from '../session-helpers';

@@ -6,8 +6,8 @@
  * subprocess for the exit code of the contract.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openNvml } from '../../src/session';
-import { waitForGpusFree } from '../../src/wait';
+import { openNvml } from '../../src/nvml/session';
+import { waitForGpusFree } from '../../src/gate/wait';
 import type { FieldError, GpuDevice, NvmlMemoryReader, Snapshot } from '../../src/types';
 import {
   expectedOutcome,

@@ -1,5 +1,5 @@
 /**
- * Fuzzing the procfs parsers (src/procfs.ts) and the holder classification built on them: any
+ * Fuzzing the procfs parsers (src/host/procfs.ts) and the holder classification built on them: any
  * text in /proc/PID/stat, status, cgroup, cmdline, maps and mountinfo is parsed without an
  * unexpected exception (stat alone may throw, and only its own "malformed" Error); well-formed
  * generated lines round-trip; and classifyHolder over a prepared /proc filled with fuzzed files
@@ -21,8 +21,8 @@ import {
   parseStatus,
   systemdCgroupPath,
   unitOfCgroup,
-} from '../../src/procfs';
-import { classifyHolder, prepareInspectContext } from '../../src/stale';
+} from '../../src/host/procfs';
+import { classifyHolder, prepareInspectContext } from '../../src/gate/stale';
 import { ProcRoot, makeStat } from '../helpers/proc-root';
 import { describeRuns, fuzzParameters } from './helpers/fuzz-settings';
 

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openNvml } from '../../src/session';
+import { openNvml } from '../../src/nvml/session';
 import { simDevice, writeScenario } from '../helpers/sim';
 import { freshSimulator } from '../session-helpers';
 import { describeRuns, fuzzParameters } from './helpers/fuzz-settings';

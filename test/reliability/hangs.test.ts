@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
-import { openNvml } from '../../src/session';
+import { openNvml } from '../../src/nvml/session';
 import { cliEnv, runCli } from '../helpers/cli';
 import { repoRoot, writeScenario } from '../helpers/sim';
 import { freshSimulator } from '../session-helpers';

@@ -1,9 +1,9 @@
 /**
  * `gpugate bench`: this host's poll latency through gpugate against nvidia-smi. The flags are
- * parsed here, the measure is the library's (src/bench.ts), the table is src/cli/bench-text.ts.
+ * parsed here, the measure is the library's (src/bench/run-bench.ts), the table is src/cli/bench-text.ts.
  */
 
-import { runBench as measureBench, type BenchOptions } from '../../bench';
+import { runBench as measureBench, type BenchOptions } from '../../bench/run-bench';
 import { UsageError } from '../../usage-error';
 import { parseDuration } from '../../units';
 import { formatBenchResult } from '../bench-text';

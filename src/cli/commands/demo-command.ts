@@ -1,6 +1,6 @@
 /**
  * `gpugate demo`: the restart race on the bundled simulated 8× RTX PRO 6000 host, no GPU
- * needed. It starts a simulated host (src/sim-host.ts: the scenario anchored to now in a
+ * needed. It starts a simulated host (src/simulator/sim-host.ts: the scenario anchored to now in a
  * temporary folder, one real orphaned "engine worker" as the holder of GPU 6) and runs exactly
  * `gpugate wait --min-free 0.9 --stable 2s` in this process against it; the worker exits partway
  * through, as a restart would find it gone, and the simulated memory drains. It shows the wait's log as a person at a terminal sees it (compact
@@ -15,7 +15,7 @@ import { CliError } from '../cli-error';
 import type { CommandContext } from '../command-context';
 import { demoScenario, DEMO_WORKER_EXIT_MS, DEMO_WORKER_GPU, DEMO_WORKER_TITLE } from '../demo-scenario';
 import { ExitCode } from '../exit-codes';
-import { PACKAGE_ROOT } from '../package-info';
+import { PACKAGE_ROOT } from '../../package-root';
 import { colourEnabled, paint, terminalWidth, wrapLine } from '../terminal-style';
 import { formatBytes, formatDuration } from '../../units';
 
@@ -60,10 +60,10 @@ export async function runDemo(context: CommandContext): Promise<number> {
   const out = context.stdout;
   const colour = colourEnabled(process.stdout, context.env);
   const bold = (text: string): string => paint(colour, text, 'bold');
-  const { SimulatedHost } = require('../../sim-host') as typeof import('../../sim-host');
-  const { unusedPids } = require('../../sim-holder') as typeof import('../../sim-holder');
-  const { SimLibraryNotFoundError } = require('../../sim-library') as typeof import('../../sim-library');
-  let host: import('../../sim-host').SimulatedHost | null = null;
+  const { SimulatedHost } = require('../../simulator/sim-host') as typeof import('../../simulator/sim-host');
+  const { unusedPids } = require('../../simulator/sim-holder') as typeof import('../../simulator/sim-holder');
+  const { SimLibraryNotFoundError } = require('../../simulator/sim-library') as typeof import('../../simulator/sim-library');
+  let host: import('../../simulator/sim-host').SimulatedHost | null = null;
   let waiting = false;
   const cleanup = (): void => {
     host?.stop();

@@ -34,7 +34,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
   try {
     session = await openSession(settings.libraryPath, settings.callTimeoutMs);
     const { snapshot, selection, devices } = await readSelectedSnapshot(session, settings, context);
-    const { inspectHolders } = require('../../stale') as typeof import('../../stale');
+    const { inspectHolders } = require('../../gate/stale') as typeof import('../../gate/stale');
     const report = await inspectHolders(snapshot, { devices: selection.indices });
     const unattributed = new Map(report.perGpu.map((entry) => [entry.index, entry.unattributedBytes]));
     for (const holder of report.holders) {

@@ -1,11 +1,12 @@
 /**
- * `gpugate sim`: start a simulated GPU host (src/sim-host.ts) for the user's own NVML tools and
+ * `gpugate sim`: start a simulated GPU host (src/simulator/sim-host.ts) for the user's own NVML tools and
  * keep it until SIGINT/SIGTERM. It checks the scenario through the simulator once (so a bad file
  * fails here, with its FILE:LINE:COL), prints `export` lines for a shell to evaluate (stdout) and
  * what it started (the log), then waits; on the signal it ends the holders and removes the folder.
  */
 
 import * as path from 'node:path';
+import { PACKAGE_ROOT } from '../../package-root';
 import { CliError } from '../cli-error';
 import { stringFlag, type CommandContext } from '../command-context';
 import { ExitCode } from '../exit-codes';
@@ -24,11 +25,11 @@ function shellQuote(text: string): string {
 
 /** Run `gpugate sim`. */
 export async function runSim(context: CommandContext): Promise<number> {
-  const { SimulatedHost } = require('../../sim-host') as typeof import('../../sim-host');
-  const { SimLibraryNotFoundError } = require('../../sim-library') as typeof import('../../sim-library');
-  const scenario = stringFlag(context.values, 'scenario') ?? path.join(__dirname, '..', '..', '..', 'scenarios', 'restart-race.json');
+  const { SimulatedHost } = require('../../simulator/sim-host') as typeof import('../../simulator/sim-host');
+  const { SimLibraryNotFoundError } = require('../../simulator/sim-library') as typeof import('../../simulator/sim-library');
+  const scenario = stringFlag(context.values, 'scenario') ?? path.join(PACKAGE_ROOT, 'scenarios', 'restart-race.json');
   const startedAt = startedAtFlag(stringFlag(context.values, 'started-at'));
-  let host: import('../../sim-host').SimulatedHost;
+  let host: import('../../simulator/sim-host').SimulatedHost;
   try {
     host = SimulatedHost.start({
       scenario,
@@ -72,7 +73,7 @@ export async function runSim(context: CommandContext): Promise<number> {
 
 /** Reads the host once through the simulator, so a scenario it rejects fails now, naming the file. */
 async function deviceCount(libraryPath: string, scenarioPath: string, source: string): Promise<number> {
-  const { openNvml } = require('../../session') as typeof import('../../session');
+  const { openNvml } = require('../../nvml/session') as typeof import('../../nvml/session');
   const previous = process.env['GPUGATE_SIM_SCENARIO'];
   process.env['GPUGATE_SIM_SCENARIO'] = scenarioPath;
   delete process.env['GPUGATE_SIM_STARTED_AT'];  // the host's own anchor applies

@@ -11,6 +11,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { PACKAGE_ROOT } from '../package-root';
 
 /** The simulator libraries gpugate builds: gpugate_sim (the current driver), gpugate_sim_<profile>. */
 export type SimLibraryName = 'gpugate_sim' | `gpugate_sim_${string}`;
@@ -38,7 +39,7 @@ interface ProfileTableModule {
 }
 
 /** The driver profiles, oldest first, read from the package's sim/driver_profiles.h. */
-export function simDriverProfiles(packageRoot: string = path.join(__dirname, '..')): SimDriverProfile[] {
+export function simDriverProfiles(packageRoot: string = PACKAGE_ROOT): SimDriverProfile[] {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const table = require(path.join(path.resolve(packageRoot), 'sim', 'profile-table.cjs')) as ProfileTableModule;
   return table.readProfileTable().profiles.map((p) => ({
@@ -112,7 +113,7 @@ export class SimLibraryNotFoundError extends Error {
 /** Every path the simulator library is looked for at, in search order. */
 export function simLibraryCandidates(options: FindSimLibraryOptions = {}): string[] {
   const file = `${options.name ?? 'gpugate_sim'}.so`;
-  const root = path.resolve(options.packageRoot ?? path.join(__dirname, '..'));
+  const root = path.resolve(options.packageRoot ?? PACKAGE_ROOT);
   const candidates: string[] = [];
   const override = process.env['GPUGATE_PREBUILD'];
   const base = override ? path.resolve(override) : root;

@@ -2,10 +2,10 @@
  * Rebuilds snapshot objects from the addon's flat encoding (numbers + string table), merging in
  * the identity read once at open. Building objects here is much cheaper than through Node-API.
  */
-import { nvmlCodeName } from './errors';
+import { nvmlCodeName } from './nvml-error';
 import { ENCODING, PROCESS_KIND_BITS } from './native-binding';
 import type { NativeCallError, NativeDeviceIdentity, NativeEncodedSnapshot } from './native-binding';
-import type { FieldError, GpuDevice, GpuMemory, GpuProcess, MigDevice, ProcessKind, Snapshot } from './types';
+import type { FieldError, GpuDevice, GpuMemory, GpuProcess, MigDevice, ProcessKind, Snapshot } from '../types';
 
 /** Code used when a process list was returned but failed the plausibility check at every stride. */
 export const IMPLAUSIBLE_PROCESS_LIST = 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE';

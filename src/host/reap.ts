@@ -9,7 +9,7 @@
  */
 import { closeSync } from 'node:fs';
 import { constants } from 'node:os';
-import { ancestorsOf, type Holder, type HolderReport } from './stale';
+import { ancestorsOf, type Holder, type HolderReport } from '../gate/stale';
 import { PF_EXITING, readBootTimeMs, readProcess, startTimeMsOf } from './procfs';
 
 /** The signals reapStale sends. */
@@ -156,7 +156,7 @@ interface PidfdCalls {
 function pidfdCalls(wanted: boolean): PidfdCalls | string {
   if (!wanted) return 'disabled (GPUGATE_NO_PIDFD=1 or pidfd: false)';
   try {
-    const { loadBinding } = require('./binding') as typeof import('./binding');
+    const { loadBinding } = require('../nvml/binding') as typeof import('../nvml/binding');
     return loadBinding();
   } catch (error) {
     return `the native addon did not load: ${error instanceof Error ? error.message : String(error)}`;

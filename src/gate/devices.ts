@@ -4,9 +4,9 @@
  * SLURM_JOB_GPUS) into the NVML indices to watch. A selector that matches nothing, or a prefix
  * that matches several devices, is a DeviceSelectionError naming what exists.
  */
-import type { GpuDevice } from './types';
+import type { GpuDevice } from '../types';
 import { DeviceSelectionError } from './device-selection-error';
-import { NvmlError } from './errors';
+import { NvmlError } from '../nvml/nvml-error';
 
 /** Where a selection came from. */
 export type DeviceSelectionSource = 'option' | 'NVIDIA_VISIBLE_DEVICES' | 'CUDA_VISIBLE_DEVICES' | 'SLURM_JOB_GPUS' | 'all';

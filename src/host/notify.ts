@@ -1,7 +1,7 @@
 /**
  * sdNotify(): tell systemd (Type=notify) about readiness or status, without libsystemd.
  */
-import { loadBinding } from './binding';
+import { loadBinding } from '../nvml/binding';
 
 /**
  * Sends `text` (e.g. 'READY=1', 'STATUS=waiting for GPU 3', 'EXTEND_TIMEOUT_USEC=30000000') as one

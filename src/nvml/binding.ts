@@ -4,7 +4,7 @@
  * src/ under vitest and from dist/ once compiled. A missing binary becomes a NativeLoadError that
  * lists every place searched; any other load error passes through unchanged.
  */
-import * as path from 'node:path';
+import { PACKAGE_ROOT } from '../package-root';
 import { loadNativeAddon } from './load-native-addon';
 import type { NativeBinding } from './native-binding';
 
@@ -12,6 +12,6 @@ let cached: NativeBinding | undefined;
 
 /** The loaded addon (loaded on first use). */
 export function loadBinding(): NativeBinding {
-  if (cached === undefined) cached = loadNativeAddon(path.join(__dirname, '..')) as NativeBinding;
+  if (cached === undefined) cached = loadNativeAddon(PACKAGE_ROOT) as NativeBinding;
   return cached;
 }

@@ -4,7 +4,7 @@
  * The CLI maps it to exit code 75.
  */
 import type { Evaluation, GpuEvaluation } from './wait';
-import { formatBytes, formatDuration } from './units';
+import { formatBytes, formatDuration } from '../units';
 
 function describeGpu(gpu: GpuEvaluation): string {
   const parts: string[] = [];

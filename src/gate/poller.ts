@@ -5,7 +5,7 @@
  * the last one leaves. Snapshot failures are delivered to every subscriber.
  */
 import { performance } from 'node:perf_hooks';
-import type { NvmlSession, Snapshot } from './types';
+import type { NvmlSession, Snapshot } from '../types';
 
 /** One poll's outcome as delivered to subscribers. */
 export type PollResult =

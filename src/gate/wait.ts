@@ -6,15 +6,15 @@
  * waiting cannot help (GPU lost, NVML unusable, a hung call).
  */
 import { performance } from 'node:perf_hooks';
-import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlSession, OpenNvmlOptions, Snapshot } from './types';
+import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlSession, OpenNvmlOptions, Snapshot } from '../types';
 import { emptySelectionError, selectDevices, type DeviceSelection } from './devices';
 import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
 import { SnapshotPoller, type PollResult } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
-import { readProcess } from './procfs';
-import { GPUGATE_MEMORY_IMPLAUSIBLE, NvmlError, isFatalNvmlError } from './errors';
-import { openNvml } from './session';
+import { readProcess } from '../host/procfs';
+import { GPUGATE_MEMORY_IMPLAUSIBLE, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
+import { openNvml } from '../nvml/session';
 
 /** Options of waitForGpusFree (and checkGpusOnce, which ignores the timing ones). */
 export interface WaitOptions extends CriteriaOptions {

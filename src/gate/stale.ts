@@ -7,7 +7,7 @@
  */
 import { promises as fsp, type Dirent } from 'node:fs';
 import * as path from 'node:path';
-import type { GpuDevice, Snapshot } from './types';
+import type { GpuDevice, Snapshot } from '../types';
 import {
   PF_EXITING,
   environValue,
@@ -25,8 +25,8 @@ import {
   unitOfCgroup,
   type OpenFiles,
   type ProcessInfo,
-} from './procfs';
-import { DEFAULT_SHM_PATTERNS, findLeakedShm, type ShmEntry } from './shm';
+} from '../host/procfs';
+import { DEFAULT_SHM_PATTERNS, findLeakedShm, type ShmEntry } from '../host/shm';
 
 /** The catalogue classes of a process NVML lists as holding a GPU. */
 export type HolderClass =

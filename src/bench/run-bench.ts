@@ -9,9 +9,9 @@
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { openNvml } from './session';
-import type { NvmlSession, OpenNvmlOptions, SnapshotOptions } from './types';
-import { UsageError } from './usage-error';
+import { openNvml } from '../nvml/session';
+import type { NvmlSession, OpenNvmlOptions, SnapshotOptions } from '../types';
+import { UsageError } from '../usage-error';
 
 /** The query `gpugate bench` runs when nvidia-smi is available: the classic ExecStartPre= poll. */
 export const NVIDIA_SMI_QUERY_ARGS: readonly string[] = [

@@ -16,7 +16,7 @@ import {
   looksLikeContainer,
   nvmlCodeName,
   NvmlError,
-} from './errors';
+} from './nvml-error';
 import { resolveLibraryPath } from './library-path';
 import type { LibraryPathChoice } from './library-path';
 import type {
@@ -29,7 +29,7 @@ import type {
 } from './native-binding';
 import { ENCODING } from './native-binding';
 import { decodeSnapshot, fromNativeCallError } from './snapshot-decode';
-import type { FieldError, GpuDevice, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from './types';
+import type { FieldError, GpuDevice, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
 
 /** Default deadline of one NVML request, in milliseconds, counted from when the NVML thread starts it. */
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;

@@ -3,10 +3,10 @@
  * it, maxUsed with its 1 GiB default, noProcesses, ignored processes), whether they are possible
  * at all, and how long free memory has stayed within the stability tolerance.
  */
-import { ConfigError } from './config-error';
-import type { GpuMemory } from './types';
-import type { SizeOrFraction } from './units';
-import { formatBytes } from './units';
+import { ConfigError } from '../config-error';
+import type { GpuMemory } from '../types';
+import type { SizeOrFraction } from '../units';
+import { formatBytes } from '../units';
 
 /** One GiB: the default maxUsed when no criterion is given. */
 export const DEFAULT_MAX_USED_BYTES = 1024 ** 3;

@@ -10,7 +10,7 @@ import { explainNativeLoadFailure } from './native-load-error';
 type NodeGypBuild = (dir: string) => unknown;
 
 /**
- * Requires the addon binary for this runtime and returns its exports (untyped: src/binding.ts
+ * Requires the addon binary for this runtime and returns its exports (untyped: src/nvml/binding.ts
  * checks them against its NativeBinding interface).
  * @param packageRoot the directory holding gpugate's package.json
  * @throws NativeLoadError when no binary matches; any other load error unchanged
