@@ -155,7 +155,7 @@ describe('a bind-mount alias of the shm directory', () => {
     const alias = path.join(work, 'alias');
     mkdirSync(shm);
     mkdirSync(alias);
-    const shmModule = path.join(repoRoot(), 'dist', 'shm.js');
+    const shmModule = path.join(repoRoot(), 'dist', 'host', 'shm.js');
     const judge = `
       const { cleanShm } = require(${JSON.stringify(shmModule)});
       const holder = Number(process.argv[1]);

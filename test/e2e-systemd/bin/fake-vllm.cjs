@@ -64,7 +64,7 @@ if (role === 'api') {
     }
     if (message !== 'ready') return;
     event('healthy', { attempt });
-    if (plan.notify) require(path.join(plan.gpugate, 'dist', 'notify.js')).sdNotify('READY=1\nSTATUS=serving');
+    if (plan.notify) require(path.join(plan.gpugate, 'dist', 'host', 'notify.js')).sdNotify('READY=1\nSTATUS=serving');
     if (crashPlanned && !plan.crashDuringLoad) {
       setTimeout(() => {
         countCrash();

@@ -11,8 +11,8 @@ const { readFileSync } = require('node:fs');
 const path = require('node:path');
 
 const [dist, mode] = process.argv.slice(2);
-const { reapStale } = require(path.join(dist, 'reap.js'));
-const { readBootTimeMs, readProcess, startTimeMsOf } = require(path.join(dist, 'procfs.js'));
+const { reapStale } = require(path.join(dist, 'host', 'reap.js'));
+const { readBootTimeMs, readProcess, startTimeMsOf } = require(path.join(dist, 'host', 'procfs.js'));
 
 const KEEPER = `
 import os, sys, time
