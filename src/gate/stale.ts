@@ -26,6 +26,7 @@ import {
   type OpenFiles,
   type ProcessInfo,
 } from '../host/procfs';
+import { ownerOf, PASSWD_PATH, readUserNames, type ProcessOwner, type UserNames } from '../host/process-owner';
 import { DEFAULT_SHM_PATTERNS, findLeakedShm, type ShmEntry } from '../host/shm';
 
 /** The catalogue classes of a process NVML lists as holding a GPU. */
@@ -59,6 +60,8 @@ export interface Holder {
   unit: string | null;
   /** Process start time in milliseconds since the epoch, null when unknown. */
   startTime: number | null;
+  /** Its user, age, whole command line, unit, container and pod; null when its /proc entry could not be read. */
+  owner: ProcessOwner | null;
   /** Why it got its class, plus any suspicion (pid reuse, no /dev/nvidia* descriptor). */
   reason: string;
 }
@@ -68,6 +71,8 @@ export interface HiddenHolder {
   pid: number;
   comm: string | null;
   cmdline: string | null;
+  /** Null when its /proc entry could not be read. */
+  owner: ProcessOwner | null;
   via: Array<'fd' | 'maps'>;
 }
 
@@ -133,6 +138,8 @@ export interface InspectOptions {
   shmPatterns?: string[];
   /** Extra pids that act as subreapers (orphans get reparented to them), besides PID 1 and init-like parents. */
   reaperPids?: number[];
+  /** Default /etc/passwd: where holders' uids get their user names. */
+  passwdPath?: string;
 }
 
 const ENGINE_RE = /VLLM::|\bvllm\b|sglang::|\bsglang\b|multiprocessing\.resource_tracker|multiprocessing\.spawn|multiprocessing-fork|ray::|text-generation|tensorrt_llm|trtllm/i;
@@ -165,6 +172,8 @@ export interface InspectContext {
   deviceNodes: boolean;
   /** The activation gpugate runs in: what tells this attempt's processes from an earlier one's. */
   activation: Activation;
+  /** User names by uid, from the passwd file (empty when it is unreadable). */
+  userNames: UserNames;
 }
 
 /**
@@ -248,6 +257,7 @@ export async function prepareInspectContext(options: InspectOptions = {}): Promi
   const procRoot = options.procRoot ?? '/proc';
   const selfPid = options.selfPid ?? process.pid;
   const deviceNodes = fsp.access(path.join(options.devRoot ?? '/dev', 'nvidiactl')).then(() => true, () => false);
+  const userNames = readUserNames(options.passwdPath ?? PASSWD_PATH);
   const [self, status, procStat, mountinfo, ancestors] = await Promise.all([
     readProcess(selfPid, procRoot),
     readProcText(path.join(procRoot, String(selfPid), 'status')),
@@ -281,6 +291,7 @@ export async function prepareInspectContext(options: InspectOptions = {}): Promi
     reaperPids: new Set([1, ...(options.reaperPids ?? [])]),
     deviceNodes: await deviceNodes,
     activation: await readActivation(selfPid, ancestors, unitCgroup, procRoot, bootTimeMs),
+    userNames: await userNames.then((read) => (read.kind === 'ok' ? read.names : new Map<number, string>())),
   };
 }
 
@@ -381,6 +392,7 @@ export async function classifyHolder(listed: ListedProcess, takenAt: number | nu
     cgroup: null,
     unit: null,
     startTime: null,
+    owner: null,
     reason: '',
   };
   if (ctx.nestedPidNamespace) return { ...base, reason: ctx.nestedReason };
@@ -402,6 +414,7 @@ export async function classifyHolder(listed: ListedProcess, takenAt: number | nu
     cgroup: info.cgroup,
     unit: unitOfCgroup(info.cgroup),
     startTime: startTimeMs(info, ctx),
+    owner: ownerOf(info, { userNames: ctx.userNames, bootTimeMs: ctx.bootTimeMs, atMs: takenAt ?? Date.now() }),
   };
   const notes: string[] = [];
   if (holder.startTime !== null && takenAt !== null && holder.startTime > takenAt + START_TIME_SLACK_MS) {
@@ -494,7 +507,10 @@ export function unattributedBytesOf(memory: GpuDevice['memory'], processes: GpuD
   return Math.max(0, memory.usedBytes - listed);
 }
 
-function hiddenHoldersOf(device: GpuDevice, openFiles: OpenFiles[], names: Map<number, { comm: string | null; cmdline: string | null }>, ctx: InspectContext): HiddenHolder[] {
+/** What a hidden holder is called and who owns it. */
+type HiddenName = Pick<HiddenHolder, 'comm' | 'cmdline' | 'owner'>;
+
+function hiddenHoldersOf(device: GpuDevice, openFiles: OpenFiles[], names: Map<number, HiddenName>, ctx: InspectContext): HiddenHolder[] {
   if (device.minorNumber === null) return [];
   const node = `/dev/nvidia${device.minorNumber}`;
   const listed = new Set((device.processes ?? []).map((p) => p.pid));
@@ -505,8 +521,8 @@ function hiddenHoldersOf(device: GpuDevice, openFiles: OpenFiles[], names: Map<n
     if (entry.fdTargets?.includes(node)) via.push('fd');
     if (entry.mappedPaths?.some((p) => p === node || p === `${node} (deleted)`)) via.push('maps');
     if (via.length === 0) continue;
-    const name = names.get(entry.pid) ?? { comm: null, cmdline: null };
-    hidden.push({ pid: entry.pid, comm: name.comm, cmdline: name.cmdline, via });
+    const name = names.get(entry.pid) ?? { comm: null, cmdline: null, owner: null };
+    hidden.push({ pid: entry.pid, comm: name.comm, cmdline: name.cmdline, owner: name.owner, via });
   }
   return hidden;
 }
@@ -566,14 +582,16 @@ export async function inspectHolders(snapshot: Snapshot, options: InspectOptions
   const needScan = scanHidden || patterns.length > 0;
   const openFiles = needScan ? await scanOpenFiles(ctx.procRoot).catch(() => [] as OpenFiles[]) : [];
 
-  const names = new Map<number, { comm: string | null; cmdline: string | null }>();
+  const names = new Map<number, HiddenName>();
   if (scanHidden) {
     const nodes = new Set(devices.filter((d) => d.minorNumber !== null).map((d) => `/dev/nvidia${d.minorNumber}`));
     const interesting = openFiles.filter((e) => [...(e.fdTargets ?? []), ...(e.mappedPaths ?? [])].some((t) => nodes.has(t.replace(/ \(deleted\)$/, ''))));
     await Promise.all(
       interesting.map(async (e) => {
         const info = await readProcess(e.pid, ctx.procRoot);
-        names.set(e.pid, info.kind === 'ok' ? { comm: info.comm, cmdline: info.cmdline } : { comm: null, cmdline: null });
+        names.set(e.pid, info.kind === 'ok'
+          ? { comm: info.comm, cmdline: info.cmdline, owner: ownerOf(info, { userNames: ctx.userNames, bootTimeMs: ctx.bootTimeMs, atMs: snapshot.takenAt }) }
+          : { comm: null, cmdline: null, owner: null });
       }),
     );
   }

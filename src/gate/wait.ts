@@ -281,6 +281,7 @@ async function holdersOf(processes: GpuProcess[] | null | undefined, index: numb
         cgroup: info.kind === 'ok' ? info.cgroup : null,
         unit: null,
         startTime: null,
+        owner: null,
         reason: 'not inspected (inspectHolders: false)',
       };
     }),

@@ -241,10 +241,16 @@ export function environValue(raw: string, name: string): string | null {
   return null;
 }
 
-/** Parses a NUL-separated /proc/PID/cmdline into one space-joined string (null when empty, as for kernel threads and zombies). */
-export function parseCmdline(raw: string): string | null {
+/** The arguments of a NUL-separated /proc/PID/cmdline, each whole (empty for kernel threads and zombies). */
+export function parseArgv(raw: string): string[] {
   const parts = raw.split('\0');
   while (parts.length > 0 && parts[parts.length - 1] === '') parts.pop();
+  return parts;
+}
+
+/** Parses a NUL-separated /proc/PID/cmdline into one space-joined string (null when empty, as for kernel threads and zombies). */
+export function parseCmdline(raw: string): string | null {
+  const parts = parseArgv(raw);
   return parts.length === 0 ? null : parts.join(' ');
 }
 
@@ -273,6 +279,8 @@ export interface ProcessInfo {
   stat: ProcStat;
   comm: string;
   cmdline: string | null;
+  /** The arguments of /proc/PID/cmdline, each whole; null when it is empty or unreadable. */
+  argv: string[] | null;
   /** The systemd-relevant cgroup path, or null when unreadable. */
   cgroup: string | null;
   /** Parsed status fields, or null when unreadable. */
@@ -296,12 +304,14 @@ export async function readProcess(pid: number, procRoot = '/proc'): Promise<Proc
     readProcText(path.join(dir, 'cgroup')),
     readProcText(path.join(dir, 'status')),
   ]);
+  const argv = cmdline.kind === 'ok' ? parseArgv(cmdline.text) : null;
   return {
     kind: 'ok',
     pid,
     stat: parsed,
     comm: comm.kind === 'ok' ? comm.text.replace(/\n$/, '') : parsed.comm,
     cmdline: cmdline.kind === 'ok' ? parseCmdline(cmdline.text) : null,
+    argv: argv !== null && argv.length > 0 ? argv : null,
     cgroup: cgroup.kind === 'ok' ? systemdCgroupPath(parseCgroup(cgroup.text)) : null,
     status: status.kind === 'ok' ? parseStatus(status.text) : null,
   };

@@ -36,6 +36,48 @@ export interface TestCgroup {
   join(pid: number): void;
 }
 
+/** Moves every process in `dir` back to the hierarchy's root and removes `dir` (retrying while they leave). */
+function removeCgroupDir(root: string, dir: string): void {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    try {
+      for (const pid of readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter((l) => l !== '')) {
+        try {
+          writeFileSync(path.join(root, 'cgroup.procs'), pid);
+        } catch {
+          // exited meanwhile
+        }
+      }
+      rmdirSync(dir);
+      return;
+    } catch {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    }
+  }
+}
+
+/**
+ * Creates the cgroup `cgroupPath` (e.g. `/kubepods.slice/…/cri-containerd-ID.scope`) in
+ * `hierarchy`, with any missing groups above it. The cleanup empties and removes, deepest first,
+ * every directory this call created.
+ */
+export function makeCgroup(hierarchy: HierarchyName, cgroupPath: string, cleanups: Array<() => void>): TestCgroup {
+  const { root } = HIERARCHIES[hierarchy];
+  const created: string[] = [];
+  let dir: string = root;
+  for (const part of cgroupPath.split('/').filter((p) => p !== '')) {
+    dir = path.join(dir, part);
+    if (!existsSync(dir)) {
+      mkdirSync(dir);
+      created.push(dir);
+    }
+  }
+  const procs = path.join(dir, 'cgroup.procs');
+  cleanups.push(() => {
+    for (const made of created.reverse()) removeCgroupDir(root, made);
+  });
+  return { path: cgroupPath, procs, join: (pid) => writeFileSync(procs, String(pid)) };
+}
+
 /**
  * Creates `/system.slice/<name>.service` (and `sub` below it, e.g. '.control') in `hierarchy`.
  * The cleanup moves any process still inside back to the root and removes the directories.
@@ -52,24 +94,7 @@ export function makeServiceCgroup(hierarchy: HierarchyName, name: string, cleanu
   const unit = make(unitPath);
   const subs = sub.map((s) => make(`${unitPath}/${s}`));
   cleanups.push(() => {
-    for (const group of [...subs, unit]) {
-      const dir = path.join(root, group.path);
-      for (let attempt = 0; attempt < 100; attempt++) {
-        try {
-          for (const pid of readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter((l) => l !== '')) {
-            try {
-              writeFileSync(path.join(root, 'cgroup.procs'), pid);
-            } catch {
-              // exited meanwhile
-            }
-          }
-          rmdirSync(dir);
-          break;
-        } catch {
-          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
-        }
-      }
-    }
+    for (const group of [...subs, unit]) removeCgroupDir(root, path.join(root, group.path));
   });
   return { unit, subs };
 }
