@@ -215,7 +215,8 @@ describe('gpugate holders', () => {
     expect(gpu?.unattributedBytes).toBe(10 * GiB);
 
     const prom = await runCli(['holders', '--format', 'prometheus'], { env: cliEnv(scenario) });
-    expect(prom.stdout).toContain(`gpugate_gpu_holders{gpu="0",uuid="GPU-7e570000-0000-4000-8000-000000000000",class="orphan"} 1`);
+    // Labelled by the unit it lives in (wherever this test runs).
+    expect(prom.stdout).toMatch(/^gpugate_gpu_holders\{gpu="0",uuid="GPU-7e570000-0000-4000-8000-000000000000",class="orphan",unit="[^"]*"\} 1$/m);
     expect(prom.stdout).toContain(`gpugate_gpu_unattributed_bytes{gpu="0",uuid="GPU-7e570000-0000-4000-8000-000000000000"} ${10 * GiB}`);
   });
 });

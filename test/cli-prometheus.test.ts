@@ -11,8 +11,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { cgroupUnavailable, makeServiceCgroup } from './helpers/cgroups';
 import { cliEnv, runCli } from './helpers/cli';
+import { killSpawned, spawnSleeper } from './helpers/processes';
 import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
 
 const work = mkdtempSync(join(tmpdir(), 'gpugate-cli-prometheus-'));
@@ -102,6 +104,36 @@ describe.skipIf(missing !== null)('the Prometheus output, read by promtool and p
     const holders = family(readByEveryConsumer(run.stdout), 'gpugate_gpu_holders').samples;
     expect(holders).toHaveLength(2 * 9);
     expect(holders.filter((s) => s.labels['class'] === 'gone').map((s) => [s.labels['gpu'], s.value])).toEqual([['0', 1], ['1', 1]]);
+  });
+
+  const cgroupHierarchy = cgroupUnavailable('named') === null ? 'named' : cgroupUnavailable('unified') === null ? 'unified' : null;
+  const cleanups: Array<() => void> = [];
+  afterEach(async () => {
+    await killSpawned();
+    for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+  });
+
+  it.skipIf(cgroupHierarchy === null)('holders: counts per class and unit, in one family, a unit name with a quote and a backslash escaped', async () => {
+    const plain = makeServiceCgroup(cgroupHierarchy!, 'gpugate-test-serve', cleanups).unit;
+    const odd = makeServiceCgroup(cgroupHierarchy!, 'gpugate-test-q"uote\\back', cleanups).unit;
+    const pids = await Promise.all([spawnSleeper('VLLM::Worker_TP0'), spawnSleeper('VLLM::Worker_TP1'), spawnSleeper('VLLM::Worker_TP2')]);
+    plain.join(pids[0]!);
+    plain.join(pids[1]!);
+    odd.join(pids[2]!);
+    const scenario = writeScenario({ devices: [simDevice(0, { processes: pids.map((pid) => ({ pid, usedBytes: 1024 ** 3 })) }), simDevice(1)] });
+    const run = await runCli(['holders', '--format', 'prometheus'], { env: cliEnv(scenario) });
+    expect(run.code).toBe(0);
+    expect(run.stdout.match(/^# TYPE gpugate_gpu_holders /gm)).toHaveLength(1);
+    const samples = family(readByEveryConsumer(run.stdout), 'gpugate_gpu_holders').samples;
+    const plainUnit = plain.path.split('/').pop()!;
+    const oddUnit = odd.path.split('/').pop()!;
+    expect(oddUnit).toContain('"');
+    const active = samples.filter((s) => s.labels['gpu'] === '0' && s.labels['class'] === 'active');
+    expect(active.map((s) => [s.labels['unit'], s.value])).toEqual([['', 0], [plainUnit, 2], [oddUnit, 1]].sort((a, b) => (a[0]! < b[0]! ? -1 : 1)));
+    // Every class keeps its series of holders without a unit; GPU 1 has nothing else.
+    expect(samples.filter((s) => s.labels['gpu'] === '1').map((s) => [s.labels['class'], s.labels['unit'], s.value])).toEqual(
+      ['active', 'draining', 'zombie', 'zombie_live_threads', 'gone', 'unverifiable', 'leftover', 'orphan', 'foreign'].map((name) => [name, '', 0]));
+    expect(run.stdout).toContain(`unit="${oddUnit.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"} 1`);
   });
 
   it('NVML failing still writes an exposition (gpugate_up 0 with the error) that replaces an older file, and exits 69', async () => {

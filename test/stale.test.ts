@@ -254,8 +254,8 @@ describe('inspectHolders with prepared /proc trees', () => {
     const hidden = report.perGpu[0]!.hiddenHolders.sort((a, b) => a.pid - b.pid);
     expect(hidden).toEqual(
       [
-        { pid: hiddenFd, comm: 'sleep', cmdline: 'sleep 120', via: ['fd'] },
-        { pid: hiddenMap, comm: 'sleep', cmdline: 'sleep 120', via: ['maps'] },
+        { pid: hiddenFd, comm: 'sleep', cmdline: 'sleep 120', owner: expect.objectContaining({ uid: process.getuid!(), argv: ['sleep', '120'] }), via: ['fd'] },
+        { pid: hiddenMap, comm: 'sleep', cmdline: 'sleep 120', owner: expect.objectContaining({ uid: process.getuid!(), argv: ['sleep', '120'] }), via: ['maps'] },
       ].sort((a, b) => a.pid - b.pid),
     );
   });

@@ -4,7 +4,8 @@
  */
 
 import { formatBytes, formatDuration } from '../units';
-import { holderLabel, type GpuEvaluationView } from './gpu-view';
+import { holderLabel, type GpuEvaluationView, type HolderView } from './gpu-view';
+import { describeOwner } from './holder-text';
 
 /** Why one GPU fails, e.g. `GPU 6 (GPU-…): free 3.1GiB < needed 86GiB; held by 4242/VLLM::Worker_TP6/orphan`. */
 export function describeGpuFailure(gpu: GpuEvaluationView): string {
@@ -32,11 +33,17 @@ export function describeGpuFailure(gpu: GpuEvaluationView): string {
       parts.push(gpu.error === null ? 'memory unreadable' : `${gpu.error.code}`);
     }
   }
-  if (gpu.holders.length > 0) parts.push(`held by ${gpu.holders.map(holderLabel).join(' ')}`);
+  if (gpu.holders.length > 0) parts.push(`held by ${gpu.holders.map(ownedLabel).join(' ')}`);
   else if (gpu.unattributedBytes !== null && gpu.unattributedBytes > 0 && gpu.reasons.includes('memory')) {
     parts.push(`${formatBytes(gpu.unattributedBytes)} held by no listed process (driver teardown?)`);
   }
   return `GPU ${gpu.index} (${gpu.uuid}): ${parts.join('; ')}`;
+}
+
+/** `4242/VLLM::Worker_TP6/orphan (of vllm.service, user vllm, started 3 min ago)`. */
+function ownedLabel(holder: HolderView): string {
+  const owner = describeOwner(holder.owner);
+  return owner === null ? holderLabel(holder) : `${holderLabel(holder)} (${owner})`;
 }
 
 /** All failing GPUs, joined with ` | `. */

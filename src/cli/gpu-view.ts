@@ -4,6 +4,7 @@
  * and renderers can be unit-tested with plain objects.
  */
 
+import type { ProcessOwner } from '../host/process-owner';
 import type { FieldError, GpuMemory } from '../types';
 
 /** A process holding a GPU, classified by the stale inspection. */
@@ -18,6 +19,8 @@ export interface HolderView {
   ppid?: number | null;
   cgroup?: string | null;
   unit?: string | null;
+  /** Its user, age, whole command line and location (null: not read). */
+  owner?: ProcessOwner | null;
   reason?: string;
 }
 

@@ -6,7 +6,7 @@
  */
 
 /** MAJOR.MINOR of the documents this version prints (the pattern in schemas/common.schema.json). */
-export const SCHEMA_VERSION = '1.0';
+export const SCHEMA_VERSION = '1.1';
 
 /** One document as one line of stdout, `schemaVersion` first. */
 export function jsonDocument(fields: object): string {

@@ -4,7 +4,44 @@
  * stale resources found. Field names carry their units (usedBytes, elapsedMs).
  */
 
+import type { ProcessOwner } from '../host/process-owner';
 import { holderName, STALE_CLASSES, type GpuEvaluationView, type HolderView, type StaleView } from './gpu-view';
+
+/** Who owns a holder and where it lives, as `--json` prints it (the command line whole, one string per argument). */
+export interface OwnerJson {
+  uid: number | null;
+  user: string | null;
+  /** Epoch milliseconds. */
+  startedAt: number | null;
+  /** Its age at the snapshot. */
+  ageMs: number | null;
+  argv: string[] | null;
+  location: {
+    unit: string | null;
+    userManagerUid: number | null;
+    container: { runtime: string | null; id: string } | null;
+    pod: { uid: string; qosClass: string } | null;
+  };
+}
+
+/** An owner's JSON form; null when it was not read. */
+export function ownerJson(owner: ProcessOwner | null | undefined): OwnerJson | null {
+  if (owner === null || owner === undefined) return null;
+  const { unit, userManagerUid, container, pod } = owner.location;
+  return {
+    uid: owner.uid,
+    user: owner.user,
+    startedAt: owner.startedAt,
+    ageMs: owner.ageMs,
+    argv: owner.argv === null ? null : [...owner.argv],
+    location: {
+      unit,
+      userManagerUid,
+      container: container === null ? null : { runtime: container.runtime, id: container.id },
+      pod: pod === null ? null : { uid: pod.uid, qosClass: pod.qosClass },
+    },
+  };
+}
 
 /** A holder as `--json` prints it. */
 export interface HolderJson {
@@ -19,6 +56,7 @@ export interface HolderJson {
   ppid: number | null;
   unit: string | null;
   cgroup: string | null;
+  owner: OwnerJson | null;
   reason: string | null;
 }
 
@@ -82,6 +120,7 @@ export function holderJson(holder: HolderView): HolderJson {
     ppid: holder.ppid ?? null,
     unit: holder.unit ?? null,
     cgroup: holder.cgroup ?? null,
+    owner: ownerJson(holder.owner),
     reason: holder.reason ?? null,
   };
 }

@@ -6,6 +6,7 @@
 
 import { formatBytes, formatDuration } from '../units';
 import { holderLabel, holderName, STALE_CLASSES, type GpuEvaluationView, type HolderView } from './gpu-view';
+import { describeOwner } from './holder-text';
 import { logfmt } from './logfmt';
 import { Priority, type Logger } from './logger';
 import { gpuLine, type LineContext } from './progress-line';
@@ -104,6 +105,7 @@ export class ProgressReporter {
         ['state', holder.state ?? null],
         ['ppid', holder.ppid ?? null],
         ['unit', holder.unit ?? null],
+        ['owner', describeOwner(holder.owner)],
         ['reason', holder.reason ?? null],
       ])}`);
     }

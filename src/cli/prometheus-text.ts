@@ -78,6 +78,25 @@ function formatValue(value: number): string {
 /** Holder classes always exported (as 0 when absent), so alert rules see a series. */
 const HOLDER_CLASSES = ['active', 'draining', 'zombie', 'zombie_live_threads', 'gone', 'unverifiable', 'leftover', 'orphan', 'foreign'];
 
+/**
+ * Holders by class, then by unit. Every class has the series of holders without a known unit
+ * (`""`, 0 when there are none), so an alert rule always finds one; units follow by name.
+ */
+function holderCounts(holders: readonly HolderView[]): Map<string, Map<string, number>> {
+  const counts = new Map<string, Map<string, number>>(HOLDER_CLASSES.map((name) => [name, new Map([['', 0]])]));
+  for (const holder of holders) {
+    const byUnit = counts.get(holder.class) ?? new Map([['', 0]]);
+    byUnit.set(unitOf(holder), (byUnit.get(unitOf(holder)) ?? 0) + 1);
+    counts.set(holder.class, byUnit);
+  }
+  // '' sorts first.
+  return new Map([...counts].map(([name, byUnit]) => [name, new Map([...byUnit].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))]));
+}
+
+function unitOf(holder: HolderView): string {
+  return holder.owner?.location.unit ?? holder.unit ?? '';
+}
+
 const UP_HELP = 'Whether gpugate could read NVML (0: the error and message labels say why; no GPU figures follow).';
 const TIMESTAMP_HELP = 'When this sample was taken.';
 
@@ -137,12 +156,12 @@ export function prometheusText(input: PrometheusInput): string {
   perDevice('gpugate_gpu_processes', 'Processes NVML lists on the GPU.', (d) => (Array.isArray(d.processes) ? d.processes.length : null));
   if (input.holders !== undefined) {
     for (const device of input.devices) {
-      const counts = new Map(HOLDER_CLASSES.map((name) => [name, 0]));
-      for (const holder of input.holders) {
-        if (holder.gpus === undefined || holder.gpus.includes(device.index)) counts.set(holder.class, (counts.get(holder.class) ?? 0) + 1);
-      }
-      for (const [name, count] of counts) {
-        out.gauge('gpugate_gpu_holders', 'Processes holding the GPU, by class (leftover/orphan/zombie are stale).', { ...id(device), class: name }, count);
+      const onDevice = input.holders.filter((holder) => holder.gpus === undefined || holder.gpus.includes(device.index));
+      for (const [name, byUnit] of holderCounts(onDevice)) {
+        for (const [unit, count] of byUnit) {
+          out.gauge('gpugate_gpu_holders', 'Processes holding the GPU, by class (leftover/orphan/zombie are stale) and systemd unit (unit="": none known).',
+            { ...id(device), class: name, unit }, count);
+        }
       }
     }
   }

@@ -10,9 +10,10 @@ import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
 import { ExitCode } from '../exit-codes';
 import { holderName, shortBusId, STALE_CLASSES } from '../gpu-view';
+import { describeOwner, shortCommand } from '../holder-text';
 import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
-import { holderJson } from '../json-result';
+import { holderJson, ownerJson } from '../json-result';
 import { logfmt } from '../logfmt';
 import { closeSession, openSession } from '../nvml-session';
 import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
@@ -39,7 +40,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
     const unattributed = new Map(report.perGpu.map((entry) => [entry.index, entry.unattributedBytes]));
     for (const holder of report.holders) {
       if (STALE_CLASSES.has(holder.class)) {
-        logger.warning(`stale ${logfmt([['gpu', holder.gpus.join(',')], ['pid', holder.pid], ['class', holder.class], ['name', holderName(holder)], ['reason', holder.reason]])}`);
+        logger.warning(`stale ${logfmt([['gpu', holder.gpus.join(',')], ['pid', holder.pid], ['class', holder.class], ['name', holderName(holder)], ['owner', describeOwner(holder.owner)], ['reason', holder.reason]])}`);
       }
     }
     if (settings.format === 'prometheus') {
@@ -76,7 +77,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
             freeBytes: device.memory?.freeBytes ?? null,
             holders: report.holders.filter((holder) => holder.gpus.includes(device.index)).map(holderJson),
             unattributedBytes: summary?.unattributedBytes ?? null,
-            hiddenHolders: summary?.hiddenHolders ?? [],
+            hiddenHolders: (summary?.hiddenHolders ?? []).map((hidden) => ({ pid: hidden.pid, comm: hidden.comm, cmdline: hidden.cmdline, owner: ownerJson(hidden.owner), via: hidden.via })),
           };
         }),
         stale: {
@@ -86,7 +87,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
       }));
       return ExitCode.ok;
     }
-    const rows: string[][] = [['GPU', 'PID', 'CLASS', 'USED', 'STATE', 'PPID', 'UNIT', 'NAME', 'WHY']];
+    const rows: string[][] = [['GPU', 'PID', 'CLASS', 'USED', 'STATE', 'PPID', 'NAME', 'OWNER', 'COMMAND', 'WHY']];
     for (const device of devices) {
       const summary = report.perGpu.find((entry) => entry.index === device.index);
       const listed = report.holders.filter((holder) => holder.gpus.includes(device.index));
@@ -98,23 +99,24 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
           holder.usedBytes === null ? 'n/a' : formatBytes(holder.usedBytes),
           holder.state ?? '-',
           holder.ppid === null ? '-' : String(holder.ppid),
-          holder.unit ?? '-',
           holderName(holder),
+          describeOwner(holder.owner) ?? '-',
+          shortCommand(holder.owner?.argv) ?? '-',
           holder.reason,
         ]);
       }
       for (const hidden of summary?.hiddenHolders ?? []) {
-        rows.push([String(device.index), String(hidden.pid), 'hidden', '?', '-', '-', '-', hidden.comm ?? '?', `has /dev/nvidia${device.minorNumber ?? '?'} open (${hidden.via.join('+')}) but NVML does not list it`]);
+        rows.push([String(device.index), String(hidden.pid), 'hidden', '?', '-', '-', hidden.comm ?? '?', describeOwner(hidden.owner) ?? '-', shortCommand(hidden.owner?.argv) ?? '-', `has /dev/nvidia${device.minorNumber ?? '?'} open (${hidden.via.join('+')}) but NVML does not list it`]);
       }
       const bytes = summary?.unattributedBytes ?? null;
       if (bytes !== null && bytes > 0) {
-        rows.push([String(device.index), '-', 'unattributed', formatBytes(bytes), '-', '-', '-', '-', 'used memory no listed process accounts for (teardown in progress, or invisible holders)']);
+        rows.push([String(device.index), '-', 'unattributed', formatBytes(bytes), '-', '-', '-', '-', '-', 'used memory no listed process accounts for (teardown in progress, or invisible holders)']);
       }
       if (device.processes === null || device.processes === undefined) {
         const failure = device.fieldErrors.processes;
-        rows.push([String(device.index), '-', 'unreadable', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', `NVML's process list could not be read${failure === undefined ? '' : ` (${failure.code})`}: holders unknown`]);
+        rows.push([String(device.index), '-', 'unreadable', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', `NVML's process list could not be read${failure === undefined ? '' : ` (${failure.code})`}: holders unknown`]);
       } else if (listed.length === 0 && (bytes === null || bytes <= 0) && (summary?.hiddenHolders.length ?? 0) === 0) {
-        rows.push([String(device.index), '-', 'none', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', `no holder (${shortBusId(device.pciBusId)})`]);
+        rows.push([String(device.index), '-', 'none', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', `no holder (${shortBusId(device.pciBusId)})`]);
       }
     }
     let text = `${textTable(rows)}\n`;
