@@ -107,6 +107,31 @@ describe('the shipped JSON Schemas', () => {
   });
 });
 
+describe('the holder owner in the schemas', () => {
+  const owner = { uid: 998, user: 'vllm', startedAt: 1, ageMs: 2, argv: ['VLLM::Worker_TP6', '--tp', '8'],
+    location: { unit: 'vllm.service', userManagerUid: null, container: { runtime: 'containerd', id: 'a'.repeat(64) }, pod: { uid: 'u', qosClass: 'burstable' } } };
+  const holder = { pid: 1, class: 'orphan', name: 'n', comm: null, cmdline: null, usedBytes: null, gpus: [0], state: null, ppid: null, unit: null, cgroup: null, owner, reason: null };
+  const document = (h: unknown): unknown => ({ schemaVersion: SCHEMA_VERSION, command: 'holders', result: 'ok', exitCode: 0, takenAt: 1, selection: { source: 'all', warnings: [] },
+    unitCgroup: null, nestedPidNamespace: false, gpus: [], stale: { holders: [h], shm: null } });
+  const withOwner = (change: Record<string, unknown>, location: Record<string, unknown> = {}): unknown =>
+    document({ ...holder, owner: { ...owner, ...change, location: { ...owner.location, ...location } } });
+
+  it('accept an owner, a null owner, a container of unknown runtime; reject a wrong type, a short container id, an unknown runtime or QoS class, a missing owner', () => {
+    for (const validate of [open.get('holders'), strict.get('holders')] as ValidateFunction[]) {
+      expect(validate(document(holder)), JSON.stringify(validate.errors)).toBe(true);
+      expect(validate(document({ ...holder, owner: null }))).toBe(true);
+      expect(validate(withOwner({}, { container: { runtime: null, id: 'b'.repeat(64) } }))).toBe(true);
+      expect(validate(withOwner({ uid: '998' }))).toBe(false);
+      expect(validate(withOwner({ argv: 'VLLM::Worker_TP6 --tp 8' }))).toBe(false);
+      expect(validate(withOwner({}, { container: { runtime: 'docker', id: '3f2a9c1b7d4e' } }))).toBe(false);
+      expect(validate(withOwner({}, { container: { runtime: 'lxc', id: 'a'.repeat(64) } }))).toBe(false);
+      expect(validate(withOwner({}, { pod: { uid: 'u', qosClass: 'gold' } }))).toBe(false);
+      const { owner: _dropped, ...without } = holder;
+      expect(validate(document(without))).toBe(false);
+    }
+  });
+});
+
 describe('every --json document validates against its schema', () => {
   // The shared clock starts a scenario's timeline when its file was written: a fresh copy starts
   // now, so the race is still in its busy phase when the command reads it.
