@@ -10,6 +10,8 @@ export * from './gate/wait-timeout-error';
 export * from './gate/wait';
 export * from './gate/stale';
 export * from './host/shm';
+export * from './host/process-owner';
+export * from './host/cgroup-location';
 export * from './host/reap';
 export { openNvml, DEFAULT_CALL_TIMEOUT_MS, MAX_PENDING_CALLS } from './nvml/session';
 export {
