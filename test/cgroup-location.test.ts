@@ -4,6 +4,7 @@
  * cgroup directories of those forms with a real process moved in, read back through /proc.
  */
 import { spawn } from 'node:child_process';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cgroupLocation, type CgroupLocation } from '../src/host/cgroup-location';
 import { readProcess } from '../src/host/procfs';
@@ -68,6 +69,19 @@ const FORMS: Array<[string | null, CgroupLocation]> = [
 describe('cgroupLocation', () => {
   it.each(FORMS)('%s', (cgroupPath, expected) => {
     expect(cgroupLocation(cgroupPath)).toEqual(expected);
+  });
+
+  it('reads any path without throwing, and reports only full ids and pods from kubepods forms (property)', () => {
+    const part = fc.oneof(
+      fc.constantFrom('system.slice', 'kubepods', 'burstable', 'docker', 'user@1000.service', `docker-${ID}.scope`, ID, `pod${POD}`, `kubepods-pod${POD_}.slice`, 'x.service', '.control'),
+      fc.string({ maxLength: 20 }),
+    );
+    fc.assert(fc.property(fc.array(part, { maxLength: 8 }), (parts) => {
+      const location = cgroupLocation(`/${parts.join('/')}`);
+      if (location.container !== null) expect(location.container.id).toMatch(/^[0-9a-f]{64}$/);
+      if (location.pod !== null) expect(parts.some((p) => p.includes('pod'))).toBe(true);
+      if (location.unit !== null) expect(location.unit).toMatch(/\.(service|scope)$/);
+    }), { seed: 7, numRuns: 500 });
   });
 });
 

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import {
   parseBootTime,
   parseCgroup,
+  parseArgv,
   parseCmdline,
   parseMaps,
   parseMountinfo,
@@ -133,6 +134,7 @@ describe('status, cgroup, maps, mountinfo, cmdline, btime', () => {
 
   it('cmdline and btime', () => {
     expect(parseCmdline('VLLM::Worker_TP6\u000060\u0000')).toBe('VLLM::Worker_TP6 60');
+    expect(parseArgv('VLLM::Worker_TP6\u000060\u0000')).toEqual(['VLLM::Worker_TP6', '60']);
     expect(parseCmdline('')).toBeNull();
     expect(parseBootTime('cpu 1 2 3\nbtime 1764400000\nprocesses 5\n')).toBe(1764400000);
     expect(parseBootTime('cpu 1\n')).toBeNull();
