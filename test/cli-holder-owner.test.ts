@@ -3,8 +3,8 @@
  * processes: one started as another uid (setpriv) and moved into a real service cgroup, one a
  * `spawn` holder of `gpugate sim` (a reparented engine worker). `holders --json` carries uid,
  * user, start, age, the whole argv and the unit; the table says "of UNIT, user NAME, started N s
- * ago" with the command shortened; `check` names the owner in its final line, its report file
- * and its JSON.
+ * ago" with the command shortened; `check` names the owner in its final line, its report file,
+ * its JSON and its stale-holder line.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -135,5 +135,9 @@ describe.skipIf(skip !== null)(`holders carry their owner${skip === null ? '' : 
     const json = parseJsonOutput(await runCli(['check', '--gpus', '0', '--max-used', '1GiB', '--json'], { env }));
     const holders = (json['gpus'] as Array<{ holders: HolderJson[] }>)[0]!.holders;
     expect(holders[0]!.owner).toMatchObject({ uid: UID, user: expectedUser, argv: [TITLE, '120'], location: { unit } });
+    // The wait's stale-holder line names the orphan's owner too.
+    const orphan = await runCli(['check', '--gpus', '1', '--max-used', '1GiB'], { env });
+    expect(orphan.code).toBe(75);
+    expect(orphan.stderr).toMatch(new RegExp(`^gpugate: stale gpu=1 pid=${worker} class=orphan name=VLLM::Worker_TP6 used=30GiB state=S ppid=\\d+ (unit=\\S+ )?owner="(of \\S+, )?user root, started \\d+ (s|min) ago" `, 'm'));
   });
 });
