@@ -75,6 +75,21 @@ describe('inspectHolders with real processes', () => {
     expect(report.unitCgroup).toBeNull();
   });
 
+  it('every readable holder carries its owner: uid named from the passwd file given, age at the snapshot, whole argv; a gone one none', async () => {
+    const live = await spawnSleeper('VLLM::Worker_TP0');
+    const gone = await goneProcessPid();
+    const passwd = path.join(mkdtempSync(path.join(tmpdir(), 'gpugate-passwd-')), 'passwd');
+    cleanups.push(() => rmSync(path.dirname(passwd), { recursive: true, force: true }));
+    writeFileSync(passwd, `operator-of-test:x:${process.getuid!()}:0::/:/bin/sh\n`);
+    const snapshot = snapshotOf([{ pid: live, usedBytes: GiB }, { pid: gone, usedBytes: GiB }]);
+    const report = await inspectHolders(snapshot, { unitCgroup: null, shmPatterns: [], scanHidden: false, passwdPath: passwd });
+    const owner = byPid(report.holders, live).owner!;
+    expect(owner).toMatchObject({ uid: process.getuid!(), user: 'operator-of-test', argv: ['VLLM::Worker_TP0', '120'] });
+    expect(owner.startedAt).toBe(byPid(report.holders, live).startTime);
+    expect(owner.ageMs).toBe(Math.max(0, snapshot.takenAt - owner.startedAt!));
+    expect(byPid(report.holders, gone).owner).toBeNull();
+  });
+
   it('an orphan is only an orphan when its command line looks like an engine worker', async () => {
     const orphan = await spawnOrphan('plain-sleeper');
     const report = await inspectHolders(snapshotOf([{ pid: orphan.pid, usedBytes: GiB }]), { unitCgroup: null, reaperPids: [orphan.reaperPid], shmPatterns: [], scanHidden: false });
