@@ -3,6 +3,7 @@
     "gpugate_napi_version": "8",
     "gpugate_sim_sources": [
       "sim/exports_device.cc",
+      "sim/exports_health.cc",
       "sim/exports_memory.cc",
       "sim/exports_mig.cc",
       "sim/exports_process.cc",
@@ -30,6 +31,7 @@
         "native/child_reap.cc",
         "native/encode.cc",
         "native/errors.cc",
+        "native/health.cc",
         "native/introspection.cc",
         "native/loader.cc",
         "native/notify.cc",

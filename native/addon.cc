@@ -25,6 +25,7 @@ constexpr Export kExports[] = {
     {"snapshot", gpugate::Snapshot},
     {"snapshotSync", gpugate::SnapshotSync},
     {"readMemory", gpugate::ReadMemorySync},
+    {"health", gpugate::Health},
     {"close", gpugate::CloseSession},
     {"abandon", gpugate::AbandonSession},
     {"currentCall", gpugate::CurrentCall},

@@ -123,6 +123,15 @@ typedef struct {
   unsigned int memory;
 } nvmlUtilization_t;
 
+// nvmlDeviceGetGpuFabricInfo: where an NVSwitch-attached GPU stands in fabric registration.
+enum { GPUGATE_NVML_GPU_FABRIC_UUID_LEN = 16 };
+typedef struct {
+  unsigned char clusterUuid[GPUGATE_NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;     // the registration's result, once the state is "completed"
+  unsigned int cliqueId;
+  unsigned char state;     // nvmlGpuFabricState_t: 0 not supported, 1 not started, 2 in progress, 3 completed
+} nvmlGpuFabricInfo_t;
+
 // Layout checks: these are the ABI facts; a wrong one is a silent memory corruption.
 #ifdef __cplusplus
 static_assert(sizeof(nvmlMemory_v1_t) == 24, "nvmlMemory_t");
@@ -134,6 +143,8 @@ static_assert(sizeof(nvmlProcessInfo_v2_t) == 24, "nvmlProcessInfo_v2_t");
 static_assert(sizeof(nvmlProcessInfo_r535_t) == 32, "535 entry");
 static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t");
 static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t.busId");
+static_assert(sizeof(nvmlGpuFabricInfo_t) == 28, "nvmlGpuFabricInfo_t");
+static_assert(offsetof(nvmlGpuFabricInfo_t, state) == 24, "nvmlGpuFabricInfo_t.state");
 #endif
 
 // Function pointer types, one per entry point gpugate resolves (exported names in comments).
@@ -161,6 +172,16 @@ typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nvmlUtili
 typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, int /*sensor*/, unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevice_t, nvmlDevice_t*);
+// Health readings (gpugate doctor).
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t, unsigned int* corrRows, unsigned int* uncRows,
+                                                      unsigned int* isPending, unsigned int* failureOccurred);
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, int /*errorType*/, int /*counterType*/, unsigned long long*);
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus_fn)(nvmlDevice_t, int* /*nvmlEnableState_t*/);
+typedef nvmlReturn_t (*nvmlDeviceGetClocksEventReasons_fn)(nvmlDevice_t, unsigned long long*);  // ...EventReasons, ...ThrottleReasons
+typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfo_fn)(nvmlDevice_t, nvmlGpuFabricInfo_t*);
+
+// ECC counter selectors (nvmlMemoryErrorType_t, nvmlEccCounterType_t).
+enum { GPUGATE_NVML_MEMORY_ERROR_UNCORRECTED_TYPE = 1, GPUGATE_NVML_VOLATILE_ECC_COUNTER = 0 };
 
 // Mode values.
 enum {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "encode.h"
+#include "health.h"
 #include "loader.h"
 #include "readings.h"
 #include "symbols.h"
@@ -44,6 +45,8 @@ class SessionCore {
 
   // Reads a snapshot. The caller holds nvmlMutex.
   void ReadSnapshot(const SnapshotRequest& request, EncodedSnapshot* out) const;
+  // Health readings of the device at `position` (below DeviceCount()). The caller holds nvmlMutex.
+  HealthReading ReadDeviceHealth(size_t position) const { return ReadHealth(symbols_, identities_[position]); }
   // Memory of every device into `out` (kMemorySlots each). The caller holds nvmlMutex.
   void ReadAllMemory(double* out) const;
 

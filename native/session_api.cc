@@ -457,6 +457,58 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   return deferred.Promise();
 }
 
+static Napi::Value HealthToJs(Napi::Env env, const HealthReading& reading) {
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("index", reading.index);
+  Napi::Object fields = Napi::Object::New(env);
+  for (const HealthField& field : reading.fields) {
+    Napi::Object entry = Napi::Object::New(env);
+    entry.Set("nvmlReturn", Napi::Number::New(env, field.code));
+    entry.Set("fn", field.symbol);
+    entry.Set("message", NullableString(env, field.message));
+    Napi::Object values = Napi::Object::New(env);
+    for (const auto& [name, value] : field.values) values.Set(name, Napi::Number::New(env, value));
+    entry.Set("values", values);
+    fields.Set(field.name, entry);
+  }
+  result.Set("fields", fields);
+  return result;
+}
+
+Napi::Value Health(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SessionHandle* handle = OpenHandleArg(info);
+  const size_t count = handle->core->DeviceCount();
+  const double value = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
+  if (info.Length() < 2 || !info[1].IsNumber()) ThrowType(env, "argument 'device' must be a device index");
+  if (value < 0 || value >= static_cast<double>(count) || value != static_cast<double>(static_cast<size_t>(value))) {
+    throw Napi::RangeError::New(env, "gpugate: argument 'device' (" + info[1].ToString().Utf8Value() + ") is not a device index 0.." +
+                                         std::to_string(count == 0 ? 0 : count - 1) + " of this session");
+  }
+  const size_t position = static_cast<size_t>(value);
+  Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+  std::shared_ptr<SessionCore> core = handle->core;
+  std::shared_ptr<Link> link = handle->link;
+  handle->worker->Post([core, link, deferred, position] {
+    auto reading = std::make_shared<HealthReading>();
+    bool opened = false;
+    const std::string thrown = Guarded([&] {
+      std::lock_guard<std::timed_mutex> lock(core->nvmlMutex);
+      opened = core->Opened();
+      if (opened) *reading = core->ReadDeviceHealth(position);
+    });
+    link->Deliver(new Completion{link, deferred, [reading, opened, thrown](Napi::Env env) -> Settlement {
+      if (!thrown.empty()) {
+        return {false, SessionError(env, "GPUGATE_NATIVE_FAILURE", "the health reading failed in the addon: " + thrown).Value()};
+      }
+      if (opened) return {true, HealthToJs(env, *reading)};
+      return {false, SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed").Value()};
+    }});
+  });
+  link->Began();  // after Post: a Post that throws leaves no reference behind
+  return deferred.Promise();
+}
+
 Napi::Value SnapshotSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   SessionHandle* handle = OpenHandleArg(info);

@@ -24,6 +24,8 @@ Napi::Value OpenSession(const Napi::CallbackInfo& info);
 Napi::Value Snapshot(const Napi::CallbackInfo& info);
 Napi::Value SnapshotSync(const Napi::CallbackInfo& info);
 Napi::Value ReadMemorySync(const Napi::CallbackInfo& info);
+// health(handle, device): the health readings of one device (health.h), on the NVML thread.
+Napi::Value Health(const Napi::CallbackInfo& info);
 Napi::Value CloseSession(const Napi::CallbackInfo& info);
 Napi::Value AbandonSession(const Napi::CallbackInfo& info);
 // { fn, device, runningMs }: the NVML function the session's thread called last and the device

@@ -80,6 +80,22 @@ const std::vector<LogicalFunction>& Functions() {
        {{"nvmlDeviceGetMigDeviceHandleByIndex", 1}}},
       {kDeviceGetGpuInstanceId, "deviceGetGpuInstanceId", false, {{"nvmlDeviceGetGpuInstanceId", 1}}},
       {kDeviceGetComputeInstanceId, "deviceGetComputeInstanceId", false, {{"nvmlDeviceGetComputeInstanceId", 1}}},
+      {kDeviceGetRemappedRows, "deviceGetRemappedRows", false, {{"nvmlDeviceGetRemappedRows", 1}}},
+      {kDeviceGetTotalEccErrors, "deviceGetTotalEccErrors", false, {{"nvmlDeviceGetTotalEccErrors", 1}}},
+      {kDeviceGetRetiredPagesPendingStatus,
+       "deviceGetRetiredPagesPendingStatus",
+       false,
+       {{"nvmlDeviceGetRetiredPagesPendingStatus", 1}}},
+      // Renamed in R535: same signature, same bits.
+      {kDeviceGetClocksEventReasons,
+       "deviceGetCurrentClocksEventReasons",
+       false,
+       {{"nvmlDeviceGetCurrentClocksEventReasons", 2}, {"nvmlDeviceGetCurrentClocksThrottleReasons", 1}}},
+      {kDeviceGetCurrPcieLinkGeneration, "deviceGetCurrPcieLinkGeneration", false, {{"nvmlDeviceGetCurrPcieLinkGeneration", 1}}},
+      {kDeviceGetMaxPcieLinkGeneration, "deviceGetMaxPcieLinkGeneration", false, {{"nvmlDeviceGetMaxPcieLinkGeneration", 1}}},
+      {kDeviceGetCurrPcieLinkWidth, "deviceGetCurrPcieLinkWidth", false, {{"nvmlDeviceGetCurrPcieLinkWidth", 1}}},
+      {kDeviceGetMaxPcieLinkWidth, "deviceGetMaxPcieLinkWidth", false, {{"nvmlDeviceGetMaxPcieLinkWidth", 1}}},
+      {kDeviceGetGpuFabricInfo, "deviceGetGpuFabricInfo", false, {{"nvmlDeviceGetGpuFabricInfo", 1}}},
       {kSimLastError, "simulatorLastError", false, {{"gpugateSimLastError", 1}}},
   };
   return functions;

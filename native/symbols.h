@@ -44,6 +44,16 @@ enum Fn : int {
   kDeviceGetMigDeviceHandleByIndex,
   kDeviceGetGpuInstanceId,
   kDeviceGetComputeInstanceId,
+  // Health readings (health.cc), read only on request, never by a snapshot.
+  kDeviceGetRemappedRows,
+  kDeviceGetTotalEccErrors,
+  kDeviceGetRetiredPagesPendingStatus,
+  kDeviceGetClocksEventReasons,
+  kDeviceGetCurrPcieLinkGeneration,
+  kDeviceGetMaxPcieLinkGeneration,
+  kDeviceGetCurrPcieLinkWidth,
+  kDeviceGetMaxPcieLinkWidth,
+  kDeviceGetGpuFabricInfo,
   kSimLastError,  // gpugateSimLastError: only the simulator exports it
   kFnCount,
 };

@@ -86,6 +86,15 @@
   X(nvmlDeviceGetTotalEccErrors, legacy)                              \
   X(nvmlDeviceGetPcieThroughput, legacy)                              \
   X(nvmlDeviceGetFieldValues, legacy)                                 \
+  X(nvmlDeviceGetRemappedRows, r470)                                  \
+  X(nvmlDeviceGetRetiredPagesPendingStatus, legacy)                   \
+  X(nvmlDeviceGetCurrentClocksThrottleReasons, legacy)                \
+  X(nvmlDeviceGetCurrentClocksEventReasons, current)                  \
+  X(nvmlDeviceGetCurrPcieLinkGeneration, legacy)                      \
+  X(nvmlDeviceGetMaxPcieLinkGeneration, legacy)                       \
+  X(nvmlDeviceGetCurrPcieLinkWidth, legacy)                           \
+  X(nvmlDeviceGetMaxPcieLinkWidth, legacy)                            \
+  X(nvmlDeviceGetGpuFabricInfo, r535_early)                           \
   X(nvmlDeviceIsMigDeviceHandle, r470)                                \
   X(nvmlDeviceGetMaxMigDeviceCount, r470)                             \
   X(nvmlDeviceGetMigDeviceHandleByIndex, r470)                        \

@@ -1,5 +1,6 @@
 // What a simulated GPU answers for the fields a scenario leaves out: power limit, clocks, BAR1,
-// fan, NVLinks, serial, chosen by the device's name so an A100 reads like an A100.
+// fan, NVLinks, serial, row remapping or page retirement, the PCIe link and fabric registration,
+// chosen by the device's name so an A100 reads like an A100.
 #pragma once
 
 #include <cstdint>

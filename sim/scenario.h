@@ -79,6 +79,24 @@ struct SimBar1 {
   uint64_t totalBytes = 0, usedBytes = 0;
 };
 
+/** nvmlDeviceGetRemappedRows: rows remapped so far, and whether a remap waits for a reset or failed. */
+struct SimRemappedRows {
+  unsigned correctable = 0, uncorrectable = 0;
+  bool pending = false, failureOccurred = false;
+};
+
+/** PCIe link generation and width, as trained now and at most. */
+struct SimPcieLink {
+  unsigned generation = 0, maxGeneration = 0, width = 0, maxWidth = 0;
+};
+
+/** nvmlDeviceGetGpuFabricInfo: registration state (nvmlGpuFabricState_t), its result and the clique. */
+struct SimFabric {
+  unsigned state = 0;
+  int status = 0;
+  unsigned cliqueId = 0;
+};
+
 struct SimDevice {
   std::string name;
   std::string uuid;
@@ -113,6 +131,11 @@ struct SimDevice {
   Supported<std::string> serial;
   Supported<SimBar1> bar1Memory;
   uint32_t nvlinkCount = 0;
+  Supported<SimRemappedRows> remappedRows;
+  Supported<bool> retiredPagesPending;
+  Supported<uint64_t> clockEventReasons;  // nvmlClocksEventReasons bits
+  Supported<SimPcieLink> pcieLink;
+  Supported<SimFabric> fabric;
   std::vector<SimProcess> processes;
   std::vector<SimMigDevice> migDevices;
   uint32_t claimedProcessCount = 0;  // a faulty driver's size answer for every process list (0: none)
@@ -156,6 +179,11 @@ enum DeviceFieldBits : uint64_t {
   kFieldSerial = 1ull << 33,
   kFieldBar1Memory = 1ull << 34,
   kFieldNvlinkCount = 1ull << 35,
+  kFieldRemappedRows = 1ull << 36,
+  kFieldRetiredPagesPending = 1ull << 37,
+  kFieldClockEventReasons = 1ull << 38,
+  kFieldPcieLink = 1ull << 39,
+  kFieldFabric = 1ull << 40,
 };
 
 /** Copies the fields named by `mask` from `patch` into `target`. */

@@ -69,6 +69,11 @@ void applyDevicePatch(SimDevice& t, const SimDevice& p, uint64_t m) {
   if (m & kFieldSerial) t.serial = p.serial;
   if (m & kFieldBar1Memory) t.bar1Memory = p.bar1Memory;
   if (m & kFieldNvlinkCount) t.nvlinkCount = p.nvlinkCount;
+  if (m & kFieldRemappedRows) t.remappedRows = p.remappedRows;
+  if (m & kFieldRetiredPagesPending) t.retiredPagesPending = p.retiredPagesPending;
+  if (m & kFieldClockEventReasons) t.clockEventReasons = p.clockEventReasons;
+  if (m & kFieldPcieLink) t.pcieLink = p.pcieLink;
+  if (m & kFieldFabric) t.fabric = p.fabric;
 }
 
 namespace {
@@ -336,7 +341,8 @@ const char* const kDeviceKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "p
                                    "fanSpeedPercent", "powerLimitWatts", "clocksMHz", "maxClocksMHz",
                                    "performanceState", "eccErrors", "encoderUtilization", "decoderUtilization",
                                    "displayActive", "displayMode", "pcieThroughputKBps", "serial", "bar1Memory",
-                                   "nvlinkCount", nullptr};
+                                   "nvlinkCount", "remappedRows", "retiredPagesPending", "clockEventReasons", "pcieLink",
+                                   "fabric", nullptr};
 
 const char* const kSetKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciSubSystemId", "minorNumber",
                                 "computeCapability", "memory", "persistenceMode", "computeMode", "migMode",
@@ -345,7 +351,8 @@ const char* const kSetKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciS
                                 "fanSpeedPercent", "powerLimitWatts", "clocksMHz", "maxClocksMHz",
                                 "performanceState", "eccErrors", "encoderUtilization", "decoderUtilization",
                                 "displayActive", "displayMode", "pcieThroughputKBps", "serial", "bar1Memory",
-                                "nvlinkCount", "faults", nullptr};
+                                "nvlinkCount", "remappedRows", "retiredPagesPending", "clockEventReasons", "pcieLink",
+                                "fabric", "faults", nullptr};
 
 /** A key holding an integer 0..max or null (NOT_SUPPORTED). */
 void readOptionalUnsigned(const JsonValue& v, const char* key, int64_t max, Supported<unsigned>& out, uint64_t bit, uint64_t& mask) {
@@ -380,6 +387,94 @@ void readClocks(const JsonValue& v, const char* key, Supported<SimClocks>& out, 
     }
   }
   mask |= bit;
+}
+
+/** The clock event reason names of a scenario, in nvmlClocksEventReasons bit order. */
+const char* const kClockEventReasonNames[] = {"gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown",
+                                              "sync_boost", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                                              "hw_power_brake_slowdown", "display_clock_setting", nullptr};
+
+/** The health queries' fields: remapped rows, retired pages, clock event reasons, PCIe link, fabric. */
+void readHealthFields(const JsonValue& v, SimDevice& d, uint64_t& mask) {
+  if (const JsonValue* x = v.find("remappedRows")) {
+    d.remappedRows.supported = x->kind != Kind::Null;
+    if (d.remappedRows.supported) {
+      expectKind(*x, Kind::Object, quoted("remappedRows"));
+      static const char* const keys[] = {"correctable", "uncorrectable", "pending", "failureOccurred", nullptr};
+      checkKeys(*x, keys, "\"remappedRows\"");
+      SimRemappedRows& r = d.remappedRows.value;
+      r = {};
+      if (const JsonValue* c = x->find("correctable")) r.correctable = static_cast<unsigned>(readInteger(*c, "correctable", 0, 0xFFFFFFFFll));
+      if (const JsonValue* u = x->find("uncorrectable")) r.uncorrectable = static_cast<unsigned>(readInteger(*u, "uncorrectable", 0, 0xFFFFFFFFll));
+      if (const JsonValue* p = x->find("pending")) r.pending = readBool(*p, "pending");
+      if (const JsonValue* f = x->find("failureOccurred")) r.failureOccurred = readBool(*f, "failureOccurred");
+    }
+    mask |= kFieldRemappedRows;
+  }
+  readOptionalBool(v, "retiredPagesPending", d.retiredPagesPending, kFieldRetiredPagesPending, mask);
+  if (const JsonValue* x = v.find("clockEventReasons")) {
+    d.clockEventReasons.supported = x->kind != Kind::Null;
+    if (d.clockEventReasons.supported) {
+      expectKind(*x, Kind::Array, quoted("clockEventReasons"));
+      uint64_t bits = 0;
+      for (const auto& item : x->items) {
+        int found = -1;
+        for (int i = 0; kClockEventReasonNames[i] != nullptr; i++) {
+          if (item->kind == Kind::String && item->stringValue == kClockEventReasonNames[i]) found = i;
+        }
+        if (found < 0) {
+          std::string list;
+          for (int i = 0; kClockEventReasonNames[i] != nullptr; i++) list += std::string(i == 0 ? "" : ", ") + kClockEventReasonNames[i];
+          fail(item->pos, "expected one of " + list + " in \"clockEventReasons\"");
+        }
+        bits |= 1ull << found;
+      }
+      d.clockEventReasons.value = bits;
+    }
+    mask |= kFieldClockEventReasons;
+  }
+  if (const JsonValue* x = v.find("pcieLink")) {
+    d.pcieLink.supported = x->kind != Kind::Null;
+    if (d.pcieLink.supported) {
+      expectKind(*x, Kind::Object, quoted("pcieLink"));
+      static const char* const keys[] = {"generation", "maxGeneration", "width", "maxWidth", nullptr};
+      checkKeys(*x, keys, "\"pcieLink\"");
+      SimPcieLink& l = d.pcieLink.value;
+      if (const JsonValue* g = x->find("maxGeneration")) l.maxGeneration = static_cast<unsigned>(readInteger(*g, "maxGeneration", 1, 7));
+      if (const JsonValue* w = x->find("maxWidth")) l.maxWidth = static_cast<unsigned>(readInteger(*w, "maxWidth", 1, 32));
+      if (const JsonValue* g = x->find("generation")) l.generation = static_cast<unsigned>(readInteger(*g, "generation", 1, 7));
+      if (const JsonValue* w = x->find("width")) l.width = static_cast<unsigned>(readInteger(*w, "width", 1, 32));
+      if (l.maxGeneration == 0) l.maxGeneration = l.generation;
+      if (l.maxWidth == 0) l.maxWidth = l.width;
+      if (l.generation == 0) l.generation = l.maxGeneration;
+      if (l.width == 0) l.width = l.maxWidth;
+      if (l.generation == 0 || l.width == 0) fail(x->pos, "expected \"generation\" or \"maxGeneration\", and \"width\" or \"maxWidth\", in \"pcieLink\"");
+      if (l.generation > l.maxGeneration || l.width > l.maxWidth) fail(x->pos, "expected generation <= maxGeneration and width <= maxWidth in \"pcieLink\"");
+    }
+    mask |= kFieldPcieLink;
+  }
+  if (const JsonValue* x = v.find("fabric")) {
+    d.fabric.supported = x->kind != Kind::Null;
+    if (d.fabric.supported) {
+      expectKind(*x, Kind::Object, quoted("fabric"));
+      static const char* const keys[] = {"state", "status", "cliqueId", nullptr};
+      checkKeys(*x, keys, "\"fabric\"");
+      static const char* const states[] = {"not_supported", "not_started", "in_progress", "completed", nullptr};
+      SimFabric& f = d.fabric.value;
+      f = {3, 0, 0};
+      if (const JsonValue* s = x->find("state")) {
+        int found = -1;
+        for (int i = 0; states[i] != nullptr; i++) {
+          if (s->kind == Kind::String && s->stringValue == states[i]) found = i;
+        }
+        if (found < 0) fail(s->pos, "expected \"not_supported\", \"not_started\", \"in_progress\" or \"completed\" for \"state\" in \"fabric\"");
+        f.state = static_cast<unsigned>(found);
+      }
+      if (const JsonValue* s = x->find("status")) f.status = static_cast<int>(readInteger(*s, "status", 0, 999));
+      if (const JsonValue* c = x->find("cliqueId")) f.cliqueId = static_cast<unsigned>(readInteger(*c, "cliqueId", 0, 0xFFFFFFFFll));
+    }
+    mask |= kFieldFabric;
+  }
 }
 
 /** Reads device fields present in `v` into `d`, recording them in `mask`. */
@@ -570,6 +665,7 @@ void readDeviceFields(const JsonValue& v, SimDevice& d, uint64_t& mask, bool isB
     d.nvlinkCount = static_cast<uint32_t>(readInteger(*x, "nvlinkCount", 0, 18));
     mask |= kFieldNvlinkCount;
   }
+  readHealthFields(v, d, mask);
 }
 
 void checkMigSlots(const SimDevice& d, const JsonValue& where) {

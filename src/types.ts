@@ -95,6 +95,47 @@ export interface GpuDevice {
   fieldErrors: Record<string, FieldError>;
 }
 
+/** Why the clocks are held below their maximum now (NVML's clock event reasons, formerly throttle reasons). */
+export type ClockEventReason =
+  | 'gpu_idle'
+  | 'applications_clocks_setting'
+  | 'sw_power_cap'
+  | 'hw_slowdown'
+  | 'sync_boost'
+  | 'sw_thermal_slowdown'
+  | 'hw_thermal_slowdown'
+  | 'hw_power_brake_slowdown'
+  | 'display_clock_setting';
+
+/** Where an NVSwitch-attached GPU stands in fabric registration (nvmlGpuFabricState_t). */
+export type FabricState = 'not_supported' | 'not_started' | 'in_progress' | 'completed';
+
+/**
+ * Health readings of one GPU (`session.health(index)`), read on request, never by a snapshot.
+ * A field NVML could not read is null with its failure in `fieldErrors` (NVML_ERROR_NOT_SUPPORTED
+ * where the GPU has no such thing, NVML_ERROR_FUNCTION_NOT_FOUND where the driver lacks the query).
+ */
+export interface GpuHealth {
+  index: number;
+  /** nvmlDeviceGetMigMode: a pending mode unlike the current one takes effect at the next GPU reset. */
+  migMode: { current: boolean; pending: boolean } | null;
+  /** nvmlDeviceGetRemappedRows (Ampere and later). */
+  remappedRows: { correctable: number; uncorrectable: number; pending: boolean; failureOccurred: boolean } | null;
+  /** Uncorrected ECC errors since the driver loaded (volatile counter); null where ECC is off or absent. */
+  volatileUncorrectedEccErrors: number | null;
+  /** nvmlDeviceGetRetiredPagesPendingStatus (GPUs before Ampere): pages wait for a reset to be retired. */
+  retiredPagesPending: boolean | null;
+  /** The clock event reasons active now, by name; unknown bits are kept in `clockEventReasonBits`. */
+  clockEventReasons: ClockEventReason[] | null;
+  /** The raw mask, for bits this version does not name (exact below 2^53; NVML defines bits up to 0x100). */
+  clockEventReasonBits: number | null;
+  pcie: { generation: number | null; maxGeneration: number | null; width: number | null; maxWidth: number | null };
+  /** nvmlDeviceGetGpuFabricInfo: state, the registration's result (an NVML code name) and the clique id. */
+  fabric: { state: FabricState; status: string; cliqueId: number } | null;
+  /** Per-field failures, keyed by field name ('remappedRows', 'pcie.generation', 'fabric'...). */
+  fieldErrors: Record<string, FieldError>;
+}
+
 /** One sample of the selected GPUs. */
 export interface Snapshot {
   /** Milliseconds since the epoch when the sample was taken. */
@@ -162,4 +203,10 @@ export interface NvmlMemoryReader extends NvmlSession {
    * nvmlReturn (0 = ok)), allocated when omitted. NaN marks unreadable values.
    */
   readMemorySync(out?: Float64Array): Float64Array;
+  /**
+   * The health readings of device `index` (an NVML index below `deviceCount`) on the NVML thread,
+   * under the session's deadline: remapped rows, ECC, retired pages, clock event reasons, the PCIe
+   * link, MIG mode pending, fabric state. What `gpugate doctor` judges.
+   */
+  health(index: number): Promise<GpuHealth>;
 }

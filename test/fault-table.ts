@@ -92,6 +92,8 @@ export type FaultStage =
   | 'mig-handle'
   /** GPU / compute instance id of a MIG device: that MIG device errs. */
   | 'mig-instance-id'
+  /** A health query (session.health(), gpugate doctor): no snapshot and no `check` calls it. */
+  | 'health'
   /** Not injectable through the simulator (returns a string, not an nvmlReturn_t). */
   | 'not-injectable';
 
@@ -136,6 +138,15 @@ export const FAULT_TABLE: readonly FaultRow[] = [
   { logical: 'deviceGetMigDeviceHandleByIndex', stage: 'mig-handle', field: 'migDevices' },
   { logical: 'deviceGetGpuInstanceId', stage: 'mig-instance-id', field: 'gpuInstanceId' },
   { logical: 'deviceGetComputeInstanceId', stage: 'mig-instance-id', field: 'computeInstanceId' },
+  { logical: 'deviceGetRemappedRows', stage: 'health' },
+  { logical: 'deviceGetTotalEccErrors', stage: 'health' },
+  { logical: 'deviceGetRetiredPagesPendingStatus', stage: 'health' },
+  { logical: 'deviceGetCurrentClocksEventReasons', stage: 'health' },
+  { logical: 'deviceGetCurrPcieLinkGeneration', stage: 'health' },
+  { logical: 'deviceGetMaxPcieLinkGeneration', stage: 'health' },
+  { logical: 'deviceGetCurrPcieLinkWidth', stage: 'health' },
+  { logical: 'deviceGetMaxPcieLinkWidth', stage: 'health' },
+  { logical: 'deviceGetGpuFabricInfo', stage: 'health' },
 ];
 
 /** What the library must show for one (function, code). */
@@ -173,6 +184,7 @@ export function expectedOutcome(row: FaultRow, code: number): FaultExpectation {
       return { library: { kind: 'open-rejects' }, cliExit: 69 };
     case 'shutdown':
     case 'not-injectable':
+    case 'health':
       return { library: { kind: 'unaffected' }, cliExit: 0 };
     case 'system':
       return { library: { kind: 'library-null', field }, cliExit: 0 };

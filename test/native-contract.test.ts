@@ -53,6 +53,25 @@ describe('the native export table matches the TypeScript NativeBinding interface
     await binding.close(handle);
   });
 
+  it('health(handle, device) answers one entry per health query, each with its code, symbol and values, and checks its arguments', async () => {
+    process.env['GPUGATE_SIM_SCENARIO'] = writeScenario({ devices: [simDevice(0)] });
+    const handle = binding.createSession();
+    await binding.open(handle, freshSimulator());
+    expect(() => binding.health(handle, 1)).toThrow(RangeError);
+    expect(() => binding.health(handle, '0' as unknown as number)).toThrow(/'device'/);
+    const reading = await binding.health(handle, 0);
+    expect(reading.index).toBe(0);
+    expect(Object.keys(reading.fields).sort()).toEqual([
+      'clockEventReasons', 'fabric', 'migMode', 'pcieGeneration', 'pcieMaxGeneration', 'pcieMaxWidth', 'pcieWidth',
+      'remappedRows', 'retiredPagesPending', 'volatileUncorrectedEcc',
+    ]);
+    expect(reading.fields['remappedRows']).toEqual({
+      nvmlReturn: 0, fn: 'nvmlDeviceGetRemappedRows', message: null, values: { correctable: 0, uncorrectable: 0, pending: 0, failureOccurred: 0 },
+    });
+    expect(reading.fields['fabric']).toMatchObject({ nvmlReturn: 3, fn: 'nvmlDeviceGetGpuFabricInfo', values: {} });
+    await binding.close(handle);
+  });
+
   it('searches the soname first, then the driver directories, never a CUDA stubs/ copy', () => {
     const candidates = binding.defaultLibraryCandidates();
     expect(candidates[0]).toBe('libnvidia-ml.so.1');

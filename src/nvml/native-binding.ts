@@ -57,6 +57,21 @@ export interface NativeEncodedSnapshot {
   strings: string[];
 }
 
+/** One health query as the addon reports it: NVML's return code, the symbol called, and the values read (empty on failure). */
+export interface NativeHealthField {
+  nvmlReturn: number;
+  fn: string;
+  /** The library's text for a failure; null on success. */
+  message: string | null;
+  values: Record<string, number>;
+}
+
+/** What `health()` resolves with: one entry per query (see native/health.h for the names). */
+export interface NativeHealthReading {
+  index: number;
+  fields: Record<string, NativeHealthField>;
+}
+
 /** The encoding sizes the addon reports (checked against {@link ENCODING} by the contract test). */
 export interface NativeEncodingLayout {
   version: number;
@@ -91,6 +106,8 @@ export interface NativeBinding {
   ): NativeEncodedSnapshot;
   /** Fastest path: memory of every device into `out` (5 slots each: total, free, used, reserved, nvmlReturn). Returns the device count. */
   readMemory(handle: NativeSessionHandle, out: Float64Array, lockTimeoutMs?: number): number;
+  /** The health readings of one device (by NVML index) on the worker thread: each query's values or its return code. */
+  health(handle: NativeSessionHandle, device: number): Promise<NativeHealthReading>;
   /** nvmlShutdown (if init succeeded), then ends the worker thread. */
   close(handle: NativeSessionHandle): Promise<void>;
   /** Poisons a session whose call missed its deadline: the stuck worker is detached, never joined, and nothing of the session calls into JavaScript again. */
@@ -127,6 +144,7 @@ export const NATIVE_EXPORT_NAMES = [
   'snapshot',
   'snapshotSync',
   'readMemory',
+  'health',
   'close',
   'abandon',
   'currentCall',

@@ -28,8 +28,9 @@ import type {
   NativeSessionHandle,
 } from './native-binding';
 import { ENCODING } from './native-binding';
+import { decodeHealth } from './health-decode';
 import { decodeSnapshot, fromNativeCallError } from './snapshot-decode';
-import type { FieldError, GpuDevice, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
+import type { FieldError, GpuDevice, GpuHealth, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
 
 /** Default deadline of one NVML request, in milliseconds, counted from when the NVML thread starts it. */
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
@@ -461,6 +462,23 @@ class Session implements NvmlMemoryReader {
       throw error;
     }
     return target;
+  }
+
+  health(index: number): Promise<GpuHealth> {
+    if (this.#closed) return Promise.reject(this.#closedError('health'));
+    if (this.#pending.size >= MAX_PENDING_CALLS) return Promise.reject(this.#queueFullError('health'));
+    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= this.deviceCount) {
+      return Promise.reject(new RangeError(
+        `gpugate: health(index): ${JSON.stringify(index)} is not a device index of this host (0..${this.deviceCount - 1})`,
+      ));
+    }
+    let pending;
+    try {
+      pending = this.#binding.health(this.#handle, index);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    return this.#track(pending, `health readings of GPU ${index}`).then(decodeHealth);
   }
 
   /** Resolves once the calls already pending have settled and NVML is shut down (each under its own deadline). */
