@@ -32,6 +32,11 @@ export const ExitCode = {
 /** One of the codes of {@link ExitCode}. */
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
+/** `gpugate doctor`'s code for the worst status it found: every check passed, warnings only, a failure. */
+export function exitCodeForDoctorStatus(status: 'pass' | 'warn' | 'fail'): ExitCodeValue {
+  return status === 'pass' ? ExitCode.ok : status === 'warn' ? ExitCode.tempFail : ExitCode.unavailable;
+}
+
 /** The sysexits name of a code, as systemd prints it (`TEMPFAIL`), for logs and docs. */
 export function exitCodeName(code: number): string {
   switch (code) {

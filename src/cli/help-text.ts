@@ -58,6 +58,22 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
     examples: ['gpugate holders', 'gpugate holders --gpus 6 --json', 'gpugate holders --format prometheus --output /var/lib/node_exporter/textfile/gpugate.prom'],
     exitCodes: REPORT_EXIT_CODES,
   },
+  doctor: {
+    usage: ['gpugate doctor [options]'],
+    about: 'Quick, read-only health checks (in the spirit of DCGM\'s level-1 diagnostic), each pass, warn or fail with its evidence\nand what to do: the driver (NVML and kernel module versions, the 535.43-535.86 process-list branch, CUDA version),\nevery GPU (persistence, compute and MIG modes, remapped rows, ECC, retired pages, clock slowdowns, PCIe link, fabric),\nthe kernel\'s NVRM Xid messages of this boot, and the host (device nodes, container, PID namespace,\nCUDA_VISIBLE_DEVICES ordering, nvidia-persistenced). Changes nothing.',
+    examples: [
+      'gpugate doctor',
+      'gpugate doctor --json > doctor.json',
+      'journalctl -k -b > kernel.log && gpugate doctor --kernel-log kernel.log   # without access to /dev/kmsg',
+    ],
+    exitCodes: `Exit codes:
+  0    every check passed
+  64   usage error (unknown flag, bad duration)
+  69   at least one check failed (NVML unavailable counts as a failed check)
+  70   internal error (a bug: please report it)
+  75   warnings only
+  129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM`,
+  },
   demo: {
     usage: ['gpugate demo'],
     about: 'Replay a service restart race on the bundled simulated 8x RTX PRO 6000 host (no GPU needed):\nthe previous attempt still holds ~92 GiB per GPU, one holder is a real orphaned engine worker, then memory drains.\nShows "gpugate wait --min-free 0.9 --stable 2s" waiting, explaining why, and succeeding.',

@@ -24,6 +24,7 @@ function loadCommand(command: CommandName): CommandRunner {
     case 'check': return (require('./commands/check-command') as typeof import('./commands/check-command')).runCheck;
     case 'status': return (require('./commands/status-command') as typeof import('./commands/status-command')).runStatus;
     case 'holders': return (require('./commands/holders-command') as typeof import('./commands/holders-command')).runHolders;
+    case 'doctor': return (require('./commands/doctor-command') as typeof import('./commands/doctor-command')).runDoctorCommand;
     case 'demo': return (require('./commands/demo-command') as typeof import('./commands/demo-command')).runDemo;
     case 'sim': return (require('./commands/sim-command') as typeof import('./commands/sim-command')).runSim;
     case 'bench': return (require('./commands/bench-command') as typeof import('./commands/bench-command')).runBench;

@@ -5,10 +5,10 @@
  */
 
 /** The sub-commands of `gpugate`. */
-export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'demo' | 'sim' | 'bench' | 'completion';
+export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'doctor' | 'demo' | 'sim' | 'bench' | 'completion';
 
 /** Every sub-command, in the order `gpugate --help` lists them. */
-export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'demo', 'sim', 'bench', 'completion'];
+export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'doctor', 'demo', 'sim', 'bench', 'completion'];
 
 /** One line per command, for `gpugate --help` and shell completion. */
 export const COMMAND_SUMMARIES: Readonly<Record<CommandName, string>> = {
@@ -16,6 +16,7 @@ export const COMMAND_SUMMARIES: Readonly<Record<CommandName, string>> = {
   check: 'one sample: exit 0 if free now, 75 if not (Slurm prolog, health checks)',
   status: 'devices, memory, processes, modes, library and driver versions',
   holders: 'who holds each GPU, classified; leaked /dev/shm files',
+  doctor: 'read-only health checks: driver, each GPU, kernel Xid messages, the host (exit 0 / 75 / 69)',
   demo: 'the restart race on the bundled simulated 8-GPU host (no GPU needed)',
   sim: 'run a simulated GPU host for your own NVML tools until interrupted; prints what to export',
   bench: "this host's poll latency: gpugate against nvidia-smi (read-only, bounded in time)",
@@ -55,9 +56,9 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'GPUs to check: NVML indices, GPU-/MIG- UUIDs (unique prefixes) or PCI bus ids, comma separated. Default: NVIDIA_VISIBLE_DEVICES, then CUDA_VISIBLE_DEVICES, then SLURM_JOB_GPUS, then all' },
   { name: 'allow-empty', type: 'boolean', commands: CRITERIA_COMMANDS,
     help: 'succeed when the selection holds no GPU (CUDA_VISIBLE_DEVICES=-1 or empty, NVIDIA_VISIBLE_DEVICES=none|void, --gpus ""); without it that exits 78' },
-  { name: 'library', type: 'string', valueName: 'PATH', commands: [...GPU_COMMANDS, 'bench'],
+  { name: 'library', type: 'string', valueName: 'PATH', commands: [...GPU_COMMANDS, 'doctor', 'bench'],
     help: 'NVML library to load (default: GPUGATE_NVML_LIBRARY, then libnvidia-ml.so.1 in the usual places)' },
-  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: [...GPU_COMMANDS, 'bench'], defaults: { wait: '10s', check: '10s', status: '10s', holders: '10s', bench: '10s' },
+  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: [...GPU_COMMANDS, 'doctor', 'bench'], defaults: { wait: '10s', check: '10s', status: '10s', holders: '10s', doctor: '10s', bench: '10s' },
     help: 'deadline for each NVML call; a hung call ends the command with exit 69' },
   // Criteria
   { name: 'min-free', type: 'string', valueName: 'FRACTION|SIZE', commands: CRITERIA_COMMANDS,
@@ -91,7 +92,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   { name: 'dry-run', type: 'boolean', commands: CRITERIA_COMMANDS,
     help: 'with --kill-stale / --clean-shm: show what would be signalled or removed, do nothing' },
   // Output
-  { name: 'json', type: 'boolean', commands: [...GPU_COMMANDS, 'bench'],
+  { name: 'json', type: 'boolean', commands: [...GPU_COMMANDS, 'doctor', 'bench'],
     help: 'print one JSON object on stdout at the end' },
   { name: 'format', type: 'string', valueName: 'text|json|prometheus', commands: ['status', 'holders'], defaults: { status: 'text', holders: 'text' },
     help: 'output format; prometheus writes the node_exporter textfile format' },
@@ -109,12 +110,15 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'snapshots per measure, and nvidia-smi runs when nvidia-smi is on PATH' },
   { name: 'duration', type: 'string', valueName: 'DUR', commands: ['bench'], defaults: { bench: '20s' },
     help: 'upper bound on the whole benchmark; measures stop early when it is reached' },
+  // doctor
+  { name: 'kernel-log', type: 'string', valueName: 'PATH', commands: ['doctor'], defaults: { doctor: '/dev/kmsg, then journalctl -k -b' },
+    help: 'read the kernel log from PATH (a saved dmesg or journalctl -k output) for NVRM Xid messages' },
   // The simulated host
   { name: 'scenario', type: 'string', valueName: 'FILE', commands: ['sim'], defaults: { sim: 'the bundled scenarios/restart-race.json' },
     help: 'simulator scenario to run (docs/scenarios.md)' },
   { name: 'started-at', type: 'string', valueName: 'WHEN', commands: ['sim'], defaults: { sim: 'now' },
     help: "the timeline's 0 ms: Unix milliseconds, an ISO 8601 UTC time, or now" },
-  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo', 'sim', 'bench', 'completion'],
+  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'doctor', 'demo', 'sim', 'bench', 'completion'],
     help: 'show this help' },
 ];
 

@@ -1,0 +1,64 @@
+/**
+ * `gpugate doctor`: runs the read-only health checks (src/doctor/) and prints them as text or one
+ * JSON document; exits 0 when every check passed, 75 with warnings only, 69 with a failure.
+ * GPUGATE_DEV_DIR and GPUGATE_DRIVER_VERSION_FILE point the host readers elsewhere (a chroot, a
+ * test), as --kernel-log does for the kernel log.
+ */
+import { runDoctor } from '../../doctor/doctor';
+import { parseDuration } from '../../units';
+import { CliError } from '../cli-error';
+import { booleanFlag, stringFlag, type CommandContext } from '../command-context';
+import { doctorText } from '../doctor-text';
+import { ExitCode, exitCodeForDoctorStatus } from '../exit-codes';
+import { jsonDocument } from '../json-document';
+import { withJsonError } from '../json-error';
+import { colourEnabled } from '../terminal-style';
+
+function usage(message: string): CliError {
+  return new CliError(message, ExitCode.usage, 'usage-error');
+}
+
+/** Run `gpugate doctor`. */
+export async function runDoctorCommand(context: CommandContext): Promise<number> {
+  const json = booleanFlag(context.values, 'json');
+  const timeoutText = stringFlag(context.values, 'nvml-timeout') ?? '10s';
+  let callTimeoutMs: number;
+  try {
+    callTimeoutMs = parseDuration(timeoutText);
+  } catch (error) {
+    throw usage(`--nvml-timeout ${JSON.stringify(timeoutText)}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (callTimeoutMs <= 0) throw usage(`--nvml-timeout ${JSON.stringify(timeoutText)}: expected a duration above 0`);
+  const kernelLog = stringFlag(context.values, 'kernel-log');
+  if (kernelLog === '') throw usage('--kernel-log "": expected a file path');
+  const library = stringFlag(context.values, 'library');
+  const env = context.env;
+  return withJsonError('doctor', json, context, async () => {
+    const report = await runDoctor({
+      callTimeoutMs,
+      env,
+      ...(library !== undefined ? { libraryPath: library } : {}),
+      ...(kernelLog !== undefined ? { kernelLogPath: kernelLog } : {}),
+      ...(env['GPUGATE_DEV_DIR'] ? { devDir: env['GPUGATE_DEV_DIR'] } : {}),
+      ...(env['GPUGATE_DRIVER_VERSION_FILE'] ? { kernelModuleVersionPath: env['GPUGATE_DRIVER_VERSION_FILE'] } : {}),
+    });
+    const exitCode = exitCodeForDoctorStatus(report.status);
+    if (json) {
+      context.stdout.write(jsonDocument({
+        command: 'doctor',
+        result: report.status,
+        exitCode,
+        takenAt: report.takenAt,
+        library: report.library === null ? null : {
+          path: report.library.path, driverVersion: report.library.driverVersion,
+          nvmlVersion: report.library.nvmlVersion, cudaDriverVersion: report.library.cudaDriverVersion,
+        },
+        gpuCount: report.gpuCount,
+        checks: report.checks,
+      }));
+    } else {
+      context.stdout.write(doctorText(report, exitCode, colourEnabled(process.stdout, env)));
+    }
+    return exitCode;
+  });
+}

@@ -1,0 +1,145 @@
+/**
+ * runDoctor(): quick, read-only health checks of a GPU host in the spirit of DCGM's level-1
+ * diagnostic: the driver, every GPU, the kernel's NVIDIA messages and the host, plus any checks
+ * the caller adds (a systemd unit's configuration). Changes nothing; reports every finding as a
+ * {@link DoctorCheck}. NVML failing to open is a finding too, not an exception.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { readKernelLog } from '../host/kernel-log';
+import { loadBinding } from '../nvml/binding';
+import { resolveLibraryPath } from '../nvml/library-path';
+import { NvmlError } from '../nvml/nvml-error';
+import { openNvml } from '../nvml/session';
+import type { GpuDevice, GpuHealth, LibraryInfo, NvmlMemoryReader } from '../types';
+import { type DoctorCheck, type DoctorStatus, worstStatus } from './doctor-check';
+import { driverChecks, KERNEL_MODULE_VERSION_PATH, type DriverFacts, type NvmlOpenFailure } from './driver-checks';
+import { gpuChecks } from './gpu-checks';
+import { hostChecks } from './host-checks';
+import { kernelLogChecks } from './kernel-log-checks';
+
+/** Options of {@link runDoctor}. Every path has the host's default; tests and chroots point them elsewhere. */
+export interface DoctorOptions {
+  /** An open session to use (left open); else one is opened with `libraryPath` / `callTimeoutMs` and closed. */
+  session?: NvmlMemoryReader;
+  libraryPath?: string;
+  callTimeoutMs?: number;
+  /** A kernel log to read instead of /dev/kmsg (then `journalctl -k -b`): a saved `dmesg` or `journalctl -k` output. */
+  kernelLogPath?: string;
+  /** Default /proc/driver/nvidia/version. */
+  kernelModuleVersionPath?: string;
+  /** Where the driver's device nodes are; default /dev. */
+  devDir?: string;
+  /** Default /proc. */
+  procRoot?: string;
+  /** The environment whose CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER are judged; default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** More checks to run and report with the rest (e.g. a systemd unit's configuration). */
+  unitChecks?: () => Promise<readonly DoctorCheck[]>;
+}
+
+/** What {@link runDoctor} found. */
+export interface DoctorReport {
+  /** The worst status of all checks. */
+  status: DoctorStatus;
+  /** Every check, in order: driver, each GPU, kernel log, host, then the caller's. */
+  checks: DoctorCheck[];
+  /** The NVML library's versions; null when NVML could not be opened. */
+  library: LibraryInfo | null;
+  /** GPUs NVML lists (0 when it could not be opened). */
+  gpuCount: number;
+  /** Milliseconds since the epoch when the checks started. */
+  takenAt: number;
+}
+
+function failureOf(error: unknown): NvmlOpenFailure {
+  if (error instanceof NvmlError) return { code: error.code, nvmlReturn: error.nvmlReturn, fn: error.fn, message: error.message };
+  const e = error as { code?: unknown; message?: unknown };
+  return { code: typeof e.code === 'string' ? e.code : 'GPUGATE_NATIVE_FAILURE', nvmlReturn: null, fn: null, message: typeof e.message === 'string' ? e.message : String(error) };
+}
+
+function realPath(file: string): string | null {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    return null;
+  }
+}
+
+/** The library file that loaded, or, when none did, the one that would have: symlinks resolved. */
+function libraryFileOf(library: LibraryInfo | null, libraryPath: string | undefined, env: NodeJS.ProcessEnv): string | null {
+  if (library !== null) return realPath(library.path) ?? library.path;
+  const choice = resolveLibraryPath(libraryPath, env);
+  if (choice.path !== null) return realPath(choice.path);
+  for (const candidate of loadBinding().defaultLibraryCandidates()) {
+    if (!path.isAbsolute(candidate)) continue;
+    const found = realPath(candidate);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+function readKernelModule(file: string): DriverFacts['kernelModule'] {
+  try {
+    return { kind: 'ok', path: file, text: fs.readFileSync(file, 'utf8') };
+  } catch (error) {
+    return { kind: 'unreadable', path: file, reason: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** The GPUs and their health readings, from one full snapshot and one health call per reachable GPU. */
+async function readGpus(session: NvmlMemoryReader): Promise<{ devices: GpuDevice[]; health: Array<GpuHealth | null> }> {
+  const snapshot = await session.snapshot();
+  const health = await Promise.all(snapshot.devices.map((device) => (device.error === null ? session.health(device.index) : Promise.resolve(null))));
+  return { devices: snapshot.devices, health };
+}
+
+/** Runs every check; never throws for what it finds (NVML missing, a lost GPU, an unreadable log are findings). */
+export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorReport> {
+  const takenAt = Date.now();
+  const env = options.env ?? process.env;
+  let session: NvmlMemoryReader | null = options.session ?? null;
+  let openFailure: NvmlOpenFailure | null = null;
+  if (session === null) {
+    try {
+      session = await openNvml({
+        ...(options.libraryPath !== undefined ? { libraryPath: options.libraryPath } : {}),
+        ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
+      });
+    } catch (error) {
+      openFailure = failureOf(error);
+    }
+  }
+  try {
+    const library = session?.library ?? null;
+    let devices: GpuDevice[] = [];
+    let health: Array<GpuHealth | null> = [];
+    const checks: DoctorCheck[] = [];
+    let readFailure: NvmlOpenFailure | null = null;
+    if (session !== null) {
+      try {
+        ({ devices, health } = await readGpus(session));
+      } catch (error) {
+        readFailure = failureOf(error);
+      }
+    }
+    checks.push(...driverChecks({
+      library,
+      openFailure,
+      libraryFile: libraryFileOf(library, options.libraryPath, env),
+      kernelModule: readKernelModule(options.kernelModuleVersionPath ?? KERNEL_MODULE_VERSION_PATH),
+      computeCapabilities: devices.map((d) => ({ index: d.index, capability: d.computeCapability })),
+    }));
+    if (readFailure !== null) {
+      checks.push({ id: 'gpu.snapshot', subject: 'GPUs', status: 'fail', summary: `reading the GPUs failed: ${readFailure.code}`,
+        evidence: { ...readFailure }, advice: 'an NVML call failed or hung: check the kernel log for Xid errors and whether nvidia-smi answers' });
+    }
+    devices.forEach((device, i) => checks.push(...gpuChecks(device, health[i] ?? null, devices.length)));
+    checks.push(...kernelLogChecks(await readKernelLog(options.kernelLogPath), devices));
+    checks.push(...await hostChecks({ devDir: options.devDir ?? '/dev', procRoot: options.procRoot ?? '/proc', env, devices }));
+    if (options.unitChecks !== undefined) checks.push(...await options.unitChecks());
+    return { status: worstStatus(checks), checks, library, gpuCount: devices.length, takenAt };
+  } finally {
+    if (session !== null && options.session === undefined) await session.close().catch(() => undefined);
+  }
+}
