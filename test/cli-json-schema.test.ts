@@ -4,7 +4,7 @@
  * with the current schemaVersion, and uses no field its schema does not describe (checked against a
  * closed copy of each schema: the shipped ones stay open, since minor versions add fields).
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
@@ -16,7 +16,7 @@ import { bundledScenario, freshBundledScenario, repoRoot, simDevice, simLibraryF
 
 const SCHEMA_DIR = join(repoRoot(), 'schemas');
 /** Which shipped schema describes each command's document. */
-const SCHEMA_OF: Partial<Record<CommandName, string>> = { wait: 'gate', check: 'gate', status: 'status', holders: 'holders', bench: 'bench' };
+const SCHEMA_OF: Partial<Record<CommandName, string>> = { wait: 'gate', check: 'gate', status: 'status', holders: 'holders', doctor: 'doctor', bench: 'bench' };
 
 const work = mkdtempSync(join(tmpdir(), 'gpugate-json-schema-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -61,12 +61,14 @@ const open = validators((s) => s);
 const strict = validators(closed);
 
 /** Runs the command, parses its one JSON line, and checks it against its schema (open and closed). */
-async function documentOf(args: string[], env: NodeJS.ProcessEnv, expectedCode: number): Promise<Record<string, unknown>> {
+async function documentOf(args: string[], env: NodeJS.ProcessEnv, expectedCode: number | 'as-reported'): Promise<Record<string, unknown>> {
   const run = await runCli([...args, '--json'], { env, killAfterMs: 60_000 });
-  expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(expectedCode);
+  if (expectedCode !== 'as-reported') expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(expectedCode);
   const lines = run.stdout.trim().split('\n');
   expect(lines).toHaveLength(1);
   const document = JSON.parse(lines[0] as string) as Record<string, unknown>;
+  // 'as-reported': the host decides the code (doctor's host checks), which must be the one the document states.
+  if (expectedCode === 'as-reported') expect(run.code).toBe(document['exitCode']);
   expect(Object.keys(document)[0]).toBe('schemaVersion');
   expect(document['schemaVersion']).toBe(SCHEMA_VERSION);
   const schema = SCHEMA_OF[args[0] as CommandName] as string;
@@ -170,6 +172,21 @@ describe('every --json document validates against its schema', () => {
     expect((await documentOf(['check'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0))['result']).toBe('ready');
     const dry = await documentOf(['check', '--clean-shm', 'gpugate-schema-test-none-*', '--dry-run'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0);
     expect(dry['actions']).toEqual({ signals: [], shm: [] });
+  });
+
+  it('doctor: a healthy host, a degraded one with Xids, a lost GPU, and NVML missing', async () => {
+    const kernelLog = join(work, 'kernel.log');
+    writeFileSync(kernelLog, '[ 812.4] NVRM: Xid (PCI:0000:3a:00): 48, pid=91342, name=python3, An uncorrectable double bit error\n');
+    const emptyLog = join(work, 'empty.log');
+    writeFileSync(emptyLog, '');
+    const healthy = await documentOf(['doctor', '--kernel-log', emptyLog], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 'as-reported');
+    expect((healthy['checks'] as unknown[]).length).toBeGreaterThan(8 * 10);
+    const degraded = await documentOf(['doctor', '--kernel-log', kernelLog], cliEnv(bundledScenario('degraded-host')), 69);
+    expect(degraded['result']).toBe('fail');
+    expect((degraded['checks'] as Array<{ id: string }>).map((c) => c.id)).toContain('kernel.xid-48');
+    await documentOf(['doctor', '--kernel-log', kernelLog], cliEnv(bundledScenario('lost-gpu')), 69);
+    const missing = await documentOf(['doctor', '--library', missingLibrary, '--kernel-log', kernelLog], cliEnv(null), 69);
+    expect(missing).toMatchObject({ library: null, gpuCount: 0, result: 'fail' });
   });
 
   it('bench: measured, and NVML missing', async () => {

@@ -61,7 +61,7 @@ function persistence(context: Context): DoctorCheck {
   const evidence = { persistenceMode: false, gpuCount: context.gpuCount };
   if (context.gpuCount <= 1) return check(context, 'persistence-mode', 'pass', 'persistence mode is off (a single GPU: the first attach pays the driver start once)', evidence);
   return check(context, 'persistence-mode', 'warn',
-    `persistence mode is off on a ${context.gpuCount}-GPU host: the driver tears each GPU down when its last user exits, so every attach (and every poll of a tool that opens the GPU) costs seconds`,
+    `persistence mode is off on this ${context.gpuCount}-GPU host: the driver tears the GPU down after its last user, so every attach costs seconds`,
     evidence, 'run nvidia-persistenced (systemctl enable --now nvidia-persistenced), or nvidia-smi -pm 1');
 }
 
