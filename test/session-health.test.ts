@@ -80,6 +80,27 @@ describe('session.health() reads what doctor judges, as NVML answers it', () => 
     expect(health.clockEventReasons).toEqual(['gpu_idle']);
   });
 
+  it('rejects a scenario with a bad health field, naming the field and what it expected', async () => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ clockEventReasons: ['hw_slowdwn'] }, /expected one of gpu_idle, .*hw_slowdown.* in "clockEventReasons"/],
+      [{ pcieLink: { generation: 5, maxGeneration: 4, width: 16 } }, /expected generation <= maxGeneration and width <= maxWidth in "pcieLink"/],
+      [{ remappedRows: { failed: true } }, /found unknown key "failed"/],
+      [{ fabric: { state: 'done' } }, /expected "not_supported", "not_started", "in_progress" or "completed" for "state" in "fabric"/],
+    ];
+    for (const [fields, message] of cases) {
+      useScenario({ devices: [simDevice(0, fields)] });
+      await expect(openTrackedSession(freshSimulator())).rejects.toThrow(message);
+    }
+  });
+
+  it('follows a timeline change of a health field (a remap becomes pending at 0 ms)', async () => {
+    useScenario({ devices: [simDevice(0)], timeline: [{ atMs: 0, device: 0, set: { remappedRows: { correctable: 1, pending: true }, pcieLink: { generation: 5, width: 4, maxWidth: 16 } } }] });
+    const session = await openTrackedSession(freshSimulator());
+    const health = await session.health(0);
+    expect(health.remappedRows).toEqual({ correctable: 1, uncorrectable: 0, pending: true, failureOccurred: false });
+    expect(health.pcie).toMatchObject({ width: 4, maxWidth: 16 });
+  });
+
   it('rejects an index that is not a device of the session, and a closed session', async () => {
     useScenario({ devices: [simDevice(0)] });
     const session = await openTrackedSession(freshSimulator());
