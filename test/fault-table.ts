@@ -92,7 +92,7 @@ export type FaultStage =
   | 'mig-handle'
   /** GPU / compute instance id of a MIG device: that MIG device errs. */
   | 'mig-instance-id'
-  /** A health query (session.health(), gpugate doctor): no snapshot and no `check` calls it. */
+  /** A health query (session.health(), gpugate doctor): its field of session.health() errs; no snapshot and no `check` calls it. */
   | 'health'
   /** Not injectable through the simulator (returns a string, not an nvmlReturn_t). */
   | 'not-injectable';
@@ -138,15 +138,15 @@ export const FAULT_TABLE: readonly FaultRow[] = [
   { logical: 'deviceGetMigDeviceHandleByIndex', stage: 'mig-handle', field: 'migDevices' },
   { logical: 'deviceGetGpuInstanceId', stage: 'mig-instance-id', field: 'gpuInstanceId' },
   { logical: 'deviceGetComputeInstanceId', stage: 'mig-instance-id', field: 'computeInstanceId' },
-  { logical: 'deviceGetRemappedRows', stage: 'health' },
-  { logical: 'deviceGetTotalEccErrors', stage: 'health' },
-  { logical: 'deviceGetRetiredPagesPendingStatus', stage: 'health' },
-  { logical: 'deviceGetCurrentClocksEventReasons', stage: 'health' },
-  { logical: 'deviceGetCurrPcieLinkGeneration', stage: 'health' },
-  { logical: 'deviceGetMaxPcieLinkGeneration', stage: 'health' },
-  { logical: 'deviceGetCurrPcieLinkWidth', stage: 'health' },
-  { logical: 'deviceGetMaxPcieLinkWidth', stage: 'health' },
-  { logical: 'deviceGetGpuFabricInfo', stage: 'health' },
+  { logical: 'deviceGetRemappedRows', stage: 'health', field: 'remappedRows' },
+  { logical: 'deviceGetTotalEccErrors', stage: 'health', field: 'volatileUncorrectedEccErrors' },
+  { logical: 'deviceGetRetiredPagesPendingStatus', stage: 'health', field: 'retiredPagesPending' },
+  { logical: 'deviceGetCurrentClocksEventReasons', stage: 'health', field: 'clockEventReasons' },
+  { logical: 'deviceGetCurrPcieLinkGeneration', stage: 'health', field: 'pcie.generation' },
+  { logical: 'deviceGetMaxPcieLinkGeneration', stage: 'health', field: 'pcie.maxGeneration' },
+  { logical: 'deviceGetCurrPcieLinkWidth', stage: 'health', field: 'pcie.width' },
+  { logical: 'deviceGetMaxPcieLinkWidth', stage: 'health', field: 'pcie.maxWidth' },
+  { logical: 'deviceGetGpuFabricInfo', stage: 'health', field: 'fabric' },
 ];
 
 /** What the library must show for one (function, code). */

@@ -23,7 +23,7 @@ import { writeScenario } from '../helpers/sim';
 import { freshSimulator } from '../session-helpers';
 import { matrixScenario, MATRIX_DEVICE_COUNT, TARGET_DEVICE, type SimFault } from './helpers/fault-scenario';
 
-const DEVICE_SCOPED = new Set(['handle', 'identity', 'memory', 'memory-v1', 'field', 'process-list', 'process-list-extra', 'mig-count', 'mig-handle', 'mig-instance-id']);
+const DEVICE_SCOPED = new Set(['handle', 'identity', 'memory', 'memory-v1', 'field', 'process-list', 'process-list-extra', 'mig-count', 'mig-handle', 'mig-instance-id', 'health']);
 const MIG_STAGES = new Set(['mig-count', 'mig-handle', 'mig-instance-id']);
 const IDENTITY_EMPTY: Record<string, unknown> = { name: '', uuid: '', pciBusId: '', minorNumber: null, computeCapability: null };
 
@@ -198,10 +198,31 @@ async function runLibraryRow(row: FaultRow, code: number): Promise<string[]> {
       if (status !== wanted) problems.push(`readMemorySync: target status slot ${String(status)}, expected ${wanted}`);
       if (wanted !== 0 && !Number.isNaN(raw[TARGET_DEVICE * 5 + 1])) problems.push('readMemorySync: target freeBytes should be NaN');
     }
+    if (row.stage === 'health') problems.push(...await checkHealth(session, row, code));
   } catch (error) {
     problems.push(`threw: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   } finally {
     await session.close();
+  }
+  return problems;
+}
+
+/** What the matrix GPUs (RTX PRO 6000) do not have: these health fields answer NOT_SUPPORTED without any fault. */
+const HEALTH_ABSENT = ['retiredPagesPending', 'fabric'];
+
+/** A health query's fault: its field of the target's health errs with the code and symbol, nothing else changes, other GPUs are untouched. */
+async function checkHealth(session: NvmlMemoryReader, row: FaultRow, code: number): Promise<string[]> {
+  const problems: string[] = [];
+  const field = row.field ?? '';
+  const symbol = symbolOf(row.logical);
+  for (let index = 0; index < MATRIX_DEVICE_COUNT; index++) {
+    const health = await session.health(index);
+    const target = index === TARGET_DEVICE;
+    if (target) problems.push(...checkFieldError(health.fieldErrors[field], code, symbol, `health(${index}).fieldErrors['${field}']`));
+    const unexpected = Object.entries(health.fieldErrors)
+      .filter(([key, error]) => !(target && key === field) && !(HEALTH_ABSENT.includes(key) && error.code === 'NVML_ERROR_NOT_SUPPORTED'))
+      .map(([key, error]) => `${key}=${error.code}`);
+    if (unexpected.length > 0) problems.push(`health(${index}) has unexpected fieldErrors ${unexpected.join(', ')}`);
   }
   return problems;
 }
