@@ -212,6 +212,17 @@ describe.skipIf(!inInitialPidNamespace)('gpugate doctor on a simulated host', ()
     expect(child.status).toBe(75);
   });
 
+  it('ends with exit 69 when a health query hangs: that GPU\'s readings fail with the stuck function named, the checks read before it stay', async () => {
+    const scenario = writeScenario({ devices: [simDevice(0), simDevice(1)], faults: [{ function: 'nvmlDeviceGetRemappedRows', device: 1, hang: true }] });
+    const { document } = await doctor(scenario, { args: ['--nvml-timeout', '500ms'] });
+    expect(checkOf(document, 'gpu.health', 'GPU 1 ')).toMatchObject({ status: 'fail', evidence: { code: 'GPUGATE_TIMEOUT', fn: 'nvmlDeviceGetRemappedRows' } });
+    expect(checkOf(document, 'gpu.remapped-rows', 'GPU 0 ').status).toBe('pass');
+    expect(checkOf(document, 'gpu.persistence-mode', 'GPU 1 ').status).toBe('pass');
+    expect(document.checks.some((c) => c.id === 'gpu.remapped-rows' && c.subject.startsWith('GPU 1 '))).toBe(false);
+    expect(checkOf(document, 'host.device-nodes').status).toBe('pass');
+    expect(document.exitCode).toBe(69);
+  });
+
   it('prints text grouped by subject, failures with what to do, passing GPU checks on one line, and the tally', async () => {
     const scenario = writeScenario({ devices: [simDevice(0), simDevice(1, { remappedRows: { failureOccurred: true } })] });
     const run = await runCli(['doctor', '--kernel-log', emptyLog], { env: env(scenario) });

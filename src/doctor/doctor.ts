@@ -11,10 +11,10 @@ import { loadBinding } from '../nvml/binding';
 import { resolveLibraryPath } from '../nvml/library-path';
 import { NvmlError } from '../nvml/nvml-error';
 import { openNvml } from '../nvml/session';
-import type { GpuDevice, GpuHealth, LibraryInfo, NvmlMemoryReader } from '../types';
+import type { GpuDevice, LibraryInfo, NvmlMemoryReader } from '../types';
 import { type DoctorCheck, type DoctorStatus, worstStatus } from './doctor-check';
 import { driverChecks, KERNEL_MODULE_VERSION_PATH, type DriverFacts, type NvmlOpenFailure } from './driver-checks';
-import { gpuChecks } from './gpu-checks';
+import { gpuChecks, type HealthOutcome } from './gpu-checks';
 import { hostChecks } from './host-checks';
 import { kernelLogChecks } from './kernel-log-checks';
 
@@ -87,10 +87,21 @@ function readKernelModule(file: string): DriverFacts['kernelModule'] {
   }
 }
 
-/** The GPUs and their health readings, from one full snapshot and one health call per reachable GPU. */
-async function readGpus(session: NvmlMemoryReader): Promise<{ devices: GpuDevice[]; health: Array<GpuHealth | null> }> {
+/** The GPUs from one full snapshot, then one health call per reachable GPU, in turn. */
+async function readGpus(session: NvmlMemoryReader): Promise<{ devices: GpuDevice[]; health: HealthOutcome[] }> {
   const snapshot = await session.snapshot();
-  const health = await Promise.all(snapshot.devices.map((device) => (device.error === null ? session.health(device.index) : Promise.resolve(null))));
+  const health: HealthOutcome[] = [];
+  for (const device of snapshot.devices) {
+    if (device.error !== null) {
+      health.push({ kind: 'skipped' });
+      continue;
+    }
+    try {
+      health.push({ kind: 'ok', health: await session.health(device.index) });
+    } catch (error) {
+      health.push({ kind: 'failed', failure: failureOf(error) });
+    }
+  }
   return { devices: snapshot.devices, health };
 }
 
@@ -113,7 +124,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorRepo
   try {
     const library = session?.library ?? null;
     let devices: GpuDevice[] = [];
-    let health: Array<GpuHealth | null> = [];
+    let health: HealthOutcome[] = [];
     const checks: DoctorCheck[] = [];
     let readFailure: NvmlOpenFailure | null = null;
     if (session !== null) {
@@ -134,7 +145,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorRepo
       checks.push({ id: 'gpu.snapshot', subject: 'GPUs', status: 'fail', summary: `reading the GPUs failed: ${readFailure.code}`,
         evidence: { ...readFailure }, advice: 'an NVML call failed or hung: check the kernel log for Xid errors and whether nvidia-smi answers' });
     }
-    devices.forEach((device, i) => checks.push(...gpuChecks(device, health[i] ?? null, devices.length)));
+    devices.forEach((device, i) => checks.push(...gpuChecks(device, health[i] ?? { kind: 'skipped' }, devices.length)));
     checks.push(...kernelLogChecks(await readKernelLog(options.kernelLogPath), devices));
     checks.push(...await hostChecks({ devDir: options.devDir ?? '/dev', procRoot: options.procRoot ?? '/proc', env, devices }));
     if (options.unitChecks !== undefined) checks.push(...await options.unitChecks());

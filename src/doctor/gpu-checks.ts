@@ -7,6 +7,10 @@
  */
 import type { ClockEventReason, FieldError, GpuDevice, GpuHealth } from '../types';
 import type { DoctorCheck, DoctorStatus } from './doctor-check';
+import type { NvmlOpenFailure } from './driver-checks';
+
+/** One GPU's health reading, or how reading it failed (a hung call poisons the session: later GPUs fail the same way), or none for a GPU that does not answer. */
+export type HealthOutcome = { kind: 'ok'; health: GpuHealth } | { kind: 'failed'; failure: NvmlOpenFailure } | { kind: 'skipped' };
 
 /** Codes that mean "this GPU or driver has no such thing": nothing to judge. */
 const ABSENT_CODES = new Set(['NVML_ERROR_NOT_SUPPORTED', 'NVML_ERROR_FUNCTION_NOT_FOUND']);
@@ -37,7 +41,7 @@ function check(context: Context, id: string, status: DoctorStatus, summary: stri
 
 /** A check whose reading failed: absent (not supported) passes, any other failure warns. */
 function unread(context: Context, id: string, what: string, error: FieldError | undefined): DoctorCheck {
-  if (error === undefined) return check(context, id, 'warn', `${what}: not read`, {}, 'the health reading of this GPU failed; see gpu.reachable');
+  if (error === undefined) return check(context, id, 'warn', `${what}: NVML gave neither a value nor an error`, {}, 'read it with nvidia-smi -q to compare');
   if (ABSENT_CODES.has(error.code)) {
     return check(context, id, 'pass', `${what}: not supported by this GPU or driver`, { code: error.code, fn: error.fn });
   }
@@ -181,11 +185,22 @@ function fabric(context: Context): DoctorCheck {
   return check(context, 'fabric', 'pass', `registered with the fabric (clique ${info.cliqueId})`, evidence);
 }
 
-/** Every check of one GPU. `health` is null when its reading failed as a whole (the session error is in gpu.reachable). */
-export function gpuChecks(device: GpuDevice, health: GpuHealth | null, gpuCount: number): DoctorCheck[] {
+function healthFailed(context: Context, failure: NvmlOpenFailure): DoctorCheck {
+  return check(context, 'health', 'fail', `the health readings failed: ${failure.code}${failure.fn === null ? '' : ` (${failure.fn})`}`, { ...failure },
+    failure.code === 'GPUGATE_TIMEOUT'
+      ? 'an NVML call hung in the driver: check the kernel log for Xid errors and whether nvidia-smi -q also hangs; a reset or reboot clears it'
+      : 'NVML failed while reading this GPU; see the kernel log');
+}
+
+/** Every check of one GPU, from its snapshot entry and its health reading. */
+export function gpuChecks(device: GpuDevice, outcome: HealthOutcome, gpuCount: number): DoctorCheck[] {
+  const health = outcome.kind === 'ok' ? outcome.health : null;
   const context: Context = { subject: gpuSubject(device), device, health, gpuCount };
   const first = reachable(context);
   if (device.error !== null) return [first];
-  return [first, persistence(context), computeMode(context), migMode(context), remappedRows(context), ecc(context),
-    retiredPages(context), clockEvents(context), pcieLink(context), fabric(context)];
+  const fromSnapshot = [first, persistence(context), computeMode(context)];
+  if (outcome.kind !== 'ok') {
+    return outcome.kind === 'failed' ? [...fromSnapshot, healthFailed(context, outcome.failure)] : fromSnapshot;
+  }
+  return [...fromSnapshot, migMode(context), remappedRows(context), ecc(context), retiredPages(context), clockEvents(context), pcieLink(context), fabric(context)];
 }
