@@ -223,6 +223,22 @@ describe.skipIf(!inInitialPidNamespace)('gpugate doctor on a simulated host', ()
     expect(document.exitCode).toBe(69);
   });
 
+  it('passes a query the GPU does not support, warns on one that failed otherwise, fails on a GPU lost mid-way', async () => {
+    const scenario = writeScenario({
+      devices: [simDevice(0, { remappedRows: null, pcieLink: null }), simDevice(1)],
+      faults: [
+        { function: 'nvmlDeviceGetCurrentClocksEventReasons', device: 1, return: 4 },
+        { function: 'nvmlDeviceGetTotalEccErrors', device: 1, return: 15 },
+      ],
+    });
+    const { document } = await doctor(scenario);
+    expect(checkOf(document, 'gpu.remapped-rows', 'GPU 0 ')).toMatchObject({ status: 'pass', evidence: { code: 'NVML_ERROR_NOT_SUPPORTED', fn: 'nvmlDeviceGetRemappedRows' } });
+    expect(checkOf(document, 'gpu.pcie-link', 'GPU 0 ').status).toBe('pass');
+    expect(checkOf(document, 'gpu.clock-events', 'GPU 1 ')).toMatchObject({ status: 'warn', evidence: { code: 'NVML_ERROR_NO_PERMISSION' } });
+    expect(checkOf(document, 'gpu.ecc-errors', 'GPU 1 ')).toMatchObject({ status: 'fail', evidence: { code: 'NVML_ERROR_GPU_IS_LOST' } });
+    expect(document.exitCode).toBe(69);
+  });
+
   it('prints text grouped by subject, failures with what to do, passing GPU checks on one line, and the tally', async () => {
     const scenario = writeScenario({ devices: [simDevice(0), simDevice(1, { remappedRows: { failureOccurred: true } })] });
     const run = await runCli(['doctor', '--kernel-log', emptyLog], { env: env(scenario) });

@@ -14,6 +14,8 @@ export type HealthOutcome = { kind: 'ok'; health: GpuHealth } | { kind: 'failed'
 
 /** Codes that mean "this GPU or driver has no such thing": nothing to judge. */
 const ABSENT_CODES = new Set(['NVML_ERROR_NOT_SUPPORTED', 'NVML_ERROR_FUNCTION_NOT_FOUND']);
+/** Codes that mean the GPU itself is gone or needs a reset, whichever query met them. */
+const GPU_UNUSABLE_CODES = new Set(['NVML_ERROR_GPU_IS_LOST', 'NVML_ERROR_RESET_REQUIRED', 'NVML_ERROR_GPU_NOT_FOUND']);
 
 /** Clock event reasons that signal hardware trouble, and what each means. */
 const TROUBLE_REASONS: ReadonlyArray<readonly [ClockEventReason, string]> = [
@@ -44,6 +46,10 @@ function unread(context: Context, id: string, what: string, error: FieldError | 
   if (error === undefined) return check(context, id, 'warn', `${what}: NVML gave neither a value nor an error`, {}, 'read it with nvidia-smi -q to compare');
   if (ABSENT_CODES.has(error.code)) {
     return check(context, id, 'pass', `${what}: not supported by this GPU or driver`, { code: error.code, fn: error.fn });
+  }
+  if (GPU_UNUSABLE_CODES.has(error.code)) {
+    return check(context, id, 'fail', `${what} could not be read: ${error.code}`, { code: error.code, fn: error.fn, message: error.message },
+      'the GPU is lost or needs a reset: reset it (nvidia-smi -r -i INDEX) or reboot; look for Xid 79 in the kernel log');
   }
   return check(context, id, 'warn', `${what} could not be read: ${error.code}`, { code: error.code, fn: error.fn, message: error.message },
     'NVML could not answer this query; see the other checks of this GPU and the kernel log');
