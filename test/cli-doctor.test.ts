@@ -255,6 +255,17 @@ describe.skipIf(!inInitialPidNamespace)('gpugate doctor on a simulated host', ()
   });
 });
 
+describe.skipIf(!inInitialPidNamespace)('gpugate doctor text output', () => {
+  it('escapes what the host supplies: a UUID carrying terminal control characters is printed inert', async () => {
+    const scenario = writeScenario({ devices: [simDevice(0, { uuid: 'GPU-\u001b]0;owned\u0007-1', remappedRows: { pending: true } })] });
+    const run = await runCli(['doctor', '--kernel-log', emptyLog], { env: env(scenario) });
+    expect(run.code).toBe(75);
+    expect(run.stdout).not.toContain('\u001b');
+    expect(run.stdout).not.toContain('\u0007');
+    expect(run.stdout).toContain('GPU 0 (GPU-\\x1b]0;owned\\x07-1)');
+  });
+});
+
 describe('gpugate doctor usage', () => {
   it('rejects a bad --nvml-timeout and an empty --kernel-log with exit 64, and lists itself in --help', async () => {
     expect((await runCli(['doctor', '--nvml-timeout', 'soon'], { env: cliEnv(null) })).code).toBe(64);
