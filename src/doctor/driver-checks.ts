@@ -4,6 +4,7 @@
  * driver branch is not one whose process lists other tools misread; the driver's CUDA version
  * supports every GPU's architecture.
  */
+import { adviceForNvmlCode, looksLikeContainer } from '../nvml/nvml-error';
 import type { LibraryInfo } from '../types';
 import type { DoctorCheck } from './doctor-check';
 
@@ -76,6 +77,16 @@ function compareKeys(a: readonly [number, number], b: readonly [number, number])
   return a[0] !== b[0] ? a[0] - b[0] : a[1] - b[1];
 }
 
+/** What to do about an open failure other than a version mismatch. */
+function openAdvice(failure: NvmlOpenFailure | null): string {
+  if (failure?.code === 'GPUGATE_LIBRARY_NOT_FOUND') {
+    return 'no NVML library was found: install the NVIDIA driver, or point --library (GPUGATE_NVML_LIBRARY) at libnvidia-ml.so.1; in a container, run it with the NVIDIA container toolkit';
+  }
+  if (failure?.code === 'GPUGATE_TIMEOUT') return 'NVML hung while opening: check the kernel log for Xid errors and whether nvidia-smi hangs too';
+  const advice = failure?.nvmlReturn === null || failure?.nvmlReturn === undefined ? null : adviceForNvmlCode(failure.nvmlReturn, true, looksLikeContainer());
+  return advice ?? 'see the message: the library, the kernel driver or the device nodes are missing or broken';
+}
+
 function nvmlCheck(facts: DriverFacts, moduleVersion: string | null): DoctorCheck {
   const failure = facts.openFailure;
   if (failure === null && facts.library !== null) {
@@ -95,7 +106,7 @@ function nvmlCheck(facts: DriverFacts, moduleVersion: string | null): DoctorChec
     evidence: { code: failure?.code ?? null, nvmlReturn: failure?.nvmlReturn ?? null, fn: failure?.fn ?? null, message: failure?.message ?? null, libraryFile: facts.libraryFile, kernelModuleVersion: moduleVersion },
     advice: mismatch
       ? 'the driver packages were upgraded but the old kernel module is still loaded (or a container carries a library of another driver): reboot, or stop every GPU user (nvidia-persistenced, dcgm, the services) and reload the nvidia modules; in a container, use the host driver\'s library (NVIDIA container toolkit) instead of one baked into the image'
-      : 'see the message: the library, the kernel driver or the device nodes are missing or broken',
+      : openAdvice(failure),
   };
 }
 
