@@ -150,9 +150,7 @@ function clockEvents(context: Context): DoctorCheck {
 
 function pcieLink(context: Context): DoctorCheck {
   const health = context.health;
-  const pcie = health?.pcie ?? null;
-  if (pcie === null) return unread(context, 'pcie-link', 'PCIe link', undefined);
-  const { generation, maxGeneration, width, maxWidth } = pcie;
+  const { generation = null, maxGeneration = null, width = null, maxWidth = null } = health?.pcie ?? {};
   if (generation === null || maxGeneration === null || width === null || maxWidth === null) {
     const error = health?.fieldErrors['pcie.width'] ?? health?.fieldErrors['pcie.maxWidth'] ?? health?.fieldErrors['pcie.generation'] ?? health?.fieldErrors['pcie.maxGeneration'];
     return unread(context, 'pcie-link', 'PCIe link', error);
