@@ -69,7 +69,12 @@ function realPath(file: string): string | null {
 /** The library file that loaded, or, when none did, the one that would have: symlinks resolved. */
 function libraryFileOf(library: LibraryInfo | null, libraryPath: string | undefined, env: NodeJS.ProcessEnv): string | null {
   if (library !== null) return realPath(library.path) ?? library.path;
-  const choice = resolveLibraryPath(libraryPath, env);
+  let choice;
+  try {
+    choice = resolveLibraryPath(libraryPath, env);
+  } catch {
+    return null;  // a malformed option: openNvml already reported it as the open failure
+  }
   if (choice.path !== null) return realPath(choice.path);
   for (const candidate of loadBinding().defaultLibraryCandidates()) {
     if (!path.isAbsolute(candidate)) continue;

@@ -32,6 +32,7 @@ export async function runDoctorCommand(context: CommandContext): Promise<number>
   const kernelLog = stringFlag(context.values, 'kernel-log');
   if (kernelLog === '') throw usage('--kernel-log "": expected a file path');
   const library = stringFlag(context.values, 'library');
+  if (library === '') throw usage('--library "": expected the path of libnvidia-ml.so.1');
   const env = context.env;
   return withJsonError('doctor', json, context, async () => {
     const report = await runDoctor({
