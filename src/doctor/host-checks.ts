@@ -42,7 +42,7 @@ function deviceNodesCheck(facts: HostFacts): DoctorCheck {
   const states = Object.fromEntries(required.map((name) => [path.join(facts.devDir, name), accessOf(path.join(facts.devDir, name))]));
   const uvm = path.join(facts.devDir, 'nvidia-uvm');
   const uvmState = accessOf(uvm);
-  const evidence = { nodes: states, [uvm]: uvmState };
+  const evidence = { nodes: { ...states, [uvm]: uvmState } };
   const missing = Object.entries(states).filter(([, state]) => state === 'missing').map(([file]) => file);
   const denied = Object.entries(states).filter(([, state]) => state === 'no-access').map(([file]) => file);
   if (missing.length > 0) {
