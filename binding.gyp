@@ -31,6 +31,7 @@
         "native/encode.cc",
         "native/errors.cc",
         "native/introspection.cc",
+        "native/lease_lock.cc",
         "native/loader.cc",
         "native/notify.cc",
         "native/pidfd.cc",
