@@ -30,6 +30,18 @@ export function bashCompletion(): string {
   for (const spec of OPTION_TABLE) {
     const kind = valueKind(spec);
     const words = [`--${spec.name}`, ...(spec.short === undefined ? [] : [`-${spec.short}`])].join('|');
+    // A flag declared once per command group (select's --format) completes per command.
+    const namesakes = OPTION_TABLE.filter((other) => other.name === spec.name);
+    if (namesakes.length > 1) {
+      if (namesakes[0] !== spec) continue;
+      const perCommand = namesakes.map((other) => {
+        const otherKind = valueKind(other);
+        const reply = otherKind.kind === 'choices' ? `COMPREPLY=($(compgen -W '${otherKind.choices.join(' ')}' -- "$cur"))` : 'COMPREPLY=()';
+        return `${other.commands.join('|')}) ${reply}; return ;;`;
+      });
+      valueCases.push(`    ${words}) case $command in ${perCommand.join(' ')} esac ;;`);
+      continue;
+    }
     if (kind.kind === 'choices') valueCases.push(`    ${words}) COMPREPLY=($(compgen -W '${kind.choices.join(' ')}' -- "$cur")); return ;;`);
     else if (kind.kind === 'file' || kind.kind === 'free') byKind.set(kind.kind, [...(byKind.get(kind.kind) ?? []), words]);
   }
