@@ -51,7 +51,7 @@ export interface SelectCandidate {
   exclusions: SelectExclusion[];
   /** Where it sits on the PCI tree; null when sysfs does not say. */
   placement: PciPlacement | null;
-  /** Its lease file as judged (null when leases are off, or not looked at because the GPU is not free). */
+  /** Its lease file as judged before the decision (null when leases are off, or not looked at because the GPU is not free). */
   lease: { state: LeaseState; reason: string; holderPid: number | null; expiresAt: number | null } | null;
 }
 
@@ -202,9 +202,7 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
           candidate.exclusions.push('leased');
           return false;
         }
-        const mine = leases.inspect(candidate.uuid);
-        written.push(mine);
-        candidate.lease = leaseSummary(mine);
+        written.push(leases.inspect(candidate.uuid));
         taken.push({ index: candidate.index, uuid: candidate.uuid, pciBusId: candidate.pciBusId, name: candidate.name, numaNode: candidate.placement?.numaNode ?? null, lease: record, leasePath: status.path });
       }
       chosen = taken;
