@@ -10,8 +10,8 @@ import { spawn } from 'node:child_process';
 import { lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { cliEnv, runCli, type CliRun } from './helpers/cli';
-import { goneProcessPid, isAlive, killSpawned, spawnSleeper, until } from './helpers/processes';
+import { cliEnv, runCli, startCli, type CliRun } from './helpers/cli';
+import { goneProcessPid, isAlive, killSpawned, spawnOrphan, spawnSleeper, until } from './helpers/processes';
 import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
 
@@ -143,6 +143,31 @@ describe('gpugate select: which GPUs', () => {
     const never = await select(['--count', '1', '--wait', '--interval', '100ms', '--timeout', '500ms', '--json'], host(2, [0, 1]), leaseDir());
     expect(never.code).toBe(75);
     expect(JSON.parse(never.stdout)).toMatchObject({ result: 'timeout', gpus: [], cudaVisibleDevices: null });
+  });
+
+  it('passes over a GPU with a stale holder even when its memory meets the criteria', async () => {
+    const orphan = await spawnOrphan('VLLM::Worker_TP6');
+    const held = simDevice(0, { memory: { totalBytes: 97887 * 2 ** 20, reservedBytes: 471 * 2 ** 20, usedBytes: 512 * 2 ** 20 }, processes: [{ pid: orphan.pid, usedBytes: 512 * 2 ** 20, kinds: ['compute'] }] });
+    const scenario = writeScenario({ devices: [held, simDevice(1)] });
+    const check = await runCli(['check'], { env: cliEnv(scenario) });
+    expect(check.code, 'check alone accepts 512 MiB used').toBe(0);
+    const both = await select(['--count', '2'], scenario, leaseDir());
+    expect(both.code).toBe(75);
+    expect(both.stderr).toMatch(new RegExp(`not-eligible gpu=0 .*holders=${orphan.pid}/VLLM::Worker_TP6/orphan.* excluded=stale-holder`));
+    const one = await select(['--count', '1'], scenario, leaseDir());
+    expect(chosen(one)).toEqual([uuidOf(1)]);
+  });
+
+  it('ends a --wait on SIGTERM with 143, leasing nothing', async () => {
+    const leases = leaseDir();
+    const env = cliEnv(host(1, [0]), { GPUGATE_LEASE_DIR: leases, GPUGATE_SYSFS_ROOT: path.join(work, 'no-sysfs') });
+    const waiting = startCli(['select', '--count', '1', '--wait', '--interval', '100ms', '--timeout', '60s', '-v'], { env, killAfterMs: 60_000 });
+    await waiting.waitFor(/poll gpu=0 /);
+    waiting.child.kill('SIGTERM');
+    const run = await waiting.done;
+    expect(run.code).toBe(143);
+    expect(run.stderr).toMatch(/interrupted by SIGTERM/);
+    expect(leaseFiles(leases)).toEqual([]);
   });
 
   it('refuses bad flags with exit 64, naming the flag', async () => {
