@@ -6,11 +6,11 @@
  * killed, when the pid names another process, or after --lease DUR, and never remove a file
  * that is not a lease.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { cliEnv, runCli, startCli, type CliRun } from './helpers/cli';
+import { cliEnv, cliPath, runCli, startCli, type CliRun } from './helpers/cli';
 import { goneProcessPid, isAlive, killSpawned, spawnOrphan, spawnSleeper, until } from './helpers/processes';
 import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
@@ -187,6 +187,10 @@ describe('gpugate select: which GPUs', () => {
       expect(run.code, args.join(' ')).toBe(64);
       expect(run.stderr, args.join(' ')).toMatch(message);
     }
+    // `bash -c 'gpugate … --lease-pid $$'` execs gpugate in place of the shell: $$ is gpugate itself.
+    const self = spawnSync('bash', ['-c', `exec "${process.execPath}" "${cliPath()}" select --count 1 --lease-pid $$`], { env: cliEnv(scenario, { GPUGATE_LEASE_DIR: leaseDir() }), encoding: 'utf8' });
+    expect(self.status).toBe(64);
+    expect(self.stderr).toMatch(/names this gpugate process, which exits as soon as it has printed/);
   });
 });
 

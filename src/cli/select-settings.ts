@@ -71,6 +71,9 @@ export function parseSelectSettings(values: FlagValues): SelectSettings {
     else if (/^\d+$/.test(pidText.trim()) && Number(pidText) >= 1 && Number.isSafeInteger(Number(pidText))) leasePid = Number(pidText);
     else throw usage(`--lease-pid ${JSON.stringify(pidText)}: expected a process id (1 or more) or none`);
   }
+  if (leasePid === process.pid) {
+    throw usage(`--lease-pid ${leasePid} names this gpugate process, which exits as soon as it has printed: name the process that will use the GPUs (in a script, $$ of a shell that runs more than this one command)`);
+  }
   if (leasePid === null && leaseMs === null) {
     throw usage('gpugate select: --lease-pid none needs --lease DUR, or the lease could never end');
   }
