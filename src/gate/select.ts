@@ -190,11 +190,12 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
       const available = free.filter((c) => c.eligible);
       if (available.length < count) return false;
       const picked = chooseNearest(available, count);
+      const createdAt = Date.now();
       const written: LeaseStatus[] = [];
       const taken: SelectedGpu[] = [];
       for (const candidate of picked) {
         const status = statuses.get(candidate)!;
-        const record = leases.recordFor(candidate.uuid, terms);
+        const record = leases.recordFor(candidate.uuid, terms, createdAt);
         if ((status.state === 'stale' && !leases.removeStale(status)) || !leases.write(record)) {
           // Someone outside gpugate's lock replaced the file: give back what this attempt took.
           for (const mine of written) leases.removeStale({ ...mine, state: 'stale' });

@@ -264,8 +264,8 @@ export class LeaseDirectory {
     return ['held', `leased to ${who}${until}`];
   }
 
-  /** The record a new lease with these terms would hold, with the holder read from /proc now. */
-  recordFor(uuid: string, terms: LeaseTerms): LeaseRecord {
+  /** The record a new lease with these terms would hold, with the holder read from /proc now; `createdAt` (epoch ms) is shared by one decision's leases. */
+  recordFor(uuid: string, terms: LeaseTerms, createdAt: number = this.now()): LeaseRecord {
     let holderStartTicks: number | null = null;
     let holderComm: string | null = null;
     if (terms.holderPid !== null) {
@@ -276,7 +276,6 @@ export class LeaseDirectory {
       holderStartTicks = probe.startTicks;
       holderComm = probe.comm;
     }
-    const createdAt = this.now();
     return {
       kind: RECORD_KIND,
       uuid,
