@@ -1,16 +1,17 @@
 /**
  * selectGpus as a library call, through the real addon and the simulator: it leases to the
- * caller's parent by default, in the lease directory the option names (over GPUGATE_LEASE_DIR),
+ * calling process by default, in the lease directory the option names (over GPUGATE_LEASE_DIR),
  * rejects bad options with TypeErrors naming them, and resolves 'busy' with the candidates when
  * too few GPUs are free. The placement choice and the sysfs address rules, as pure functions.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { chooseNearest, nearness } from '../src/gate/placement';
 import { selectGpus } from '../src/gate/select';
 import type { PciPlacement } from '../src/host/pci-topology';
 import { sysfsPciAddress } from '../src/host/pci-topology';
+import { isAlive, killSpawned, spawnSleeper, until } from './helpers/processes';
 import { simDevice } from './helpers/sim';
 import { freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
 
@@ -46,7 +47,9 @@ describe('sysfsPciAddress', () => {
 });
 
 describe('selectGpus on the simulator', () => {
-  it('leases to the caller\'s parent by default, in the directory the option names', async () => {
+  afterEach(async () => killSpawned());
+
+  it('leases to the calling process by default, in the directory the option names', async () => {
     const libraryPath = freshSimulator();
     useScenario({ devices: [simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 40 * GiB } }), simDevice(1), simDevice(2)] });
     const leaseDir = path.join(tempDir(), `select-leases-${process.pid}`);
@@ -54,7 +57,7 @@ describe('selectGpus on the simulator', () => {
     expect(result.result).toBe('selected');
     expect(result.gpus.map((gpu) => gpu.index)).toEqual([1, 2]);
     const record = JSON.parse(readFileSync(path.join(leaseDir, `${result.gpus[0]!.uuid}.lease`), 'utf8')) as { holderPid: number; selectorPid: number };
-    expect(record).toMatchObject({ holderPid: process.ppid, selectorPid: process.pid });
+    expect(record).toMatchObject({ holderPid: process.pid, selectorPid: process.pid });
     expect(existsSync(path.join(tempDir(), 'not-this-one'))).toBe(false);
     expect(result.candidates.find((c) => c.index === 0)).toMatchObject({ eligible: false, exclusions: ['memory'], lease: null });
 
@@ -63,6 +66,26 @@ describe('selectGpus on the simulator', () => {
     expect(again.gpus).toEqual([]);
     expect(again.reason).toMatch(/0 of 3 GPUs eligible, 1 needed/);
     expect(again.candidates.filter((c) => c.exclusions.includes('leased')).map((c) => c.index)).toEqual([1, 2]);
+  });
+
+  it('with wait, keeps polling while every GPU is free but leased, and takes one once its holder exits', async () => {
+    const libraryPath = freshSimulator();
+    useScenario({ devices: [simDevice(0), simDevice(1)] });
+    const leaseDir = path.join(tempDir(), `select-wait-leases-${process.pid}`);
+    const sysfsRoot = path.join(tempDir(), 'no-sysfs');
+    const holder = await spawnSleeper();
+    const first = await selectGpus({ libraryPath, count: 2, leaseDir, sysfsRoot, leaseHolderPid: holder });
+    expect(first.result).toBe('selected');
+    let polls = 0;
+    const waiting = selectGpus({ libraryPath, count: 1, leaseDir, sysfsRoot, wait: true, stableMs: 0, intervalMs: 50, timeoutMs: 30_000, onPoll: () => (polls += 1) });
+    // Both GPUs are free, so a plain wait would have ended at its first poll; this one must go on.
+    await until('several polls while leased', () => polls >= 5);
+    process.kill(holder, 'SIGKILL');
+    await until(`holder ${holder} to die`, () => !isAlive(holder));
+    const result = await waiting;
+    expect(result.result).toBe('selected');
+    expect(result.gpus.map((gpu) => gpu.index)).toEqual([0]);
+    expect(result.candidates[0]!.lease).toMatchObject({ state: 'stale', holderPid: holder });
   });
 
   it('rejects bad options with TypeErrors that name them', async () => {

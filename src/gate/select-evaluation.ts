@@ -14,6 +14,15 @@ export type EvaluationRunEnd =
   | { kind: 'rejected'; evaluation: Evaluation }
   | { kind: 'timeout'; evaluation: Evaluation | null };
 
+/** Makes `own` follow the caller's abort (AbortSignal.any is newer than Node 20.0); returns the unhook. */
+function follow(caller: AbortSignal | undefined, own: AbortController): () => void {
+  if (caller === undefined) return () => {};
+  const onAbort = (): void => own.abort(caller.reason);
+  if (caller.aborted) onAbort();
+  else caller.addEventListener('abort', onAbort, { once: true });
+  return () => caller.removeEventListener('abort', onAbort);
+}
+
 /**
  * Evaluates the selected GPUs once (`poll: false`) or on every poll until `accept` returns true
  * for an evaluation, `timeoutMs` passes, or `signal` aborts (rejecting with GpuWaitAbortError).
@@ -31,7 +40,7 @@ export async function evaluateUntilAccepted(options: WaitOptions, poll: boolean,
   let failure: { error: unknown } | null = null;
   for (;;) {
     const stop = new AbortController();
-    const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
+    const unhook = follow(options.signal, stop);
     let newest: Evaluation | null = null;
     let pump: Promise<void> | null = null;
     const offer = async (): Promise<void> => {
@@ -52,7 +61,7 @@ export async function evaluateUntilAccepted(options: WaitOptions, poll: boolean,
     try {
       await waitForGpusFree({
         ...options,
-        signal,
+        signal: stop.signal,
         ...(remainingMs !== undefined ? { timeoutMs: remainingMs } : {}),
         onPoll: (evaluation) => {
           last = evaluation;
@@ -63,6 +72,7 @@ export async function evaluateUntilAccepted(options: WaitOptions, poll: boolean,
       });
       ended = 'resolved';
     } catch (error) {
+      unhook();
       // Our own stop after an acceptance, not the caller's abort.
       if (error instanceof GpuWaitAbortError && stop.signal.aborted && options.signal?.aborted !== true) ended = 'resolved';
       else if ((error as { name?: unknown }).name === 'GpuWaitTimeoutError') ended = 'timeout';
@@ -72,6 +82,7 @@ export async function evaluateUntilAccepted(options: WaitOptions, poll: boolean,
         throw (failure as { error: unknown } | null)?.error ?? error;
       }
     }
+    unhook();
     // An acceptance in flight when the wait ended still counts: its leases are written.
     await (pump as Promise<void> | null);
     if ((failure as { error: unknown } | null) !== null) throw (failure as unknown as { error: unknown }).error;

@@ -25,7 +25,7 @@ export interface SelectOptions extends Omit<WaitOptions, 'allowEmptySelection'> 
   lease?: boolean;
   /** Lease directory; default GPUGATE_LEASE_DIR, else /run/gpugate/leases. */
   leaseDir?: string;
-  /** The process the GPUs are for: the lease ends when it exits. Default the caller's parent (process.ppid); null: only leaseDurationMs bounds the lease. */
+  /** The process the GPUs are for: the lease ends when it exits. Default the calling process (the `gpugate select` command passes its parent); null: only leaseDurationMs bounds the lease. */
   leaseHolderPid?: number | null;
   /** The lease also ends this long after it is taken; default null (only when the holder exits). */
   leaseDurationMs?: number | null;
@@ -151,7 +151,7 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
   const count = options.count;
   const leasing = options.lease !== false;
   const leases = new LeaseDirectory(options.leaseDir ?? (env[LEASE_DIR_ENV] || DEFAULT_LEASE_DIR));
-  const terms = { holderPid: options.leaseHolderPid === undefined ? process.ppid : options.leaseHolderPid, durationMs: options.leaseDurationMs ?? null };
+  const terms = { holderPid: options.leaseHolderPid === undefined ? process.pid : options.leaseHolderPid, durationMs: options.leaseDurationMs ?? null };
   const sysfsRoot = options.sysfsRoot ?? (env[SYSFS_ROOT_ENV] || DEFAULT_SYSFS_ROOT);
   const placements = new Map<string, PciPlacement | null>();
   const placementOf = (busId: string): PciPlacement | null => {

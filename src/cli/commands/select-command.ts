@@ -136,7 +136,8 @@ export async function runSelect(context: CommandContext): Promise<number> {
       count: settings.count,
       wait: settings.wait,
       lease: settings.lease,
-      ...(settings.leasePid !== undefined ? { leaseHolderPid: settings.leasePid } : {}),
+      // gpugate exits once it has printed: by default the lease is for its parent (the shell, the prolog).
+      leaseHolderPid: settings.leasePid === undefined ? process.ppid : settings.leasePid,
       leaseDurationMs: settings.leaseMs,
       ...(settings.gpus !== undefined ? { gpus: settings.gpus } : {}),
       ...(settings.minFree !== undefined ? { minFree: settings.minFree } : {}),
