@@ -5,7 +5,7 @@
 
 import { DEFAULT_LEASE_DIR, LEASE_DIR_ENV } from '../host/gpu-lease';
 import { DEFAULT_SYSFS_ROOT, SYSFS_ROOT_ENV } from '../host/pci-topology';
-import { COMMAND_NAMES, COMMAND_SUMMARIES, optionsFor, type CommandName } from './option-table';
+import { COMMAND_NAMES, COMMAND_SUMMARIES, optionsFor, valueNameFor, type CommandName } from './option-table';
 
 /** A command's help page; `exitCodes` replaces the wait/check table for commands that judge nothing. */
 interface CommandSummary {
@@ -152,7 +152,8 @@ ${EXIT_CODES}
 export function commandHelp(command: CommandName): string {
   const summary = SUMMARIES[command];
   const rows = optionsFor(command).map((spec) => {
-    const flag = `${spec.short !== undefined ? `-${spec.short}, ` : '    '}--${spec.name}${spec.valueName !== undefined ? ` ${spec.valueName}` : ''}`;
+    const valueName = valueNameFor(spec, command);
+    const flag = `${spec.short !== undefined ? `-${spec.short}, ` : '    '}--${spec.name}${valueName !== undefined ? ` ${valueName}` : ''}`;
     const fallback = spec.defaults?.[command];
     const repeat = spec.multiple === true ? ' (repeatable)' : '';
     const help = `${spec.help}${fallback !== undefined ? ` [default: ${fallback}]` : ''}${spec.multiple === true && !spec.help.includes('repeatable') ? repeat : ''}`;

@@ -39,6 +39,8 @@ export interface OptionSpec {
   multiple?: boolean;
   /** Placeholder shown in `--help` for the value. */
   valueName?: string;
+  /** The placeholder for commands whose values differ (select's --format takes env|json|list). */
+  valueNames?: Partial<Record<CommandName, string>>;
   /** One line of help. */
   help: string;
   /** The default, as `--help` shows it (per command when it differs). */
@@ -91,12 +93,10 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'poll (with --stable, like gpugate wait) until N GPUs are eligible, or --timeout (exit 75); without it one sample decides, like gpugate check' },
   { name: 'lease', type: 'string', valueName: 'DUR', commands: ['select'],
     help: 'the lease also ends this long after it is taken (default: only when its holder exits)' },
-  { name: 'lease-pid', type: 'string', valueName: 'PID|none', commands: ['select'], defaults: { select: "gpugate's parent (the shell, the prolog)" },
+  { name: 'lease-pid', type: 'string', valueName: 'PID|none', commands: ['select'], defaults: { select: "gpugate's parent (the shell that ran it)" },
     help: 'the process the GPUs are for: the lease ends when it exits; none: only --lease DUR bounds it' },
   { name: 'no-lease', type: 'boolean', commands: ['select'],
     help: 'choose without leasing (what would be chosen now; another selector may take the same GPUs)' },
-  { name: 'format', type: 'string', valueName: 'env|json|list', commands: ['select'], defaults: { select: 'env' },
-    help: 'env: CUDA_VISIBLE_DEVICES=<GPU UUIDs>; list: one UUID per line; json: the whole decision' },
   // Stale handling
   { name: 'stale', type: 'string', valueName: 'report|fail|ignore', commands: CRITERIA_COMMANDS, defaults: { wait: 'report', check: 'report' },
     help: 'what to do with stale holders (leftovers, orphaned workers, zombies) and leaked /dev/shm files: log them, fail at once (exit 75), or skip the /proc scan' },
@@ -111,8 +111,8 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   // Output
   { name: 'json', type: 'boolean', commands: [...GPU_COMMANDS, 'bench'],
     help: 'print one JSON object on stdout at the end' },
-  { name: 'format', type: 'string', valueName: 'text|json|prometheus', commands: ['status', 'holders'], defaults: { status: 'text', holders: 'text' },
-    help: 'output format; prometheus writes the node_exporter textfile format' },
+  { name: 'format', type: 'string', valueName: 'text|json|prometheus', valueNames: { select: 'env|json|list' }, commands: ['status', 'holders', 'select'], defaults: { status: 'text', holders: 'text', select: 'env' },
+    help: 'output format: prometheus (status, holders) writes the node_exporter textfile format; env (select) prints CUDA_VISIBLE_DEVICES=<GPU UUIDs>, list one UUID per line' },
   { name: 'output', type: 'string', valueName: 'PATH', commands: ['status', 'holders'],
     help: 'with --format prometheus: replace PATH atomically (also when NVML fails: gpugate_up 0); a lost GPU keeps the UUID PATH recorded for it' },
   { name: 'notify', type: 'boolean', commands: CRITERIA_COMMANDS,
@@ -135,6 +135,11 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'demo', 'sim', 'bench', 'completion'],
     help: 'show this help' },
 ];
+
+/** A flag's value placeholder as `command` takes it (its choices, when it lists them). */
+export function valueNameFor(spec: OptionSpec, command: CommandName): string | undefined {
+  return spec.valueNames?.[command] ?? spec.valueName;
+}
 
 /** The flags one command accepts. */
 export function optionsFor(command: CommandName): OptionSpec[] {

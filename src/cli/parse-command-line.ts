@@ -105,9 +105,9 @@ function commandHint(typed: string): string {
 /** For an unknown flag: the nearest flag this command takes, or the commands that take it. */
 function optionHint(typed: string, command: CommandName): string {
   const name = typed.replace(/^-+/, '').split('=')[0] ?? '';
-  const elsewhere = OPTION_TABLE.filter((spec) => spec.name === name || (spec.short !== undefined && typed === `-${spec.short}`));
-  if (elsewhere.length > 0 && !elsewhere.some((spec) => spec.commands.includes(command))) {
-    return `: --${elsewhere[0]!.name} is an option of ${elsewhere.flatMap((spec) => spec.commands).map((c) => `'gpugate ${c}'`).join(', ')}, not of 'gpugate ${command}'`;
+  const elsewhere = OPTION_TABLE.find((spec) => spec.name === name || (spec.short !== undefined && typed === `-${spec.short}`));
+  if (elsewhere !== undefined && !elsewhere.commands.includes(command)) {
+    return `: --${elsewhere.name} is an option of ${elsewhere.commands.map((c) => `'gpugate ${c}'`).join(', ')}, not of 'gpugate ${command}'`;
   }
   const near = name.length < 2 ? null : nearestWord(name, optionsFor(command).map((spec) => spec.name));
   return near === null ? '' : ` (did you mean '--${near}'?)`;
