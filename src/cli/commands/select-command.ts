@@ -194,6 +194,8 @@ function finalReport(context: CommandContext, settings: SelectSettings, outcome:
   const { logger } = context;
   const selection = outcome.selection;
   const chosen = selection?.gpus ?? [];
+  // e.g. CUDA_VISIBLE_DEVICES ordinals read as NVML indices.
+  for (const warning of selection?.evaluation?.selection.warnings ?? []) logger.warning(warning);
   if (outcome.exitCode === ExitCode.ok && selection !== null) {
     const lease = chosen[0]?.lease ?? null;
     logger.notice(`selected ${logfmt([
