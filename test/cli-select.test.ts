@@ -312,6 +312,15 @@ describe('gpugate select: leases', () => {
     }
   });
 
+  it('refuses to lease to a process that does not exist (64), leasing nothing', async () => {
+    const leases = leaseDir();
+    const gone = await goneProcessPid();
+    const run = await select(['--count', '2', '--lease-pid', String(gone)], host(2), leases);
+    expect(run.code).toBe(64);
+    expect(run.stderr).toMatch(new RegExp(`cannot lease to pid ${gone}: holder pid ${gone} has exited`));
+    expect(leaseFiles(leases)).toEqual([]);
+  });
+
   it('fails with an OS error (71) naming the lease directory when it cannot be created', async () => {
     const file = path.join(work, 'a-file');
     writeFileSync(file, '');

@@ -191,20 +191,30 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
       if (available.length < count) return false;
       const picked = chooseNearest(available, count);
       const createdAt = Date.now();
+      // Every record first (the holder is read from /proc here), so a failure leaves nothing half-leased.
+      const records = picked.map((candidate) => leases.recordFor(candidate.uuid, terms, createdAt));
       const written: LeaseStatus[] = [];
+      const giveBack = (): void => {
+        for (const mine of written) leases.removeStale({ ...mine, state: 'stale' });
+      };
       const taken: SelectedGpu[] = [];
-      for (const candidate of picked) {
-        const status = statuses.get(candidate)!;
-        const record = leases.recordFor(candidate.uuid, terms, createdAt);
-        if ((status.state === 'stale' && !leases.removeStale(status)) || !leases.write(record)) {
-          // Someone outside gpugate's lock replaced the file: give back what this attempt took.
-          for (const mine of written) leases.removeStale({ ...mine, state: 'stale' });
-          candidate.eligible = false;
-          candidate.exclusions.push('leased');
-          return false;
+      try {
+        for (const [at, candidate] of picked.entries()) {
+          const status = statuses.get(candidate)!;
+          const record = records[at]!;
+          if ((status.state === 'stale' && !leases.removeStale(status)) || !leases.write(record)) {
+            // Someone outside gpugate's lock put a file there: give back what this attempt took.
+            giveBack();
+            candidate.eligible = false;
+            candidate.exclusions.push('leased');
+            return false;
+          }
+          written.push(leases.inspect(candidate.uuid));
+          taken.push({ index: candidate.index, uuid: candidate.uuid, pciBusId: candidate.pciBusId, name: candidate.name, numaNode: candidate.placement?.numaNode ?? null, lease: record, leasePath: status.path });
         }
-        written.push(leases.inspect(candidate.uuid));
-        taken.push({ index: candidate.index, uuid: candidate.uuid, pciBusId: candidate.pciBusId, name: candidate.name, numaNode: candidate.placement?.numaNode ?? null, lease: record, leasePath: status.path });
+      } catch (error) {
+        giveBack();
+        throw error;
       }
       chosen = taken;
       return true;
