@@ -71,7 +71,8 @@ function leaseOf(dir: string, uuid: string): LeaseJson {
  * node 1 behind pci0000:80.
  */
 function fakeSysfs(): string {
-  const root = makeTestTempDir('gpugate-sysfs-');
+  dirs += 1;
+  const root = path.join(work, `sysfs-${dirs}`);
   mkdirSync(path.join(root, 'bus', 'pci', 'devices'), { recursive: true });
   for (let index = 0; index < 8; index += 1) {
     const node = index < 4 ? 0 : 1;
