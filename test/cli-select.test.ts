@@ -277,7 +277,7 @@ describe('gpugate select: leases', () => {
   it('with --lease DUR --lease-pid none, holds the GPUs for DUR only', async () => {
     const scenario = host(1);
     const leases = leaseDir();
-    const first = await select(['--count', '1', '--lease', '1500ms', '--lease-pid', 'none', '--json'], scenario, leases);
+    const first = await select(['--count', '1', '--lease', '5s', '--lease-pid', 'none', '--json'], scenario, leases);
     expect(first.code, first.stderr).toBe(0);
     const lease = leaseOf(leases, uuidOf(0));
     expect(lease.holderPid).toBeNull();
@@ -285,7 +285,7 @@ describe('gpugate select: leases', () => {
     const refused = await select(['--count', '1'], scenario, leases);
     expect(refused.code).toBe(75);
     expect(refused.stderr).toMatch(/leased until /);
-    await until('the lease to expire', () => Date.now() > lease.expiresAt!, 10_000);
+    await until('the lease to expire', () => Date.now() > lease.expiresAt!, 20_000);
     const after = await select(['--count', '1'], scenario, leases);
     expect(after.code, after.stderr).toBe(0);
   });
