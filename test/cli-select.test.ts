@@ -136,11 +136,13 @@ describe('gpugate select: which GPUs', () => {
   it('with --wait, polls until enough GPUs are free and stable; times out with 75 when they never are', async () => {
     const scenario = writeScenario({
       devices: [busy(0), busy(1)],
-      timeline: [{ atMs: 1200, device: 1, set: { memory: { usedBytes: 0 } } }],
+      timeline: [{ atMs: 2500, device: 1, set: { memory: { usedBytes: 0 } } }],
     });
-    const run = await select(['--count', '1', '--wait', '--stable', '0s', '--interval', '100ms', '--timeout', '30s'], scenario, leaseDir());
+    const run = await select(['--count', '1', '--wait', '--stable', '0s', '--interval', '100ms', '--timeout', '30s', '-v'], scenario, leaseDir());
     expect(run.code, run.stderr).toBe(0);
     expect(chosen(run)).toEqual([uuidOf(1)]);
+    // It polled while GPU 1 was still busy, then took it.
+    expect(run.stderr).toMatch(/poll gpu=1 .*why=memory[\s\S]*selected gpus=1 /);
     const never = await select(['--count', '1', '--wait', '--interval', '100ms', '--timeout', '500ms', '--json'], host(2, [0, 1]), leaseDir());
     expect(never.code).toBe(75);
     expect(JSON.parse(never.stdout)).toMatchObject({ result: 'timeout', gpus: [], cudaVisibleDevices: null });
