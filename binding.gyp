@@ -33,6 +33,7 @@
         "native/errors.cc",
         "native/health.cc",
         "native/introspection.cc",
+        "native/lease_lock.cc",
         "native/loader.cc",
         "native/notify.cc",
         "native/pidfd.cc",

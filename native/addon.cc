@@ -7,6 +7,7 @@
 
 #include "child_reap.h"
 #include "introspection.h"
+#include "lease_lock.h"
 #include "notify.h"
 #include "pidfd.h"
 #include "session_api.h"
@@ -33,6 +34,7 @@ constexpr Export kExports[] = {
     {"pidfdOpen", gpugate::PidfdOpen},
     {"pidfdSendSignal", gpugate::PidfdSendSignal},
     {"reapChild", gpugate::ReapChild},
+    {"flockExclusive", gpugate::FlockExclusive},
     {"watchSignalSource", gpugate::WatchSignalSource},
     {"lastSignalSource", gpugate::LastSignalSource},
     {"codeName", gpugate::CodeName},

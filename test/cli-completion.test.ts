@@ -55,6 +55,9 @@ describe('gpugate completion bash, loaded into bash', () => {
   it("completes a flag's value: its choices, files for a PATH, nothing for a size", () => {
     expect(bashComplete(['gpugate', 'wait', '--stale', ''])).toEqual(['fail', 'ignore', 'report']);
     expect(bashComplete(['gpugate', 'holders', '--format', 'p'])).toEqual(['prometheus']);
+    // --format is declared twice (report commands, select): each command completes its own choices.
+    expect(bashComplete(['gpugate', 'select', '--format', ''])).toEqual(['env', 'json', 'list']);
+    expect(bashComplete(['gpugate', 'status', '--format', ''])).toEqual(['json', 'prometheus', 'text']);
     writeFileSync(join(work, 'libnvidia-ml.so.1'), '');
     expect(bashComplete(['gpugate', 'status', '--library', join(work, 'libnv')])).toEqual([join(work, 'libnvidia-ml.so.1')]);
     expect(bashComplete(['gpugate', 'wait', '--min-free', ''])).toEqual([]);

@@ -16,7 +16,7 @@ import { bundledScenario, freshBundledScenario, repoRoot, simDevice, simLibraryF
 
 const SCHEMA_DIR = join(repoRoot(), 'schemas');
 /** Which shipped schema describes each command's document. */
-const SCHEMA_OF: Partial<Record<CommandName, string>> = { wait: 'gate', check: 'gate', status: 'status', holders: 'holders', doctor: 'doctor', bench: 'bench' };
+const SCHEMA_OF: Partial<Record<CommandName, string>> = { wait: 'gate', check: 'gate', select: 'select', status: 'status', holders: 'holders', doctor: 'doctor', bench: 'bench' };
 
 const work = mkdtempSync(join(tmpdir(), 'gpugate-json-schema-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -187,6 +187,20 @@ describe('every --json document validates against its schema', () => {
     await documentOf(['doctor', '--kernel-log', kernelLog], cliEnv(bundledScenario('lost-gpu')), 69);
     const missing = await documentOf(['doctor', '--library', missingLibrary, '--kernel-log', kernelLog], cliEnv(null), 69);
     expect(missing).toMatchObject({ library: null, gpuCount: 0, result: 'fail' });
+  });
+
+  it('select: selected and leased, busy, more GPUs than exist, NVML missing', async () => {
+    const leases = { GPUGATE_LEASE_DIR: join(work, 'leases') };
+    const idle = bundledScenario('idle-8x-rtx-pro-6000');
+    const selected = await documentOf(['select', '--count', '2'], cliEnv(idle, leases), 0);
+    expect(selected['result']).toBe('selected');
+    expect((selected['gpus'] as Array<{ lease: unknown }>).map((gpu) => gpu.lease)).not.toContain(null);
+    expect(selected['cudaVisibleDevices']).toMatch(/^GPU-[^,]+,GPU-[^,]+$/);
+    const busy = await documentOf(['select', '--count', '1'], cliEnv(race(), leases), 75);
+    expect(busy['result']).toBe('busy');
+    expect((busy['candidates'] as Array<{ gpu: unknown }>).every((candidate) => candidate.gpu !== null)).toBe(true);
+    expect((await documentOf(['select', '--count', '9', '--no-lease'], cliEnv(idle, leases), 78))['result']).toBe('config-error');
+    expect((await documentOf(['select', '--count', '1', '--library', missingLibrary], cliEnv(null, leases), 69))['result']).toBe('unavailable');
   });
 
   it('bench: measured, and NVML missing', async () => {

@@ -84,7 +84,7 @@ describe('gpugate command line', () => {
     expect(swapped.stderr).toContain("(did you mean '--json'?)");
     const elsewhere = await runCli(['check', '--timeout', '5s'], { env: cliEnv(twoIdleGpus) });
     expect(elsewhere.code).toBe(64);
-    expect(elsewhere.stderr).toContain("--timeout is an option of 'gpugate wait', not of 'gpugate check'");
+    expect(elsewhere.stderr).toContain("--timeout is an option of 'gpugate wait', 'gpugate select', not of 'gpugate check'");
   });
 
   it('never repeats the prefix: a message naming its command is written as it is', async () => {

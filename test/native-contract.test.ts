@@ -1,11 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync } from 'node:fs';
+import { closeSync, openSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { constants as osConstants } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { loadBinding } from '../src/nvml/binding';
 import { nvmlCodeName } from '../src/nvml/nvml-error';
 import { ENCODING, NATIVE_EXPORT_NAMES } from '../src/nvml/native-binding';
-import { simDevice, writeScenario } from './helpers/sim';
+import { repoRoot, simDevice, writeScenario } from './helpers/sim';
+import { makeTestTempDir } from './helpers/temp-root';
 import { freshSimulator } from './session-helpers';
 
 describe('the native export table matches the TypeScript NativeBinding interface', () => {
@@ -121,5 +123,42 @@ describe('the process-control exports, on real processes', () => {
     process.kill(process.pid, 'SIGUSR2');
     await received;
     expect(binding.lastSignalSource(signo)).toEqual({ code: 0, pid: process.pid });
+  });
+});
+
+describe('flockExclusive, against another process', () => {
+  const binding = loadBinding();
+
+  it('is refused while another process holds the lock and granted once the kernel drops it at that process\'s death', async () => {
+    const dir = makeTestTempDir('gpugate-flock-');
+    const file = join(dir, '.lock');
+    // Another process takes the lock through the same export and sleeps holding it.
+    const script = `const b = require('node-gyp-build')(${JSON.stringify(repoRoot())}); const fd = require('fs').openSync(${JSON.stringify(file)}, 'a'); if (!b.flockExclusive(fd)) process.exit(3); console.log('locked'); setTimeout(() => {}, 30000);`;
+    const holder = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const fd = openSync(file, 'a');
+    try {
+      await new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()));
+      expect(binding.flockExclusive(fd)).toBe(false);
+      const exited = new Promise<void>((resolve) => holder.once('exit', () => resolve()));
+      holder.kill('SIGKILL');
+      await exited;
+      let granted = false;
+      for (let tries = 0; tries < 200 && !granted; tries += 1) {
+        granted = binding.flockExclusive(fd);
+        if (!granted) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(granted).toBe(true);
+      expect(binding.flockExclusive(fd)).toBe(true); // the same open file may take it again
+    } finally {
+      holder.kill('SIGKILL');
+      closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('rejects what is not a descriptor, and reports a closed one with errno', () => {
+    expect(() => binding.flockExclusive(-1)).toThrow(/'fd'/);
+    expect(() => binding.flockExclusive('3' as unknown as number)).toThrow(TypeError);
+    expect(() => binding.flockExclusive(2_000_000)).toThrow(expect.objectContaining({ errno: osConstants.errno.EBADF, syscall: 'flock' }));
   });
 });

@@ -5,14 +5,14 @@
  * when it is a PATH, and not at all otherwise; after `wait … --` the shell completes a command.
  */
 
-import { COMMAND_ARGUMENTS, COMMAND_NAMES, COMMAND_SUMMARIES, OPTION_TABLE, optionsFor, type OptionSpec } from './option-table';
+import { COMMAND_ARGUMENTS, COMMAND_NAMES, COMMAND_SUMMARIES, OPTION_TABLE, optionsFor, valueNameFor, type CommandName, type OptionSpec } from './option-table';
 
 /** How a flag's value completes. */
 type ValueKind = { kind: 'none' } | { kind: 'choices'; choices: string[] } | { kind: 'file' } | { kind: 'free' };
 
-function valueKind(spec: OptionSpec): ValueKind {
+function valueKind(spec: OptionSpec, command?: CommandName): ValueKind {
   if (spec.type === 'boolean') return { kind: 'none' };
-  const name = spec.valueName ?? '';
+  const name = (command === undefined ? spec.valueName : valueNameFor(spec, command)) ?? '';
   if (/^[a-z-]+(\|[a-z-]+)+$/.test(name)) return { kind: 'choices', choices: name.split('|') };
   if (name === 'PATH') return { kind: 'file' };
   return { kind: 'free' };
@@ -30,6 +30,16 @@ export function bashCompletion(): string {
   for (const spec of OPTION_TABLE) {
     const kind = valueKind(spec);
     const words = [`--${spec.name}`, ...(spec.short === undefined ? [] : [`-${spec.short}`])].join('|');
+    // A flag whose values differ by command (select's --format) completes per command.
+    if (spec.valueNames !== undefined) {
+      const perCommand = spec.commands.map((command) => {
+        const own = valueKind(spec, command);
+        const reply = own.kind === 'choices' ? `COMPREPLY=($(compgen -W '${own.choices.join(' ')}' -- "$cur"))` : 'COMPREPLY=()';
+        return `${command}) ${reply}; return ;;`;
+      });
+      valueCases.push(`    ${words}) case $command in ${perCommand.join(' ')} esac ;;`);
+      continue;
+    }
     if (kind.kind === 'choices') valueCases.push(`    ${words}) COMPREPLY=($(compgen -W '${kind.choices.join(' ')}' -- "$cur")); return ;;`);
     else if (kind.kind === 'file' || kind.kind === 'free') byKind.set(kind.kind, [...(byKind.get(kind.kind) ?? []), words]);
   }
@@ -79,13 +89,14 @@ function menuText(help: string): string {
   return first.replace(/[[\]]/g, '').replace(/'/g, "'\\''").replace(/:/g, '\\:');
 }
 
-function zshSpec(spec: OptionSpec): string {
-  const kind = valueKind(spec);
+function zshSpec(spec: OptionSpec, command: CommandName): string {
+  const kind = valueKind(spec, command);
+  const valueName = valueNameFor(spec, command);
   const text = menuText(spec.help);
   const repeat = spec.multiple === true ? '*' : '';
-  const value = kind.kind === 'choices' ? `:${spec.valueName ?? 'value'}:(${kind.choices.join(' ')})`
-    : kind.kind === 'file' ? `:${spec.valueName ?? 'file'}:_files`
-      : kind.kind === 'free' ? `:${menuText(spec.valueName ?? 'value')}: ` : '';
+  const value = kind.kind === 'choices' ? `:${valueName ?? 'value'}:(${kind.choices.join(' ')})`
+    : kind.kind === 'file' ? `:${valueName ?? 'file'}:_files`
+      : kind.kind === 'free' ? `:${menuText(valueName ?? 'value')}: ` : '';
   const long = `--${spec.name}${kind.kind === 'none' ? '' : '='}`;
   if (spec.short === undefined) return `'${repeat}${long}[${text}]${value}'`;
   return `'(-${spec.short} --${spec.name})'{-${spec.short},${long}}'[${text}]${value}'`;
@@ -96,7 +107,7 @@ export function zshCompletion(): string {
   const commands = COMMAND_NAMES.map((command) => `    '${command}:${menuText(COMMAND_SUMMARIES[command])}'`).join('\n');
   const cases = COMMAND_NAMES.map((command) => {
     const argument = COMMAND_ARGUMENTS[command];
-    const specs = optionsFor(command).map(zshSpec);
+    const specs = optionsFor(command).map((spec) => zshSpec(spec, command));
     if (argument !== undefined) specs.push(`'1:${argument.name.toLowerCase()}:(${argument.choices.join(' ')})'`);
     return `    (${command})\n      _arguments -s \\\n        ${specs.join(' \\\n        ')}\n      ;;`;
   });

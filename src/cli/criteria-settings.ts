@@ -156,9 +156,9 @@ export function parseCriteriaSettings(command: CommandName, values: FlagValues):
   };
 }
 
-/** Settings for `wait`. */
-export function parseWaitSettings(values: FlagValues): WaitSettings {
-  const criteria = parseCriteriaSettings('wait', values);
+/** Settings for `wait` (and the polling part of `select --wait`). */
+export function parseWaitSettings(values: FlagValues, command: CommandName = 'wait'): WaitSettings {
+  const criteria = parseCriteriaSettings(command, values);
   const stableMs = flagValue(values, 'stable', parseDuration, '3s') as number;
   const stableToleranceBytes = flagValue(values, 'stable-tolerance', parseSize, '256MiB') as number;
   const timeoutMs = flagValue(values, 'timeout', parseDuration, '120s') as number;

@@ -3,7 +3,9 @@
  * from the option table, examples, exit codes).
  */
 
-import { COMMAND_NAMES, COMMAND_SUMMARIES, optionsFor, type CommandName } from './option-table';
+import { DEFAULT_LEASE_DIR, LEASE_DIR_ENV } from '../host/gpu-lease';
+import { DEFAULT_SYSFS_ROOT, SYSFS_ROOT_ENV } from '../host/pci-topology';
+import { COMMAND_NAMES, COMMAND_SUMMARIES, optionsFor, valueNameFor, type CommandName } from './option-table';
 
 /** A command's help page; `exitCodes` replaces the wait/check table for commands that judge nothing. */
 interface CommandSummary {
@@ -41,6 +43,29 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
       'gpugate check --gpus "$SLURM_JOB_GPUS"   # Slurm prolog: non-zero drains the node',
       'gpugate check --max-used 1GiB --no-processes --json',
     ],
+  },
+  select: {
+    usage: ['gpugate select --count N [options]'],
+    about: 'Choose N GPUs that meet the criteria (as check judges them; with --wait, polled and stable as wait judges them),\n' +
+      'carry no stale holder and are not leased to a live process; prefer GPUs behind one PCIe switch, then one host\n' +
+      `bridge, then one NUMA node; lease them (a record under ${DEFAULT_LEASE_DIR}, or $${LEASE_DIR_ENV}, that ends when\n` +
+      'the holder process exits or after --lease DUR); print them as CUDA_VISIBLE_DEVICES=<GPU UUIDs>, which CUDA reads\n' +
+      'whatever CUDA_DEVICE_ORDER is. Concurrent selectors never hand out the same GPU.',
+    examples: [
+      'export "$(gpugate select --count 2 --lease-pid $$)"   # this shell holds the lease until it exits',
+      'gpugate select -n 4 --min-free 0.9 --wait --timeout 10m --lease 12h --lease-pid none --format list',
+      'gpugate select --count 1 --no-lease --json',
+    ],
+    exitCodes: `Exit codes:
+  0    N GPUs chosen (and leased); the result is on stdout
+  64   usage error (unknown flag, no --count, bad size or duration)
+  69   NVML unavailable: library missing, init failure, driver/library mismatch, GPU lost, NVML call hung
+  70   internal error (a bug: please report it)
+  71   OS error: the lease directory or /proc unreadable
+  75   fewer than N GPUs eligible now (without --wait) or until --timeout (with it); or another selector held the lease lock too long
+  77   no permission to write the lease directory
+  78   impossible configuration: --gpus matches nothing, the selection holds fewer than N GPUs, threshold above total
+  129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM`,
   },
   status: {
     usage: ['gpugate status [options]'],
@@ -132,7 +157,8 @@ ${COMMAND_NAMES.map((command) => `  ${command.padEnd(12)}${COMMAND_SUMMARIES[com
 Run "gpugate <command> --help" for a command's options. "gpugate --version" prints the version.
 Sizes: B, KiB, MiB, GiB, TiB (KB, MB, GB, TB are powers of ten). Durations: ms, s, m, h.
 Environment: GPUGATE_NVML_LIBRARY (NVML library path), NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES /
-SLURM_JOB_GPUS (default selection), JOURNAL_STREAM (journald prefixes), NOTIFY_SOCKET (--notify).
+SLURM_JOB_GPUS (default selection), JOURNAL_STREAM (journald prefixes), NOTIFY_SOCKET (--notify),
+${LEASE_DIR_ENV} (select's leases, default ${DEFAULT_LEASE_DIR}), ${SYSFS_ROOT_ENV} (select's topology, default ${DEFAULT_SYSFS_ROOT}).
 
 ${EXIT_CODES}
 `;
@@ -142,7 +168,8 @@ ${EXIT_CODES}
 export function commandHelp(command: CommandName): string {
   const summary = SUMMARIES[command];
   const rows = optionsFor(command).map((spec) => {
-    const flag = `${spec.short !== undefined ? `-${spec.short}, ` : '    '}--${spec.name}${spec.valueName !== undefined ? ` ${spec.valueName}` : ''}`;
+    const valueName = valueNameFor(spec, command);
+    const flag = `${spec.short !== undefined ? `-${spec.short}, ` : '    '}--${spec.name}${valueName !== undefined ? ` ${valueName}` : ''}`;
     const fallback = spec.defaults?.[command];
     const repeat = spec.multiple === true ? ' (repeatable)' : '';
     const help = `${spec.help}${fallback !== undefined ? ` [default: ${fallback}]` : ''}${spec.multiple === true && !spec.help.includes('repeatable') ? repeat : ''}`;

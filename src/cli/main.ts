@@ -22,6 +22,7 @@ function loadCommand(command: CommandName): CommandRunner {
   switch (command) {
     case 'wait': return (require('./commands/wait-command') as typeof import('./commands/wait-command')).runWait;
     case 'check': return (require('./commands/check-command') as typeof import('./commands/check-command')).runCheck;
+    case 'select': return (require('./commands/select-command') as typeof import('./commands/select-command')).runSelect;
     case 'status': return (require('./commands/status-command') as typeof import('./commands/status-command')).runStatus;
     case 'holders': return (require('./commands/holders-command') as typeof import('./commands/holders-command')).runHolders;
     case 'doctor': return (require('./commands/doctor-command') as typeof import('./commands/doctor-command')).runDoctorCommand;

@@ -5,15 +5,16 @@
  */
 
 /** The sub-commands of `gpugate`. */
-export type CommandName = 'wait' | 'check' | 'status' | 'holders' | 'doctor' | 'demo' | 'sim' | 'bench' | 'completion';
+export type CommandName = 'wait' | 'check' | 'select' | 'status' | 'holders' | 'doctor' | 'demo' | 'sim' | 'bench' | 'completion';
 
 /** Every sub-command, in the order `gpugate --help` lists them. */
-export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'status', 'holders', 'doctor', 'demo', 'sim', 'bench', 'completion'];
+export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'select', 'status', 'holders', 'doctor', 'demo', 'sim', 'bench', 'completion'];
 
 /** One line per command, for `gpugate --help` and shell completion. */
 export const COMMAND_SUMMARIES: Readonly<Record<CommandName, string>> = {
   wait: 'poll until the GPUs are free and stable, or time out (systemd ExecStartPre=)',
   check: 'one sample: exit 0 if free now, 75 if not (Slurm prolog, health checks)',
+  select: 'choose N free GPUs, nearest on the PCI tree, lease them, print CUDA_VISIBLE_DEVICES=…',
   status: 'devices, memory, processes, modes, library and driver versions',
   holders: 'who holds each GPU, classified; leaked /dev/shm files',
   doctor: 'read-only health checks: driver, each GPU, kernel Xid messages, the host (exit 0 / 75 / 69)',
@@ -39,6 +40,8 @@ export interface OptionSpec {
   multiple?: boolean;
   /** Placeholder shown in `--help` for the value. */
   valueName?: string;
+  /** The placeholder for commands whose values differ (select's --format takes env|json|list). */
+  valueNames?: Partial<Record<CommandName, string>>;
   /** One line of help. */
   help: string;
   /** The default, as `--help` shows it (per command when it differs). */
@@ -46,8 +49,12 @@ export interface OptionSpec {
   commands: readonly CommandName[];
 }
 
-const GPU_COMMANDS: readonly CommandName[] = ['wait', 'check', 'status', 'holders'];
+const GPU_COMMANDS: readonly CommandName[] = ['wait', 'check', 'select', 'status', 'holders'];
 const CRITERIA_COMMANDS: readonly CommandName[] = ['wait', 'check'];
+/** Commands that judge GPUs by the criteria flags (select takes them, not the stale actions). */
+const JUDGING_COMMANDS: readonly CommandName[] = [...CRITERIA_COMMANDS, 'select'];
+/** Commands that poll with stability: wait, and select with --wait. */
+const POLLING_COMMANDS: readonly CommandName[] = ['wait', 'select'];
 
 /** Every flag, in the order `--help` lists them. */
 export const OPTION_TABLE: readonly OptionSpec[] = [
@@ -58,28 +65,39 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'succeed when the selection holds no GPU (CUDA_VISIBLE_DEVICES=-1 or empty, NVIDIA_VISIBLE_DEVICES=none|void, --gpus ""); without it that exits 78' },
   { name: 'library', type: 'string', valueName: 'PATH', commands: [...GPU_COMMANDS, 'doctor', 'bench'],
     help: 'NVML library to load (default: GPUGATE_NVML_LIBRARY, then libnvidia-ml.so.1 in the usual places)' },
-  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: [...GPU_COMMANDS, 'doctor', 'bench'], defaults: { wait: '10s', check: '10s', status: '10s', holders: '10s', doctor: '10s', bench: '10s' },
+  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: [...GPU_COMMANDS, 'doctor', 'bench'], defaults: { wait: '10s', check: '10s', select: '10s', status: '10s', holders: '10s', doctor: '10s', bench: '10s' },
     help: 'deadline for each NVML call; a hung call ends the command with exit 69' },
   // Criteria
-  { name: 'min-free', type: 'string', valueName: 'FRACTION|SIZE', commands: CRITERIA_COMMANDS,
+  { name: 'min-free', type: 'string', valueName: 'FRACTION|SIZE', commands: JUDGING_COMMANDS,
     help: 'free memory each GPU needs: a fraction of total (0.9 mirrors vLLM --gpu-memory-utilization 0.9, or 90%) or a size' },
-  { name: 'margin', type: 'string', valueName: 'SIZE', commands: CRITERIA_COMMANDS,
+  { name: 'margin', type: 'string', valueName: 'SIZE', commands: JUDGING_COMMANDS,
     help: 'extra free memory required on top of --min-free' },
-  { name: 'max-used', type: 'string', valueName: 'SIZE|FRACTION', commands: CRITERIA_COMMANDS,
+  { name: 'max-used', type: 'string', valueName: 'SIZE|FRACTION', commands: JUDGING_COMMANDS,
     help: 'most memory that may be in use (default 1GiB when no criterion is given)' },
-  { name: 'no-processes', type: 'boolean', commands: CRITERIA_COMMANDS,
+  { name: 'no-processes', type: 'boolean', commands: JUDGING_COMMANDS,
     help: 'require that no process holds the GPU (ignored processes excepted)' },
-  { name: 'ignore', type: 'string', multiple: true, valueName: 'PID|COMM', commands: CRITERIA_COMMANDS,
+  { name: 'ignore', type: 'string', multiple: true, valueName: 'PID|COMM', commands: JUDGING_COMMANDS,
     help: 'holder to ignore (repeatable); gpugate itself, nvidia-persistenced, nv-hostengine and dcgm-exporter are always ignored' },
   // Stability and time
-  { name: 'stable', type: 'string', valueName: 'DUR', commands: ['wait'], defaults: { wait: '3s' },
+  { name: 'stable', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: '3s', select: '3s (with --wait)' },
     help: 'memory must stay within --stable-tolerance this long while it can still come back (a dying holder, memory off the process list)' },
-  { name: 'stable-tolerance', type: 'string', valueName: 'SIZE', commands: ['wait'], defaults: { wait: '256MiB' },
+  { name: 'stable-tolerance', type: 'string', valueName: 'SIZE', commands: POLLING_COMMANDS, defaults: { wait: '256MiB', select: '256MiB' },
     help: 'how much used memory may move and still count as stable' },
-  { name: 'timeout', type: 'string', valueName: 'DUR', commands: ['wait'], defaults: { wait: '120s' },
+  { name: 'timeout', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: '120s', select: '120s (with --wait)' },
     help: 'give up (exit 75) after this long; keep it below systemd TimeoutStartSec=' },
-  { name: 'interval', type: 'string', valueName: 'DUR', commands: ['wait'], defaults: { wait: '500ms' },
+  { name: 'interval', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: '500ms', select: '500ms' },
     help: 'time between polls' },
+  // Choosing and leasing GPUs (select)
+  { name: 'count', short: 'n', type: 'string', valueName: 'N', commands: ['select'],
+    help: 'how many GPUs to choose (required)' },
+  { name: 'wait', type: 'boolean', commands: ['select'],
+    help: 'poll (with --stable, like gpugate wait) until N GPUs are eligible, or --timeout (exit 75); without it one sample decides, like gpugate check' },
+  { name: 'lease', type: 'string', valueName: 'DUR', commands: ['select'],
+    help: 'the lease also ends this long after it is taken (default: only when its holder exits)' },
+  { name: 'lease-pid', type: 'string', valueName: 'PID|none', commands: ['select'], defaults: { select: "gpugate's parent (the shell that ran it)" },
+    help: 'the process the GPUs are for: the lease ends when it exits; none: only --lease DUR bounds it' },
+  { name: 'no-lease', type: 'boolean', commands: ['select'],
+    help: 'choose without leasing (what would be chosen now; another selector may take the same GPUs)' },
   // Stale handling
   { name: 'stale', type: 'string', valueName: 'report|fail|ignore', commands: CRITERIA_COMMANDS, defaults: { wait: 'report', check: 'report' },
     help: 'what to do with stale holders (leftovers, orphaned workers, zombies) and leaked /dev/shm files: log them, fail at once (exit 75), or skip the /proc scan' },
@@ -94,8 +112,8 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   // Output
   { name: 'json', type: 'boolean', commands: [...GPU_COMMANDS, 'doctor', 'bench'],
     help: 'print one JSON object on stdout at the end' },
-  { name: 'format', type: 'string', valueName: 'text|json|prometheus', commands: ['status', 'holders'], defaults: { status: 'text', holders: 'text' },
-    help: 'output format; prometheus writes the node_exporter textfile format' },
+  { name: 'format', type: 'string', valueName: 'text|json|prometheus', valueNames: { select: 'env|json|list' }, commands: ['status', 'holders', 'select'], defaults: { status: 'text', holders: 'text', select: 'env' },
+    help: 'output format: prometheus (status, holders) writes the node_exporter textfile format; env (select) prints CUDA_VISIBLE_DEVICES=<GPU UUIDs>, list one UUID per line' },
   { name: 'output', type: 'string', valueName: 'PATH', commands: ['status', 'holders'],
     help: 'with --format prometheus: replace PATH atomically (also when NVML fails: gpugate_up 0); a lost GPU keeps the UUID PATH recorded for it' },
   { name: 'notify', type: 'boolean', commands: CRITERIA_COMMANDS,
@@ -121,6 +139,11 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'doctor', 'demo', 'sim', 'bench', 'completion'],
     help: 'show this help' },
 ];
+
+/** A flag's value placeholder as `command` takes it (its choices, when it lists them). */
+export function valueNameFor(spec: OptionSpec, command: CommandName): string | undefined {
+  return spec.valueNames?.[command] ?? spec.valueName;
+}
 
 /** The flags one command accepts. */
 export function optionsFor(command: CommandName): OptionSpec[] {

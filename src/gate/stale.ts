@@ -41,6 +41,9 @@ export type HolderClass =
   | 'orphan'
   | 'foreign';
 
+/** Classes of a holder that is a leftover of something that should be gone (what `--stale` reports). */
+export const STALE_HOLDER_CLASSES: ReadonlySet<HolderClass> = new Set<HolderClass>(['leftover', 'orphan', 'zombie', 'zombie_live_threads']);
+
 /** One process NVML lists on a selected GPU, classified. */
 export interface Holder {
   pid: number;

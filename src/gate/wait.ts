@@ -111,7 +111,8 @@ export class GpuWaitAbortError extends Error {
   }
 }
 
-const DEFAULT_INTERVAL_MS = 500;
+/** Time between polls when intervalMs is not given. */
+export const DEFAULT_INTERVAL_MS = 500;
 const FATAL_DEVICE_CODES = new Set([
   'NVML_ERROR_GPU_IS_LOST',
   'NVML_ERROR_UNINITIALIZED',

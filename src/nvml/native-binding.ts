@@ -126,6 +126,8 @@ export interface NativeBinding {
   pidfdSendSignal(fd: number, signal: number): void;
   /** waitpid(pid, WNOHANG) for one named child: true when it was reaped. */
   reapChild(pid: number): boolean;
+  /** flock(fd, LOCK_EX | LOCK_NB): true when now held, false when another open file holds it. Throws with `errno` otherwise. Closing fd releases it. */
+  flockExclusive(fd: number): boolean;
   /** Records si_code / si_pid of every delivery of `signal` in front of its installed handler; false when already watched. */
   watchSignalSource(signal: number): boolean;
   /** The siginfo of the latest delivery of `signal` since it was watched, or null. */
@@ -152,6 +154,7 @@ export const NATIVE_EXPORT_NAMES = [
   'pidfdOpen',
   'pidfdSendSignal',
   'reapChild',
+  'flockExclusive',
   'watchSignalSource',
   'lastSignalSource',
   'codeName',

@@ -1,0 +1,240 @@
+/**
+ * selectGpus: choose N GPUs for a job. A GPU is eligible when it meets the same criteria as
+ * `check` (with `wait`, also stability, as `wait` judges it), has no stale holder, and is not
+ * leased to a live process; among the eligible ones the nearest N on the PCI tree are taken
+ * (see placement.ts) and leased (see host/gpu-lease.ts) in one decision under the lease lock,
+ * so concurrent selectors never hand out the same GPU.
+ */
+import { performance } from 'node:perf_hooks';
+import { ConfigError } from '../config-error';
+import { DEFAULT_LEASE_DIR, DEFAULT_LEASE_LOCK_TIMEOUT_MS, LEASE_DIR_ENV, LeaseDirectory, type LeaseRecord, type LeaseState, type LeaseStatus } from '../host/gpu-lease';
+import { DEFAULT_SYSFS_ROOT, SYSFS_ROOT_ENV, readPciPlacement, type PciPlacement } from '../host/pci-topology';
+import { formatDuration } from '../units';
+import { chooseNearest } from './placement';
+import { evaluateUntilAccepted } from './select-evaluation';
+import { STALE_HOLDER_CLASSES } from './stale';
+import type { Evaluation, GpuEvaluation, GpuFailureReason, WaitOptions } from './wait';
+
+/** Options of selectGpus: the criteria and selection of waitForGpusFree, plus how many and how to lease. */
+export interface SelectOptions extends Omit<WaitOptions, 'allowEmptySelection'> {
+  /** How many GPUs to choose (an integer >= 1). */
+  count: number;
+  /** Poll (with stability, like waitForGpusFree, until timeoutMs) until `count` are eligible; default false: one sample, like checkGpusOnce. */
+  wait?: boolean;
+  /** Take a lease on each chosen GPU (default true); false only reports what would be chosen now. */
+  lease?: boolean;
+  /** Lease directory; default GPUGATE_LEASE_DIR, else /run/gpugate/leases. */
+  leaseDir?: string;
+  /** The process the GPUs are for: the lease ends when it exits. Default the calling process (the `gpugate select` command passes its parent); null: only leaseDurationMs bounds the lease. */
+  leaseHolderPid?: number | null;
+  /** The lease also ends this long after it is taken; default null (only when the holder exits). */
+  leaseDurationMs?: number | null;
+  /** How long to wait for another selector's decision (default 10 000 ms). */
+  leaseLockTimeoutMs?: number;
+  /** The sysfs root the PCI topology is read from; default GPUGATE_SYSFS_ROOT, else /sys. */
+  sysfsRoot?: string;
+}
+
+/** Why a GPU was not chosen: an evaluation reason, a stale holder on it, or a live lease. */
+export type SelectExclusion = GpuFailureReason | 'stale-holder' | 'leased';
+
+/** One GPU the selector considered. */
+export interface SelectCandidate {
+  index: number;
+  /** The GPU's UUID (the MIG instance's for a MIG selection). */
+  uuid: string;
+  pciBusId: string;
+  name: string;
+  /** Meets the criteria, no stale holder, not leased. */
+  eligible: boolean;
+  /** Why it is not eligible (empty when it is). */
+  exclusions: SelectExclusion[];
+  /** Where it sits on the PCI tree; null when sysfs does not say. */
+  placement: PciPlacement | null;
+  /** Its lease file as judged before the decision (null when leases are off, or not looked at because the GPU is not free). */
+  lease: { state: LeaseState; reason: string; holderPid: number | null; expiresAt: number | null } | null;
+}
+
+/** A chosen GPU. */
+export interface SelectedGpu {
+  index: number;
+  uuid: string;
+  pciBusId: string;
+  name: string;
+  numaNode: number | null;
+  /** The lease taken on it (null with lease: false). */
+  lease: LeaseRecord | null;
+  /** The lease file (null with lease: false). */
+  leasePath: string | null;
+}
+
+/** What selectGpus found. */
+export interface SelectResult {
+  /** selected: `gpus` holds `count` GPUs (leased); busy: fewer were eligible in the one sample; timeout: fewer were eligible until timeoutMs. */
+  result: 'selected' | 'busy' | 'timeout';
+  count: number;
+  /** The chosen GPUs in NVML index order (empty unless selected). */
+  gpus: SelectedGpu[];
+  /** Every GPU considered at the deciding (or last) evaluation. */
+  candidates: SelectCandidate[];
+  /** One line: what was chosen, or why not. */
+  reason: string;
+  /** The deciding (or last) evaluation; null when none completed before the timeout. */
+  evaluation: Evaluation | null;
+  elapsedMs: number;
+  polls: number;
+}
+
+function describe(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}
+
+function checkSelectOptions(options: SelectOptions): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`selectGpus(options): options must be an object like { count: 2 }, got ${describe(options)}`);
+  const { count, leaseHolderPid, leaseDurationMs, leaseLockTimeoutMs } = options;
+  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) throw new TypeError(`option count must be an integer >= 1, got ${describe(count)}`);
+  if (leaseHolderPid !== undefined && leaseHolderPid !== null && (!Number.isSafeInteger(leaseHolderPid) || leaseHolderPid < 1)) {
+    throw new TypeError(`option leaseHolderPid must be a pid (an integer >= 1) or null, got ${describe(leaseHolderPid)}`);
+  }
+  if (leaseDurationMs !== undefined && leaseDurationMs !== null && (typeof leaseDurationMs !== 'number' || !Number.isFinite(leaseDurationMs) || leaseDurationMs <= 0)) {
+    throw new TypeError(`option leaseDurationMs must be a number of milliseconds above 0 or null, got ${describe(leaseDurationMs)}`);
+  }
+  if (leaseHolderPid === null && (leaseDurationMs ?? null) === null && options.lease !== false) {
+    throw new TypeError('a lease needs a holder (leaseHolderPid) or a duration (leaseDurationMs): with neither it could never end');
+  }
+  if (leaseLockTimeoutMs !== undefined && (typeof leaseLockTimeoutMs !== 'number' || !Number.isFinite(leaseLockTimeoutMs) || leaseLockTimeoutMs < 0)) {
+    throw new TypeError(`option leaseLockTimeoutMs must be a finite number >= 0, got ${describe(leaseLockTimeoutMs)}`);
+  }
+  for (const name of ['wait', 'lease'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new TypeError(`option ${name} must be a boolean, got ${describe(options[name])}`);
+  }
+}
+
+function exclusionsOf(gpu: GpuEvaluation): SelectExclusion[] {
+  const exclusions: SelectExclusion[] = [...gpu.reasons];
+  if (gpu.holders.some((holder) => STALE_HOLDER_CLASSES.has(holder.class))) exclusions.push('stale-holder');
+  return exclusions;
+}
+
+function leaseSummary(status: LeaseStatus): NonNullable<SelectCandidate['lease']> {
+  return { state: status.state, reason: status.reason, holderPid: status.record?.holderPid ?? null, expiresAt: status.record?.expiresAt ?? null };
+}
+
+function exclusionText(candidate: SelectCandidate): string {
+  return candidate.exclusions
+    .map((exclusion) => {
+      if (exclusion !== 'leased' || candidate.lease === null) return exclusion;
+      return candidate.lease.state === 'foreign' ? `a file in the lease's place (${candidate.lease.reason})` : candidate.lease.reason;
+    })
+    .join(', ');
+}
+
+function shortfall(candidates: readonly SelectCandidate[], count: number): string {
+  const eligible = candidates.filter((c) => c.eligible).length;
+  const others = candidates.filter((c) => !c.eligible).map((c) => `GPU ${c.index} (${c.uuid}): ${exclusionText(c)}`);
+  return `${eligible} of ${candidates.length} GPUs eligible, ${count} needed${others.length > 0 ? `: ${others.join('; ')}` : ''}`;
+}
+
+/**
+ * Chooses `count` GPUs that meet the criteria (as checkGpusOnce judges them, or with `wait` as
+ * waitForGpusFree does, stability included), carry no stale holder and are not leased to a live
+ * process; prefers GPUs behind one PCIe switch, then one host bridge, then one NUMA node; leases
+ * them (unless `lease: false`). Resolves with result 'selected', or 'busy' / 'timeout' when too
+ * few were eligible. Rejects with ConfigError when the selection holds fewer than `count` GPUs,
+ * DeviceSelectionError, NvmlError, GpuLeaseError (the lease directory unusable), a TypeError for
+ * bad options, and GpuWaitAbortError (name 'AbortError') when `signal` aborts.
+ */
+export async function selectGpus(options: SelectOptions): Promise<SelectResult> {
+  const startMs = performance.now();
+  checkSelectOptions(options);
+  const env = options.env ?? process.env;
+  const count = options.count;
+  const leasing = options.lease !== false;
+  const leases = new LeaseDirectory(options.leaseDir ?? (env[LEASE_DIR_ENV] || DEFAULT_LEASE_DIR));
+  const terms = { holderPid: options.leaseHolderPid === undefined ? process.pid : options.leaseHolderPid, durationMs: options.leaseDurationMs ?? null };
+  const sysfsRoot = options.sysfsRoot ?? (env[SYSFS_ROOT_ENV] || DEFAULT_SYSFS_ROOT);
+  const placements = new Map<string, PciPlacement | null>();
+  const placementOf = (busId: string): PciPlacement | null => {
+    if (!placements.has(busId)) placements.set(busId, readPciPlacement(busId, sysfsRoot));
+    return placements.get(busId) ?? null;
+  };
+  let candidates: SelectCandidate[] = [];
+  let chosen: SelectedGpu[] = [];
+
+  const accept = async (evaluation: Evaluation): Promise<boolean> => {
+    if (evaluation.devices.length < count) {
+      throw new ConfigError('count', `${count} GPUs requested but the selection (${evaluation.selection.source}) holds only ${evaluation.devices.length}: that can never be met`);
+    }
+    const considered = evaluation.devices.map((gpu): SelectCandidate => {
+      const exclusions = exclusionsOf(gpu);
+      return { index: gpu.index, uuid: gpu.uuid, pciBusId: gpu.pciBusId, name: gpu.name, eligible: exclusions.length === 0, exclusions, placement: placementOf(gpu.pciBusId), lease: null };
+    });
+    candidates = considered;
+    const free = considered.filter((c) => c.eligible);
+    if (free.length < count) return false;
+    if (!leasing) {
+      chosen = chooseNearest(free, count).map((c) => ({ index: c.index, uuid: c.uuid, pciBusId: c.pciBusId, name: c.name, numaNode: c.placement?.numaNode ?? null, lease: null, leasePath: null }));
+      return true;
+    }
+    return leases.withLock(() => {
+      const statuses = new Map<SelectCandidate, LeaseStatus>();
+      for (const candidate of free) {
+        const status = leases.inspect(candidate.uuid);
+        statuses.set(candidate, status);
+        candidate.lease = leaseSummary(status);
+        if (status.state === 'held' || status.state === 'foreign') {
+          candidate.eligible = false;
+          candidate.exclusions.push('leased');
+        }
+      }
+      const available = free.filter((c) => c.eligible);
+      if (available.length < count) return false;
+      const picked = chooseNearest(available, count);
+      const createdAt = Date.now();
+      // Every record first (the holder is read from /proc here), so a failure leaves nothing half-leased.
+      const records = picked.map((candidate) => leases.recordFor(candidate.uuid, terms, createdAt));
+      const written: LeaseStatus[] = [];
+      const giveBack = (): void => {
+        for (const mine of written) leases.removeStale({ ...mine, state: 'stale' });
+      };
+      const taken: SelectedGpu[] = [];
+      try {
+        for (const [at, candidate] of picked.entries()) {
+          const status = statuses.get(candidate)!;
+          const record = records[at]!;
+          if ((status.state === 'stale' && !leases.removeStale(status)) || !leases.write(record)) {
+            // Someone outside gpugate's lock put a file there: give back what this attempt took.
+            giveBack();
+            candidate.eligible = false;
+            candidate.exclusions.push('leased');
+            return false;
+          }
+          written.push(leases.inspect(candidate.uuid));
+          taken.push({ index: candidate.index, uuid: candidate.uuid, pciBusId: candidate.pciBusId, name: candidate.name, numaNode: candidate.placement?.numaNode ?? null, lease: record, leasePath: status.path });
+        }
+      } catch (error) {
+        giveBack();
+        throw error;
+      }
+      chosen = taken;
+      return true;
+    }, options.leaseLockTimeoutMs ?? DEFAULT_LEASE_LOCK_TIMEOUT_MS);
+  };
+
+  const waitOptions: WaitOptions = { ...options };
+  delete (waitOptions as { count?: unknown }).count;
+  const end = await evaluateUntilAccepted(waitOptions, options.wait === true, accept);
+  const elapsedMs = performance.now() - startMs;
+  const polls = end.evaluation?.polls ?? 0;
+  if (end.kind === 'accepted') {
+    const holder = terms.holderPid === null ? '' : ` to pid ${terms.holderPid}${chosen[0]?.lease?.holderComm ? ` (${chosen[0].lease.holderComm})` : ''}`;
+    const until = terms.durationMs === null ? '' : ` for ${formatDuration(terms.durationMs)}`;
+    const leased = leasing ? `, leased${holder}${until}` : ', not leased';
+    return { result: 'selected', count, gpus: chosen, candidates, reason: `GPUs ${chosen.map((gpu) => gpu.index).join(',')} selected${leased}`, evaluation: end.evaluation, elapsedMs, polls };
+  }
+  if (end.kind === 'timeout') {
+    const detail = end.evaluation === null ? 'no poll completed' : shortfall(candidates, count);
+    return { result: 'timeout', count, gpus: [], candidates, reason: `not enough GPUs after ${formatDuration(options.timeoutMs ?? elapsedMs)}: ${detail}`, evaluation: end.evaluation, elapsedMs, polls };
+  }
+  return { result: 'busy', count, gpus: [], candidates, reason: `not enough GPUs free: ${shortfall(candidates, count)}`, evaluation: end.evaluation, elapsedMs, polls };
+}
