@@ -9,7 +9,7 @@ export const ExitCode = {
   ok: 0,
   /** Usage error: unknown flag, bad size or duration. */
   usage: 64,
-  /** NVML missing or failing to initialise, version mismatch, GPU lost (also as the GPU a UUID may name), NVML call hung, memory figures that do not add up. */
+  /** NVML missing or failing to initialise, version mismatch, GPU lost (also as the GPU a UUID may name), NVML call hung, memory figures that do not add up; systemctl unreachable. */
   unavailable: 69,
   /** Internal error: a bug in gpugate. */
   software: 70,
@@ -17,7 +17,7 @@ export const ExitCode = {
   osError: 71,
   /** Timed out: still busy or not yet stable. */
   tempFail: 75,
-  /** No permission for a requested action (`--kill-stale`, `--clean-shm`). */
+  /** No permission for a requested action (`--kill-stale`, `--clean-shm`; `systemd --write` over a file gpugate did not write). */
   noPermission: 77,
   /** Impossible configuration: `--gpus` matches nothing, no GPU selected (without --allow-empty), threshold above total, fraction outside 0–1. */
   config: 78,
@@ -73,7 +73,9 @@ export function exitCodeForError(error: unknown): ExitCodeValue {
     case 'ConfigError':
     case 'DeviceSelectionError': return ExitCode.config;
     case 'GpuWaitTimeoutError': return ExitCode.tempFail;
-    case 'NvmlError': return ExitCode.unavailable;
+    case 'NvmlError':
+    case 'SystemdUnavailableError': return ExitCode.unavailable;
+    case 'ForeignFileError': return ExitCode.noPermission;
     case 'AbortError': return e.signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
     default: break;
   }

@@ -116,6 +116,22 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
   69   the simulator library for the scenario's driver profile is not built
   130  interrupted by SIGINT / 143 by SIGTERM: the host is stopped, its processes ended, its folder removed`,
   },
+  systemd: {
+    usage: ['gpugate systemd --unit NAME [--unit-path DIR] [--write [--root DIR]] [--json]'],
+    about: 'Print the drop-in that puts "gpugate wait" in front of an existing unit: the lines of contrib/systemd/gpugate-wait.conf,\nwith --min-free from the unit\'s own --gpu-memory-utilization, gpugate and node by absolute path, start limits that\nstill end a crash loop with its RestartSec=, and a TimeoutStartSec= above the gate\'s (never shorter than the unit\'s).\nThe unit is read with systemctl show, or from its files with --unit-path. --write puts the drop-in in\n/etc/systemd/system/NAME.d/gpugate.conf atomically and never replaces a file gpugate did not write.',
+    examples: [
+      'gpugate systemd --unit vllm.service                  # print it',
+      'sudo gpugate systemd --unit vllm.service --write && sudo systemctl daemon-reload',
+      'gpugate systemd --unit vllm@llama.service --unit-path ./units   # from unit files not installed yet',
+    ],
+    exitCodes: `Exit codes:
+  0    the drop-in was printed (or written, or was already up to date)
+  64   usage error: no --unit, a name that is not a unit name, --root without --write
+  69   systemctl could not be asked (not installed, systemd not running, no answer): use --unit-path DIR
+  71   OS error: a unit file or the drop-in directory could not be read or written
+  77   --write refused: the file there was not written by gpugate (or changed meanwhile); nothing replaced
+  78   no such unit: not loaded, not in --unit-path, or masked`,
+  },
   completion: {
     usage: ['gpugate completion bash|zsh'],
     about: 'Print a completion script for bash or zsh, generated from the same table as the flags and this help.',
@@ -158,7 +174,8 @@ Run "gpugate <command> --help" for a command's options. "gpugate --version" prin
 Sizes: B, KiB, MiB, GiB, TiB (KB, MB, GB, TB are powers of ten). Durations: ms, s, m, h.
 Environment: GPUGATE_NVML_LIBRARY (NVML library path), NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES /
 SLURM_JOB_GPUS (default selection), JOURNAL_STREAM (journald prefixes), NOTIFY_SOCKET (--notify),
-${LEASE_DIR_ENV} (select's leases, default ${DEFAULT_LEASE_DIR}), ${SYSFS_ROOT_ENV} (select's topology, default ${DEFAULT_SYSFS_ROOT}).
+${LEASE_DIR_ENV} (select's leases, default ${DEFAULT_LEASE_DIR}), ${SYSFS_ROOT_ENV} (select's topology, default ${DEFAULT_SYSFS_ROOT}),
+GPUGATE_SYSTEMD_UNIT_PATH (systemd: read unit files from a directory).
 
 ${EXIT_CODES}
 `;

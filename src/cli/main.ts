@@ -29,6 +29,7 @@ function loadCommand(command: CommandName): CommandRunner {
     case 'demo': return (require('./commands/demo-command') as typeof import('./commands/demo-command')).runDemo;
     case 'sim': return (require('./commands/sim-command') as typeof import('./commands/sim-command')).runSim;
     case 'bench': return (require('./commands/bench-command') as typeof import('./commands/bench-command')).runBench;
+    case 'systemd': return (require('./commands/systemd-command') as typeof import('./commands/systemd-command')).runSystemd;
     case 'completion': return (require('./commands/completion-command') as typeof import('./commands/completion-command')).runCompletion;
   }
 }

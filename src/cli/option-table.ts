@@ -5,10 +5,10 @@
  */
 
 /** The sub-commands of `gpugate`. */
-export type CommandName = 'wait' | 'check' | 'select' | 'status' | 'holders' | 'doctor' | 'demo' | 'sim' | 'bench' | 'completion';
+export type CommandName = 'wait' | 'check' | 'select' | 'status' | 'holders' | 'doctor' | 'demo' | 'sim' | 'bench' | 'systemd' | 'completion';
 
 /** Every sub-command, in the order `gpugate --help` lists them. */
-export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'select', 'status', 'holders', 'doctor', 'demo', 'sim', 'bench', 'completion'];
+export const COMMAND_NAMES: readonly CommandName[] = ['wait', 'check', 'select', 'status', 'holders', 'doctor', 'demo', 'sim', 'bench', 'systemd', 'completion'];
 
 /** One line per command, for `gpugate --help` and shell completion. */
 export const COMMAND_SUMMARIES: Readonly<Record<CommandName, string>> = {
@@ -21,6 +21,7 @@ export const COMMAND_SUMMARIES: Readonly<Record<CommandName, string>> = {
   demo: 'the restart race on the bundled simulated 8-GPU host (no GPU needed)',
   sim: 'run a simulated GPU host for your own NVML tools until interrupted; prints what to export',
   bench: "this host's poll latency: gpugate against nvidia-smi (read-only, bounded in time)",
+  systemd: 'print (or --write) the drop-in that puts gpugate in front of an existing unit',
   completion: 'print the shell completion script for bash or zsh',
 };
 
@@ -110,7 +111,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   { name: 'dry-run', type: 'boolean', commands: CRITERIA_COMMANDS,
     help: 'with --kill-stale / --clean-shm: show what would be signalled or removed, do nothing' },
   // Output
-  { name: 'json', type: 'boolean', commands: [...GPU_COMMANDS, 'doctor', 'bench'],
+  { name: 'json', type: 'boolean', commands: [...GPU_COMMANDS, 'doctor', 'bench', 'systemd'],
     help: 'print one JSON object on stdout at the end' },
   { name: 'format', type: 'string', valueName: 'text|json|prometheus', valueNames: { select: 'env|json|list' }, commands: ['status', 'holders', 'select'], defaults: { status: 'text', holders: 'text', select: 'env' },
     help: 'output format: prometheus (status, holders) writes the node_exporter textfile format; env (select) prints CUDA_VISIBLE_DEVICES=<GPU UUIDs>, list one UUID per line' },
@@ -136,7 +137,16 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'simulator scenario to run (docs/scenarios.md)' },
   { name: 'started-at', type: 'string', valueName: 'WHEN', commands: ['sim'], defaults: { sim: 'now' },
     help: "the timeline's 0 ms: Unix milliseconds, an ISO 8601 UTC time, or now" },
-  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'doctor', 'demo', 'sim', 'bench', 'completion'],
+  // A systemd unit
+  { name: 'unit', type: 'string', valueName: 'NAME', commands: ['systemd'],
+    help: 'the unit to protect, e.g. vllm.service (".service" is added when no type is given)' },
+  { name: 'unit-path', type: 'string', valueName: 'DIR', commands: ['systemd'],
+    help: 'read the unit from its files in DIR (laid out like /etc/systemd/system: NAME, NAME.d/*.conf) instead of systemctl show; default: GPUGATE_SYSTEMD_UNIT_PATH' },
+  { name: 'write', type: 'boolean', commands: ['systemd'],
+    help: 'put the drop-in in /etc/systemd/system/NAME.d/gpugate.conf (atomically; only replacing a file gpugate wrote)' },
+  { name: 'root', type: 'string', valueName: 'DIR', commands: ['systemd'], defaults: { systemd: '/' },
+    help: 'with --write: write below DIR instead of / (an image or a test root)' },
+  { name: 'help', short: 'h', type: 'boolean', commands: [...GPU_COMMANDS, 'doctor', 'demo', 'sim', 'bench', 'systemd', 'completion'],
     help: 'show this help' },
 ];
 

@@ -1,0 +1,89 @@
+/**
+ * `gpugate systemd --unit NAME`: prints the drop-in that puts gpugate in front of an existing
+ * unit, fitted to that unit (src/cli/systemd-drop-in.ts); with `--write`, puts it in
+ * /etc/systemd/system/NAME.d/gpugate.conf (below `--root`), replacing only a file gpugate wrote.
+ * The unit is read with `systemctl show`, or from its files with `--unit-path DIR`.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { findUnitGate } from '../../doctor/unit-commands';
+import { writeOwnedFile } from '../../host/owned-file';
+import { readUnitProperties, unitSourceFrom, type UnitProperties } from '../../host/systemd-unit';
+import { normaliseUnitName } from '../../host/systemd-unit-name';
+import type { CommandContext } from '../command-context';
+import { booleanFlag, stringFlag } from '../command-context';
+import { ExitCode } from '../exit-codes';
+import { jsonDocument } from '../json-document';
+import { withJsonError } from '../json-error';
+import { usageError } from '../parse-command-line';
+import { buildDropIn, DROP_IN_FILE, DROP_IN_MARKER, thisGateProgram } from '../systemd-drop-in';
+
+/** Where systemd reads local drop-ins, relative to the root. */
+const SYSTEM_UNIT_DIR = join('etc', 'systemd', 'system');
+
+/** Run `gpugate systemd`. */
+export async function runSystemd(context: CommandContext): Promise<number> {
+  const json = booleanFlag(context.values, 'json');
+  return withJsonError('systemd', json, context, () => systemd(context, json));
+}
+
+async function systemd(context: CommandContext, json: boolean): Promise<number> {
+  const unitText = stringFlag(context.values, 'unit');
+  if (unitText === undefined) throw usageError('gpugate systemd: missing --unit NAME (the unit to protect, e.g. --unit vllm.service)', 'systemd');
+  let name: string;
+  try {
+    name = normaliseUnitName(unitText);
+  } catch (error) {
+    throw usageError(`--unit: ${error instanceof Error ? error.message : String(error)}`, 'systemd');
+  }
+  const root = stringFlag(context.values, 'root') ?? '/';
+  const write = booleanFlag(context.values, 'write');
+  if (stringFlag(context.values, 'root') !== undefined && !write) throw usageError('gpugate systemd: --root only applies to --write', 'systemd');
+  if (root === '') throw usageError('--root "": expected a directory', 'systemd');
+  const source = unitSourceFrom(stringFlag(context.values, 'unit-path'), context.env);
+  const unit = await readUnitProperties(name, source);
+  const target = join(root, SYSTEM_UNIT_DIR, `${name}.d`, DROP_IN_FILE);
+  const dropIn = buildDropIn(unit, thisGateProgram(), { keepExistingGate: hasForeignGate(unit, target) });
+  const fitted = `${dropIn.minFreeFrom === 'gpu-memory-utilization' ? `--min-free ${dropIn.minFree} from its --gpu-memory-utilization` : `--min-free ${dropIn.minFree} (vLLM's default; ExecStart= sets no --gpu-memory-utilization)`}, StartLimitIntervalSec=${dropIn.startLimitIntervalSec / 60}min for RestartSec=${(unit.restartUsec / 1e6).toString()}s`;
+  context.logger.info(`drop-in for ${name} (read ${source.kind === 'systemctl' ? 'with systemctl show' : `from the unit files in ${source.directory}`}): ${fitted}${dropIn.execStartPre === null ? '; the unit already runs gpugate wait, so no second ExecStartPre=' : ''}`);
+  let outcome: string | null = null;
+  if (write) outcome = writeOwnedFile(target, dropIn.text, DROP_IN_MARKER);
+  if (json) {
+    context.stdout.write(jsonDocument({
+      command: 'systemd',
+      result: 'ok',
+      exitCode: ExitCode.ok,
+      unit: { name: unit.name, source: unit.source, fragmentPath: unit.fragmentPath, dropInPaths: unit.dropInPaths },
+      path: target,
+      written: outcome,
+      minFree: dropIn.minFree,
+      minFreeFrom: dropIn.minFreeFrom,
+      startLimitIntervalSec: dropIn.startLimitIntervalSec,
+      startLimitBurst: dropIn.startLimitBurst,
+      timeoutStartSec: dropIn.timeoutStartSec,
+      execStartPre: dropIn.execStartPre,
+      text: dropIn.text,
+    }));
+  } else if (outcome === null) {
+    context.stdout.write(`# ${target}\n${dropIn.text}`);
+  } else {
+    const what = outcome === 'unchanged' ? 'is already up to date' : outcome === 'created' ? 'written' : 'replaced';
+    context.stdout.write(`${target} ${what}\n${outcome === 'unchanged' ? '' : 'Now run: systemctl daemon-reload   (the drop-in applies from the next start of the unit)\n'}`);
+  }
+  return ExitCode.ok;
+}
+
+/** Whether the unit runs gpugate wait in ExecStartPre= from a file other than the drop-in gpugate writes at `target`. */
+function hasForeignGate(unit: UnitProperties, target: string): boolean {
+  const gates = unit.execStartPre.filter((command) => findUnitGate({ ...unit, execStartPre: [command], execStart: [] }) !== null).length;
+  if (gates === 0) return false;
+  // A gate that an earlier --write put in place is ours to replace.
+  let ours = 0;
+  try {
+    const text = readFileSync(target, 'utf8');
+    if (text.startsWith(DROP_IN_MARKER)) ours = text.split('\n').filter((line) => line.startsWith('ExecStartPre=') && / wait /.test(line)).length;
+  } catch {
+    ours = 0;
+  }
+  return gates > ours;
+}
