@@ -52,8 +52,41 @@ export function readUnitFiles(name: string, directory: string): UnitProperties {
   // An alias (a symlink to another unit file in the directory) also takes that unit's drop-ins.
   const aliasOf = dirname(real) === realpathSync(directory) && basename(real) !== fragmentName ? basename(real) : null;
   const dropInPaths = dropInsFor(name, aliasOf, directory);
-  const assignments = [real, ...dropInPaths].flatMap((file) => parseUnitFile(readFileSync(file, 'utf8'), file));
-  return { ...applyAssignments(name, assignments), fragmentPath: real, dropInPaths };
+  const specifiers = unitSpecifiers(aliasOf ?? name);
+  const assignments = [real, ...dropInPaths].flatMap((file) => parseUnitFile(readUnitText(file), file))
+    .map((a) => (a.key.startsWith('Exec') ? { ...a, value: expandSpecifiers(a.value, specifiers) } : a));
+  return { ...applyAssignments(aliasOf ?? name, assignments), fragmentPath: real, dropInPaths };
+}
+
+/** A unit file's text; a dangling link reads as empty, as systemd skips it. */
+function readUnitText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
+    throw error;
+  }
+}
+
+/** systemd's unit-name specifiers (%n %N %p %P %i %I %j %J); host ones (%H, %u…) stay as written. */
+function unitSpecifiers(name: string): Map<string, string> {
+  const dot = name.lastIndexOf('.');
+  const stem = name.slice(0, dot);
+  const at = stem.indexOf('@');
+  const prefix = at === -1 ? stem : stem.slice(0, at);
+  const instance = at === -1 ? '' : stem.slice(at + 1);
+  const lastDash = prefix.lastIndexOf('-');
+  const j = lastDash === -1 ? prefix : prefix.slice(lastDash + 1);
+  return new Map([['n', name], ['N', stem], ['p', prefix], ['P', unescapeUnitPart(prefix)], ['i', instance], ['I', unescapeUnitPart(instance)], ['j', j], ['J', unescapeUnitPart(j)], ['%', '%']]);
+}
+
+/** systemd-escape reversed: `-` is `/`, `\xNN` a byte. */
+function unescapeUnitPart(text: string): string {
+  return text.replace(/-/g, '/').replace(/\\x([0-9a-fA-F]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+}
+
+function expandSpecifiers(value: string, specifiers: ReadonlyMap<string, string>): string {
+  return value.replace(/%(.)/g, (whole, letter: string) => specifiers.get(letter) ?? whole);
 }
 
 /** The drop-in directories of a unit, most specific first. */
@@ -65,7 +98,8 @@ function dropInDirectories(name: string, aliasOf: string | null): string[] {
   const prefix = stem.includes('@') ? stem.slice(0, stem.indexOf('@')) : stem;
   const dashes: string[] = [];
   for (let i = prefix.lastIndexOf('-', prefix.length - 2); i > 0; i = prefix.lastIndexOf('-', i - 1)) dashes.push(`${prefix.slice(0, i + 1)}.${type}.d`);
-  return [`${name}.d`, ...(aliasOf === null ? [] : [`${aliasOf}.d`]), ...(template === null ? [] : [`${template}.d`]), ...dashes, `${type}.d`];
+  // An alias is loaded as the unit it points to: that name's drop-ins come first.
+  return [...(aliasOf === null ? [] : [`${aliasOf}.d`]), `${name}.d`, ...(template === null ? [] : [`${template}.d`]), ...dashes, `${type}.d`];
 }
 
 function dropInsFor(name: string, aliasOf: string | null, directory: string): string[] {
@@ -75,12 +109,12 @@ function dropInsFor(name: string, aliasOf: string | null, directory: string): st
     if (!existsSync(path) || !statSync(path).isDirectory()) continue;
     for (const file of readdirSync(path)) {
       if (!file.endsWith('.conf') || chosen.has(file)) continue;
-      const full = join(path, file);
-      // A drop-in linked to /dev/null masks the ones of the same name further down.
-      chosen.set(file, statSync(full).isFile() ? full : '');
+      // A drop-in linked to /dev/null masks the ones of the same name further down (systemd
+      // still lists it; it reads as empty).
+      chosen.set(file, join(path, file));
     }
   }
-  return [...chosen.entries()].filter(([, path]) => path !== '').sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, path]) => path);
+  return [...chosen.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, path]) => path);
 }
 
 /** The assignments of one file: sections, `Key=Value`, comments (`#`, `;`), backslash continuations. */
