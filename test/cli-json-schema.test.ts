@@ -4,7 +4,7 @@
  * with the current schemaVersion, and uses no field its schema does not describe (checked against a
  * closed copy of each schema: the shipped ones stay open, since minor versions add fields).
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
@@ -16,7 +16,7 @@ import { bundledScenario, freshBundledScenario, repoRoot, simDevice, simLibraryF
 
 const SCHEMA_DIR = join(repoRoot(), 'schemas');
 /** Which shipped schema describes each command's document. */
-const SCHEMA_OF: Partial<Record<CommandName, string>> = { wait: 'gate', check: 'gate', select: 'select', status: 'status', holders: 'holders', doctor: 'doctor', bench: 'bench' };
+const SCHEMA_OF: Partial<Record<CommandName, string>> = { wait: 'gate', check: 'gate', select: 'select', status: 'status', holders: 'holders', doctor: 'doctor', bench: 'bench', systemd: 'systemd' };
 
 const work = mkdtempSync(join(tmpdir(), 'gpugate-json-schema-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -201,6 +201,17 @@ describe('every --json document validates against its schema', () => {
     expect((busy['candidates'] as Array<{ gpu: unknown }>).every((candidate) => candidate.gpu !== null)).toBe(true);
     expect((await documentOf(['select', '--count', '9', '--no-lease'], cliEnv(idle, leases), 78))['result']).toBe('config-error');
     expect((await documentOf(['select', '--count', '1', '--library', missingLibrary], cliEnv(null, leases), 69))['result']).toBe('unavailable');
+  });
+
+  it('systemd: printed, written, and a unit that does not exist', async () => {
+    const units = join(work, 'units');
+    mkdirSync(units, { recursive: true });
+    mkdirSync(join(work, 'root', 'etc', 'systemd', 'system'), { recursive: true });
+    writeFileSync(join(units, 'llm.service'), '[Service]\nExecStart=/usr/bin/vllm serve m --gpu-memory-utilization 0.85\nRestart=on-failure\nRestartSec=10\n');
+    expect(await documentOf(['systemd', '--unit', 'llm', '--unit-path', units], cliEnv(null), 0)).toMatchObject({ minFree: 0.85, written: null });
+    const written = await documentOf(['systemd', '--unit', 'llm', '--unit-path', units, '--write', '--root', join(work, 'root')], cliEnv(null), 0);
+    expect(written['written']).toBe('created');
+    expect((await documentOf(['systemd', '--unit', 'nope', '--unit-path', units], cliEnv(null), 78))['result']).toBe('error');
   });
 
   it('bench: measured, and NVML missing', async () => {

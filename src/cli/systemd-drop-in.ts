@@ -48,7 +48,7 @@ export interface DropIn {
   /** StartLimitIntervalSec= in seconds. */
   startLimitIntervalSec: number;
   startLimitBurst: number;
-  /** TimeoutStartSec= in seconds, or null when the drop-in leaves the unit's own (longer or infinite) value. */
+  /** TimeoutStartSec= in seconds (the gate's --timeout plus a minute, or the unit's own when longer), or null when the unit has none. */
   timeoutStartSec: number | null;
   /** The ExecStartPre= line, or null when the unit already has a gate of its own elsewhere. */
   execStartPre: string | null;
@@ -60,7 +60,11 @@ function execWord(word: string): string {
   return /^[A-Za-z0-9_@+=:,./-]+$/.test(escaped) ? escaped : `"${escaped.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
-/** Fit the drop-in to `unit`. `ownGate` false: the unit already has a gpugate wait of its own that this file did not add. */
+/**
+ * Fit the drop-in to `unit`. `keepExistingGate`: the unit already runs a gpugate wait that this
+ * file did not add. Nothing fitted depends on a setting the drop-in itself makes, so generating
+ * it again once it is installed gives the same text.
+ */
 export function buildDropIn(unit: UnitProperties, program: GateProgram, options: { keepExistingGate?: boolean } = {}): DropIn {
   const utilization = findMemoryUtilization(unit);
   const minFree = utilization?.fraction ?? GATE_DEFAULTS.minFree;
@@ -72,7 +76,9 @@ export function buildDropIn(unit: UnitProperties, program: GateProgram, options:
   const slowestLoopUsec = burst * (unit.restartUsec + gateTimeoutUsec);
   const intervalMin = Math.ceil((slowestLoopUsec * 1.2) / 60e6);
   const wantedTimeoutSec = GATE_DEFAULTS.timeoutSec + START_TIMEOUT_ROOM_SEC;
-  const timeoutStartSec = unit.timeoutStartUsec === Infinity || unit.timeoutStartUsec >= wantedTimeoutSec * 1e6 ? null : wantedTimeoutSec;
+  // Never shorter than the unit's own (a slow model load under Type=notify needs it), and written
+  // even when equal, so the text does not change once this file's own value is in effect.
+  const timeoutStartSec = unit.timeoutStartUsec === Infinity ? null : Math.max(wantedTimeoutSec, Math.ceil(unit.timeoutStartUsec / 1e6));
   const gate = [...program.argv, 'wait', '--min-free', String(minFree), '--margin', GATE_DEFAULTS.margin, '--stable', GATE_DEFAULTS.stable,
     '--timeout', `${GATE_DEFAULTS.timeoutSec}s`, '--notify'];
   const execStartPre = options.keepExistingGate === true ? null : gate.map(execWord).join(' ');
@@ -102,10 +108,12 @@ export function buildDropIn(unit: UnitProperties, program: GateProgram, options:
       `ExecStartPre=${execStartPre}`,
     );
   }
-  if (timeoutStartSec !== null) {
-    lines.push('# Above the gate\'s --timeout, so gpugate explains a timeout before systemd kills it.', `TimeoutStartSec=${timeoutStartSec}`);
+  if (timeoutStartSec === null) {
+    lines.push('# TimeoutStartSec= stays the unit\'s own infinity: the gate\'s --timeout bounds the wait.');
+  } else if (timeoutStartSec > wantedTimeoutSec) {
+    lines.push(`# The unit's own start timeout, already above the gate's --timeout, so gpugate explains a timeout first.`, `TimeoutStartSec=${timeoutStartSec}`);
   } else {
-    lines.push(`# TimeoutStartSec= stays the unit's own ${formatTimeSpanUsec(unit.timeoutStartUsec)}: already above the gate's --timeout.`);
+    lines.push('# Above the gate\'s --timeout, so gpugate explains a timeout before systemd kills it.', `TimeoutStartSec=${timeoutStartSec}`);
   }
   return {
     text: `${lines.join('\n')}\n`,

@@ -64,7 +64,14 @@ function readExisting(path: string): { identity: Identity; text: string } | null
 function ensureDirectory(dir: string): void {
   const stat = lstatOrNull(dir);
   if (stat === null) {
-    mkdirSync(dir, { mode: 0o755 });
+    try {
+      mkdirSync(dir, { mode: 0o755 });
+    } catch (error) {
+      const e = error as NodeJS.ErrnoException;
+      if (e.code !== 'ENOENT') throw error;
+      // Only the last level is created: a missing parent means a wrong root, not a folder to make.
+      throw Object.assign(new Error(`cannot create ${dir}: ${dirname(dir)} does not exist`), { code: e.code, syscall: e.syscall });
+    }
     return;
   }
   if (stat.isSymbolicLink() || !stat.isDirectory()) throw new ForeignFileError(dir, `${dir} is not a plain directory (a symbolic link or a file): nothing written`);
