@@ -53,7 +53,8 @@ describe('the printed drop-in', () => {
     const run = await systemd(['--unit', 'llm', '--unit-path', dir]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain(`ExecStartPre=${process.execPath} ${GATE_MAIN} wait --min-free 0.85 --margin 2GiB --stable 5s --timeout 240s --notify\n`);
-    expect(run.stdout.split('\n')[0]).toBe(`# ${join('/', 'etc', 'systemd', 'system', 'llm.service.d', 'gpugate.conf')}`);
+    expect(run.stdout.split('\n')[0]).toBe('# Written by gpugate systemd --unit llm.service; it replaces this file only while this line comes first.');
+    expect(run.stderr).toContain('--write puts it in /etc/systemd/system/llm.service.d/gpugate.conf');
     expect(run.stderr).toContain('--min-free 0.85 from its --gpu-memory-utilization');
     expect(directives(run.stdout)).toEqual(expect.arrayContaining(['StartLimitIntervalSec=30min', 'StartLimitBurst=6', 'NotifyAccess=exec', 'TimeoutStartSec=300']));
   });
@@ -66,6 +67,14 @@ describe('the printed drop-in', () => {
     expect(run.stdout).toContain('# take 6 x (1min + 240s) = 30min');
     expect(directives(run.stdout)).toContain('StartLimitIntervalSec=36min');
     expect(directives(run.stdout)).toContain('TimeoutStartSec=900');
+  });
+
+  it('prints, after a --write, the same text again (its own gate is not counted as foreign)', async () => {
+    const { root, dir } = makeRoot();
+    const first = await systemd(['--unit', 'llm', '--unit-path', dir]);
+    expect((await systemd(['--unit', 'llm', '--unit-path', dir, '--write', '--root', root])).code).toBe(0);
+    const again = await systemd(['--unit', 'llm', '--unit-path', dir]);
+    expect(again.stdout).toBe(first.stdout);
   });
 
   it('adds no second gate to a unit that already runs gpugate wait (the shipped template)', async () => {
@@ -136,7 +145,7 @@ describe('--write', () => {
     const run = await systemd(['--unit', 'llm', '--unit-path', dir, '--write', '--root', root]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toBe(`${target(root)} written\nNow run: systemctl daemon-reload   (the drop-in applies from the next start of the unit)\n`);
-    expect(readFileSync(target(root), 'utf8')).toBe(printed.stdout.split('\n').slice(1).join('\n'));
+    expect(readFileSync(target(root), 'utf8')).toBe(printed.stdout);
     expect(statSync(target(root)).mode & 0o777).toBe(0o644);
     const again = await systemd(['--unit', 'llm', '--unit-path', dir, '--write', '--root', root]);
     expect(again.stdout).toBe(`${target(root)} is already up to date\n`);

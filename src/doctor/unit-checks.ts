@@ -135,7 +135,7 @@ function notifyAccessCheck(unit: UnitProperties, gate: UnitGate | null, make: Ma
   }
   if (access === 'none' || access === 'main') {
     return make('notify-access', 'warn',
-      `NotifyAccess=${access}: systemd drops the STATUS= lines of gpugate's --notify from ${gate.setting}= ("reception only permitted for main PID"), so systemctl status cannot show what the start waits for`,
+      `NotifyAccess=${access}: systemd drops the STATUS= lines that gpugate's --notify sends from ${gate.setting}=, so systemctl status cannot show what the start waits for`,
       evidence, advice);
   }
   if (access === 'exec' && !gate.direct) {

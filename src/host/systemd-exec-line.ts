@@ -89,8 +89,3 @@ export function parseExecLine(value: string): ExecCommand[] | null {
   if (!flush()) return null;
   return commands;
 }
-
-/** A command line a person can paste into a unit file again (words with blanks or quotes quoted). */
-export function formatExecCommand(argv: readonly string[]): string {
-  return argv.map((word) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `"${word.replace(/[\\"]/g, (c) => `\\${c}`)}"`)).join(' ');
-}

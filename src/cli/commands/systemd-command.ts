@@ -45,7 +45,7 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
   const target = join(root, SYSTEM_UNIT_DIR, `${name}.d`, DROP_IN_FILE);
   const dropIn = buildDropIn(unit, thisGateProgram(), { keepExistingGate: hasForeignGate(unit, target) });
   const fitted = `${dropIn.minFreeFrom === 'gpu-memory-utilization' ? `--min-free ${dropIn.minFree} from its --gpu-memory-utilization` : `--min-free ${dropIn.minFree} (vLLM's default; ExecStart= sets no --gpu-memory-utilization)`}, StartLimitIntervalSec=${dropIn.startLimitIntervalSec / 60}min for RestartSec=${(unit.restartUsec / 1e6).toString()}s`;
-  context.logger.info(`drop-in for ${name} (read ${source.kind === 'systemctl' ? 'with systemctl show' : `from the unit files in ${source.directory}`}): ${fitted}${dropIn.execStartPre === null ? '; the unit already runs gpugate wait, so no second ExecStartPre=' : ''}`);
+  context.logger.info(`drop-in for ${name} (read ${source.kind === 'systemctl' ? 'with systemctl show' : `from the unit files in ${source.directory}`}): ${fitted}${dropIn.execStartPre === null ? '; the unit already runs gpugate wait, so no second ExecStartPre=' : ''}${write ? '' : `; --write puts it in ${target}`}`);
   let outcome: string | null = null;
   if (write) outcome = writeOwnedFile(target, dropIn.text, DROP_IN_MARKER);
   if (json) {
@@ -65,7 +65,8 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
       text: dropIn.text,
     }));
   } else if (outcome === null) {
-    context.stdout.write(`# ${target}\n${dropIn.text}`);
+    // Exactly the file, so `> NAME.d/gpugate.conf` gives what --write would (marker line first).
+    context.stdout.write(dropIn.text);
   } else {
     const what = outcome === 'unchanged' ? 'is already up to date' : outcome === 'created' ? 'written' : 'replaced';
     context.stdout.write(`${target} ${what}\n${outcome === 'unchanged' ? '' : 'Now run: systemctl daemon-reload   (the drop-in applies from the next start of the unit)\n'}`);
@@ -73,17 +74,23 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
   return ExitCode.ok;
 }
 
-/** Whether the unit runs gpugate wait in ExecStartPre= from a file other than the drop-in gpugate writes at `target`. */
+/** Whether the unit runs gpugate wait in ExecStartPre= from a file other than the drop-in gpugate writes (at `target`, or as NAME.d/gpugate.conf among the unit's drop-ins). */
 function hasForeignGate(unit: UnitProperties, target: string): boolean {
   const gates = unit.execStartPre.filter((command) => findUnitGate({ ...unit, execStartPre: [command], execStart: [] }) !== null).length;
   if (gates === 0) return false;
   // A gate that an earlier --write put in place is ours to replace.
-  let ours = 0;
-  try {
-    const text = readFileSync(target, 'utf8');
-    if (text.startsWith(DROP_IN_MARKER)) ours = text.split('\n').filter((line) => line.startsWith('ExecStartPre=') && / wait /.test(line)).length;
-  } catch {
-    ours = 0;
-  }
+  const own = [target, ...unit.dropInPaths.filter((path) => path.endsWith(`/${unit.name}.d/${DROP_IN_FILE}`))];
+  const ours = Math.max(0, ...own.map(gateLinesOfOwnFile));
   return gates > ours;
+}
+
+/** The gpugate ExecStartPre= lines of a drop-in gpugate wrote (0 when the file is missing or not ours). */
+function gateLinesOfOwnFile(path: string): number {
+  try {
+    const text = readFileSync(path, 'utf8');
+    if (!text.startsWith(DROP_IN_MARKER)) return 0;
+    return text.split('\n').filter((line) => line.startsWith('ExecStartPre=') && / wait /.test(line)).length;
+  } catch {
+    return 0;
+  }
 }
