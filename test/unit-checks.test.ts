@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { DoctorCheck } from '../src/doctor/doctor-check';
 import { worstStatus } from '../src/doctor/doctor-check';
-import { checkUnit } from '../src/doctor/unit-checks';
+import { checkUnit, checkUnitNamed } from '../src/doctor/unit-checks';
 import { findUnitGate } from '../src/doctor/unit-commands';
 import { readUnitProperties } from '../src/host/systemd-unit';
 import { repoRoot } from './helpers/sim';
@@ -207,5 +207,25 @@ describe('lines systemd ignores', () => {
     const result = find(await checks(service, unit), 'unit.ignored-lines');
     expect(result.status).toBe('warn');
     expect(result.evidence.lines).toEqual([expect.stringMatching(/llm\.service:\d+: KillMode=gentle is not one of/)]);
+  });
+});
+
+describe('checkUnitNamed (what doctor --unit calls)', () => {
+  it('reads and checks a unit by name from a unit directory', async () => {
+    const dir = makeTestTempDir('gpugate-unit-checks-');
+    writeFileSync(join(dir, 'vllm@.service'), readFileSync(join(repoRoot(), 'contrib', 'systemd', 'vllm@.service')));
+    const list = await checkUnitNamed('vllm@a', { kind: 'unit-files', directory: dir });
+    expect(list).toHaveLength(6);
+    expect(worstStatus(list)).toBe('pass');
+  });
+
+  it('turns a unit that cannot be read into one failed check, and a bad name into a usage error', async () => {
+    const dir = makeTestTempDir('gpugate-unit-checks-');
+    expect(await checkUnitNamed('nope', { kind: 'unit-files', directory: dir })).toEqual([expect.objectContaining({
+      id: 'unit.readable', subject: 'unit nope.service', status: 'fail', summary: expect.stringContaining(`no unit file nope.service in ${dir}`),
+    })]);
+    const viaSystemctl = await checkUnitNamed('nope', { kind: 'systemctl', systemctl: join(dir, 'no-systemctl') });
+    expect(viaSystemctl[0]).toMatchObject({ id: 'unit.readable', status: 'fail', advice: expect.stringContaining('--unit-path DIR') });
+    await expect(checkUnitNamed('../x', { kind: 'unit-files', directory: dir })).rejects.toMatchObject({ name: 'UsageError' });
   });
 });

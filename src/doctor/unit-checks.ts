@@ -3,7 +3,8 @@
  * crash loop ends? One finding per concern (restart limits, the gate, the start timeout, notify
  * access, kill mode, vLLM's memory fraction against the gate's), each with the values it rests on.
  */
-import type { UnitProperties } from '../host/systemd-unit';
+import { readUnitProperties, type UnitProperties, type UnitSource } from '../host/systemd-unit';
+import { normaliseUnitName } from '../host/systemd-unit-name';
 import { formatTimeSpanUsec } from '../host/systemd-time-span';
 import type { DoctorCheck, DoctorStatus } from './doctor-check';
 import { findMemoryUtilization, findUnitGate, type UnitGate } from './unit-commands';
@@ -35,6 +36,29 @@ export function checkUnit(unit: UnitProperties, gate: UnitGate | null = findUnit
     checks.push(make('ignored-lines', 'warn', `${unit.notes.length} line(s) of the unit files are ignored by systemd`, { lines: unit.notes }, 'fix or remove these lines; systemd keeps the previous value of each'));
   }
   return checks;
+}
+
+/**
+ * `doctor --unit NAME`: read the unit from `source` (see unitSourceFrom) and check it. A name that
+ * is not a unit name throws a UsageError (exit 64); a unit that cannot be read (not loaded, not
+ * in the directory, systemctl unreachable) is one failed check that says why.
+ */
+export async function checkUnitNamed(nameText: string, source: UnitSource): Promise<DoctorCheck[]> {
+  const name = normaliseUnitName(nameText);
+  let unit: UnitProperties;
+  try {
+    unit = await readUnitProperties(name, source);
+  } catch (error) {
+    const e = error as { name?: unknown; message?: unknown };
+    if (e.name !== 'ConfigError' && e.name !== 'SystemdUnavailableError' && !(typeof (error as NodeJS.ErrnoException).syscall === 'string')) throw error;
+    return [{
+      id: 'unit.readable', subject: `unit ${name}`, status: 'fail',
+      summary: `cannot read unit ${name}: ${typeof e.message === 'string' ? e.message : String(error)}`,
+      evidence: { source: source.kind === 'systemctl' ? 'systemctl show' : source.directory },
+      advice: source.kind === 'systemctl' ? 'check the name (systemctl list-unit-files), or read its files with --unit-path DIR' : 'check the name and the directory',
+    }];
+  }
+  return checkUnit(unit);
 }
 
 type Make = (id: string, status: DoctorStatus, summary: string, evidence: Record<string, unknown>, advice?: string) => DoctorCheck;
