@@ -85,16 +85,17 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
   },
   doctor: {
     usage: ['gpugate doctor [options]'],
-    about: 'Quick, read-only health checks (in the spirit of DCGM\'s level-1 diagnostic), each pass, warn or fail with its evidence\nand what to do: the driver (NVML and kernel module versions, the 535.43-535.86 process-list branch, CUDA version),\nevery GPU (persistence, compute and MIG modes, remapped rows, ECC, retired pages, clock slowdowns, PCIe link, fabric),\nthe kernel\'s NVRM Xid messages of this boot, and the host (device nodes, container, PID namespace,\nCUDA_VISIBLE_DEVICES ordering, nvidia-persistenced). Changes nothing.',
+    about: 'Quick, read-only health checks (in the spirit of DCGM\'s level-1 diagnostic), each pass, warn or fail with its evidence\nand what to do: the driver (NVML and kernel module versions, the 535.43-535.86 process-list branch, CUDA version),\nevery GPU (persistence, compute and MIG modes, remapped rows, ECC, retired pages, clock slowdowns, PCIe link, fabric),\nthe kernel\'s NVRM Xid messages of this boot, and the host (device nodes, container, PID namespace,\nCUDA_VISIBLE_DEVICES ordering, nvidia-persistenced); with --unit, the systemd unit the gate protects (start limits that\nend a crash loop, the gate in ExecStartPre=, TimeoutStartSec=, NotifyAccess=, KillMode=, --gpu-memory-utilization). Changes nothing.',
     examples: [
       'gpugate doctor',
       'gpugate doctor --json > doctor.json',
       'journalctl -k -b > kernel.log && gpugate doctor --kernel-log kernel.log   # without access to /dev/kmsg',
+      'gpugate doctor --unit vllm.service   # also judge the unit (read with systemctl show; --unit-path DIR reads its files)',
     ],
     exitCodes: `Exit codes:
   0    every check passed
-  64   usage error (unknown flag, bad duration)
-  69   at least one check failed (NVML unavailable counts as a failed check)
+  64   usage error (unknown flag, bad duration, --unit NAME that is not a unit name)
+  69   at least one check failed (NVML unavailable, or a --unit that cannot be read, counts as a failed check)
   70   internal error (a bug: please report it)
   75   warnings only
   129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM`,

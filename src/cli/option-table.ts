@@ -138,9 +138,9 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   { name: 'started-at', type: 'string', valueName: 'WHEN', commands: ['sim'], defaults: { sim: 'now' },
     help: "the timeline's 0 ms: Unix milliseconds, an ISO 8601 UTC time, or now" },
   // A systemd unit
-  { name: 'unit', type: 'string', valueName: 'NAME', commands: ['systemd'],
-    help: 'the unit to protect, e.g. vllm.service (".service" is added when no type is given)' },
-  { name: 'unit-path', type: 'string', valueName: 'DIR', commands: ['systemd'],
+  { name: 'unit', type: 'string', valueName: 'NAME', commands: ['doctor', 'systemd'],
+    help: 'the systemd unit the gate protects, e.g. vllm.service (".service" is added when no type is given); doctor checks its restart limits, gate, timeouts, NotifyAccess=, KillMode= and memory fraction' },
+  { name: 'unit-path', type: 'string', valueName: 'DIR', commands: ['doctor', 'systemd'],
     help: 'read the unit from its files in DIR (laid out like /etc/systemd/system: NAME, NAME.d/*.conf) instead of systemctl show; default: GPUGATE_SYSTEMD_UNIT_PATH' },
   { name: 'write', type: 'boolean', commands: ['systemd'],
     help: 'put the drop-in in /etc/systemd/system/NAME.d/gpugate.conf (atomically; only replacing a file gpugate wrote)' },

@@ -1,5 +1,5 @@
 /**
- * `gpugate systemd --unit` and the doctor's unit checks under a real systemd 252 (booted in its
+ * `gpugate systemd --unit` and `gpugate doctor --unit` under a real systemd 252 (booted in its
  * own namespaces, see container.ts), reading the unit through a real `systemctl show`: the seed
  * unit is judged failing, the drop-in is written, systemd loads it on daemon-reload, the unit
  * then passes every check, and writing again finds it up to date. Needs root and systemd;
@@ -16,14 +16,12 @@ if (reason !== null) console.warn(`e2e-systemd unit tools: skipped: ${reason}`);
 const cli = join(repo, 'dist', 'cli', 'main.js');
 const SEED = '[Unit]\nDescription=An LLM server\n\n[Service]\nExecStart=/usr/local/bin/fake-llm serve m --gpu-memory-utilization 0.85\nRestart=on-failure\nRestartSec=10\n';
 
-/** The doctor's unit checks of `unit`, run inside the container on what systemctl show reports there. */
+/** The unit's checks of `gpugate doctor --unit`, run inside the container (systemctl show there); the host's checks are left out. */
 function checksInside(c: SystemdContainer, unit: string): Array<{ id: string; status: string; summary: string }> {
-  const script = `const { readUnitProperties } = require(${JSON.stringify(join(repo, 'dist', 'host', 'systemd-unit.js'))});
-const { checkUnit } = require(${JSON.stringify(join(repo, 'dist', 'doctor', 'unit-checks.js'))});
-readUnitProperties(${JSON.stringify(unit)}, { kind: 'systemctl' }).then((u) => process.stdout.write(JSON.stringify(checkUnit(u))), (e) => { console.error(e); process.exit(1); });`;
-  const run = c.exec([process.execPath, '-e', script]);
-  if (run.status !== 0) throw new Error(`checks inside failed (${String(run.status)}): ${run.stderr}`);
-  return JSON.parse(run.stdout) as Array<{ id: string; status: string; summary: string }>;
+  const run = c.exec([process.execPath, cli, 'doctor', '--json', '--kernel-log', '/dev/null', '--unit', unit]);
+  if (run.stdout.trim() === '') throw new Error(`gpugate doctor printed nothing (${String(run.status)}): ${run.stderr}`);
+  const document = JSON.parse(run.stdout) as { checks: Array<{ id: string; subject: string; status: string; summary: string }> };
+  return document.checks.filter((check) => check.subject === `unit ${unit}`);
 }
 
 describe.skipIf(reason !== null)('gpugate systemd under a real systemd', () => {
@@ -45,6 +43,7 @@ describe.skipIf(reason !== null)('gpugate systemd under a real systemd', () => {
 
   it('judges the seed unit, read with systemctl show, failing: no gate, a start limit that never trips', () => {
     const checks = checksInside(c, 'llm.service');
+    expect(checks).toHaveLength(6);
     expect(checks.find((x) => x.id === 'unit.gate')?.status).toBe('fail');
     expect(checks.find((x) => x.id === 'unit.restart-limits')).toMatchObject({ status: 'fail', summary: expect.stringContaining('StartLimitIntervalSec=10s') });
   });

@@ -2,9 +2,13 @@
  * `gpugate doctor`: runs the read-only health checks (src/doctor/) and prints them as text or one
  * JSON document; exits 0 when every check passed, 75 with warnings only, 69 with a failure.
  * GPUGATE_DEV_DIR and GPUGATE_DRIVER_VERSION_FILE point the host readers elsewhere (a chroot, a
- * test), as --kernel-log does for the kernel log.
+ * test), as --kernel-log does for the kernel log. `--unit NAME` adds the checks of a systemd unit
+ * (src/doctor/unit-checks.ts), read with systemctl show or from --unit-path DIR.
  */
 import { runDoctor } from '../../doctor/doctor';
+import { checkUnitNamed } from '../../doctor/unit-checks';
+import { unitSourceFrom } from '../../host/systemd-unit';
+import { normaliseUnitName } from '../../host/systemd-unit-name';
 import { parseDuration } from '../../units';
 import { CliError } from '../cli-error';
 import { booleanFlag, stringFlag, type CommandContext } from '../command-context';
@@ -34,8 +38,20 @@ export async function runDoctorCommand(context: CommandContext): Promise<number>
   const library = stringFlag(context.values, 'library');
   if (library === '') throw usage('--library "": expected the path of libnvidia-ml.so.1');
   const env = context.env;
+  const unit = stringFlag(context.values, 'unit');
+  const unitPath = stringFlag(context.values, 'unit-path');
+  if (unit !== undefined) {
+    try {
+      normaliseUnitName(unit);
+    } catch (error) {
+      throw usage(`--unit: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  } else if (unitPath !== undefined) {
+    throw usage('gpugate doctor: --unit-path applies to --unit NAME');
+  }
   return withJsonError('doctor', json, context, async () => {
     const report = await runDoctor({
+      ...(unit !== undefined ? { unitChecks: () => checkUnitNamed(unit, unitSourceFrom(unitPath, env)) } : {}),
       callTimeoutMs,
       env,
       ...(library !== undefined ? { libraryPath: library } : {}),
