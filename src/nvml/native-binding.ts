@@ -102,10 +102,10 @@ export interface NativeBinding {
     processes: boolean,
     memoryOnly: boolean,
     devices: number[] | null,
-    lockTimeoutMs?: number,
+    lockTimeoutMs: number,
   ): NativeEncodedSnapshot;
   /** Fastest path: memory of every device into `out` (5 slots each: total, free, used, reserved, nvmlReturn). Returns the device count. */
-  readMemory(handle: NativeSessionHandle, out: Float64Array, lockTimeoutMs?: number): number;
+  readMemory(handle: NativeSessionHandle, out: Float64Array, lockTimeoutMs: number): number;
   /** The health readings of one device (by NVML index) on the worker thread: each query's values or its return code. */
   health(handle: NativeSessionHandle, device: number): Promise<NativeHealthReading>;
   /** nvmlShutdown (if init succeeded), then ends the worker thread. */

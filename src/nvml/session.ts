@@ -17,6 +17,7 @@ import {
   nvmlCodeName,
   NvmlError,
 } from './nvml-error';
+import { DEFAULT_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS } from './call-timeout';
 import { resolveLibraryPath } from './library-path';
 import type { LibraryPathChoice } from './library-path';
 import type {
@@ -32,21 +33,18 @@ import { decodeHealth } from './health-decode';
 import { decodeSnapshot, fromNativeCallError } from './snapshot-decode';
 import type { FieldError, GpuDevice, GpuHealth, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
 
-/** Default deadline of one NVML request, in milliseconds, counted from when the NVML thread starts it. */
-export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 /**
  * The most asynchronous calls (snapshots, running or queued) one session holds at once. Each
  * waits its turn on the session's one NVML thread; a call beyond this is refused at once with
  * GPUGATE_QUEUE_FULL instead of growing the queue without bound.
  */
 export const MAX_PENDING_CALLS = 1024;
-const MAX_TIMEOUT_MS = 2_147_483_647;
 
 function checkTimeout(value: unknown): number {
   if (value === undefined) return DEFAULT_CALL_TIMEOUT_MS;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMEOUT_MS) {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_CALL_TIMEOUT_MS) {
     throw new RangeError(
-      `gpugate: option 'callTimeoutMs' must be a number of milliseconds between 1 and ${MAX_TIMEOUT_MS}, got ${String(value)}`,
+      `gpugate: option 'callTimeoutMs' must be a number of milliseconds between 1 and ${MAX_CALL_TIMEOUT_MS}, got ${String(value)}`,
     );
   }
   return value;
