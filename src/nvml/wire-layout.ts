@@ -96,17 +96,16 @@ function positionsOf(native: NativeWireLayout, kind: RecordKind): Record<string,
  * @throws Error naming the record kind and slot when the addon lacks one the decoder reads
  */
 export function resolveWireLayout(native: NativeWireLayout): WireLayout {
-  const layout: Record<string, unknown> = {};
-  for (const kind of Object.keys(WIRE_SLOT_NAMES) as RecordKind[]) layout[kind] = positionsOf(native, kind);
+  const records = (Object.keys(WIRE_SLOT_NAMES) as RecordKind[]).map((kind) => [kind, positionsOf(native, kind)] as const);
   const kinds = namesOf(native, 'processKinds');
-  layout['processKindBits'] = Object.fromEntries(
+  const processKindBits = Object.fromEntries(
     WIRE_PROCESS_KINDS.map((kind) => {
       const at = kinds.indexOf(kind);
       if (at < 0) throw staleAddon(`has no process kind '${kind}' (it has ${kinds.join(', ')})`);
       return [kind, 2 ** at];
     }),
   );
-  return layout as WireLayout;
+  return Object.fromEntries([...records, ['processKindBits', processKindBits]]) as WireLayout;
 }
 
 const resolved = new WeakMap<NativeBinding, WireLayout>();
