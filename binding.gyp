@@ -120,64 +120,45 @@
       "dependencies": ["gpugate_sim", "gpugate_sim_legacy", "gpugate_sim_r470", "gpugate_sim_r510", "gpugate_sim_r535_early"],
       "actions": [
         {
-          "action_name": "install_sim_as_libnvidia_ml",
+          "action_name": "install_current_as_libnvidia_ml",
           "inputs": ["<(PRODUCT_DIR)/gpugate_sim.so"],
-          "outputs": ["<(PRODUCT_DIR)/sim/libnvidia-ml.so.1"],
-          "action": [
-            "sh",
-            "-c",
-            "mkdir -p <(PRODUCT_DIR)/sim && cp -f <(PRODUCT_DIR)/gpugate_sim.so <(PRODUCT_DIR)/sim/libnvidia-ml.so.1"
-          ]
+          "outputs": [
+            "<(PRODUCT_DIR)/sim/libnvidia-ml.so.1",
+            "<(PRODUCT_DIR)/sim/current/libnvidia-ml.so.1"
+          ],
+          "action": ["node", "sim/profile-table.cjs", "install", "current", "<(PRODUCT_DIR)/gpugate_sim.so", "<(PRODUCT_DIR)"]
         },
         {
-          "action_name": "install_current_profile_as_libnvidia_ml",
-          "inputs": ["<(PRODUCT_DIR)/gpugate_sim.so"],
-          "outputs": ["<(PRODUCT_DIR)/sim/current/libnvidia-ml.so.1"],
-          "action": [
-            "sh",
-            "-c",
-            "mkdir -p <(PRODUCT_DIR)/sim/current && cp -f <(PRODUCT_DIR)/gpugate_sim.so <(PRODUCT_DIR)/sim/current/libnvidia-ml.so.1"
-          ]
-        },
-        {
-          "action_name": "install_legacy_profile_as_libnvidia_ml",
+          "action_name": "install_legacy_as_libnvidia_ml",
           "inputs": ["<(PRODUCT_DIR)/gpugate_sim_legacy.so"],
-          "outputs": ["<(PRODUCT_DIR)/sim/legacy/libnvidia-ml.so.1"],
-          "action": [
-            "sh",
-            "-c",
-            "mkdir -p <(PRODUCT_DIR)/sim/legacy && cp -f <(PRODUCT_DIR)/gpugate_sim_legacy.so <(PRODUCT_DIR)/sim/legacy/libnvidia-ml.so.1"
-          ]
+          "outputs": [
+            "<(PRODUCT_DIR)/sim/legacy/libnvidia-ml.so.1"
+          ],
+          "action": ["node", "sim/profile-table.cjs", "install", "legacy", "<(PRODUCT_DIR)/gpugate_sim_legacy.so", "<(PRODUCT_DIR)"]
         },
         {
-          "action_name": "install_r470_profile_as_libnvidia_ml",
+          "action_name": "install_r470_as_libnvidia_ml",
           "inputs": ["<(PRODUCT_DIR)/gpugate_sim_r470.so"],
-          "outputs": ["<(PRODUCT_DIR)/sim/r470/libnvidia-ml.so.1"],
-          "action": [
-            "sh",
-            "-c",
-            "mkdir -p <(PRODUCT_DIR)/sim/r470 && cp -f <(PRODUCT_DIR)/gpugate_sim_r470.so <(PRODUCT_DIR)/sim/r470/libnvidia-ml.so.1"
-          ]
+          "outputs": [
+            "<(PRODUCT_DIR)/sim/r470/libnvidia-ml.so.1"
+          ],
+          "action": ["node", "sim/profile-table.cjs", "install", "r470", "<(PRODUCT_DIR)/gpugate_sim_r470.so", "<(PRODUCT_DIR)"]
         },
         {
-          "action_name": "install_r510_profile_as_libnvidia_ml",
+          "action_name": "install_r510_as_libnvidia_ml",
           "inputs": ["<(PRODUCT_DIR)/gpugate_sim_r510.so"],
-          "outputs": ["<(PRODUCT_DIR)/sim/r510/libnvidia-ml.so.1"],
-          "action": [
-            "sh",
-            "-c",
-            "mkdir -p <(PRODUCT_DIR)/sim/r510 && cp -f <(PRODUCT_DIR)/gpugate_sim_r510.so <(PRODUCT_DIR)/sim/r510/libnvidia-ml.so.1"
-          ]
+          "outputs": [
+            "<(PRODUCT_DIR)/sim/r510/libnvidia-ml.so.1"
+          ],
+          "action": ["node", "sim/profile-table.cjs", "install", "r510", "<(PRODUCT_DIR)/gpugate_sim_r510.so", "<(PRODUCT_DIR)"]
         },
         {
-          "action_name": "install_r535_early_profile_as_libnvidia_ml",
+          "action_name": "install_r535_early_as_libnvidia_ml",
           "inputs": ["<(PRODUCT_DIR)/gpugate_sim_r535_early.so"],
-          "outputs": ["<(PRODUCT_DIR)/sim/r535-early/libnvidia-ml.so.1"],
-          "action": [
-            "sh",
-            "-c",
-            "mkdir -p <(PRODUCT_DIR)/sim/r535-early && cp -f <(PRODUCT_DIR)/gpugate_sim_r535_early.so <(PRODUCT_DIR)/sim/r535-early/libnvidia-ml.so.1"
-          ]
+          "outputs": [
+            "<(PRODUCT_DIR)/sim/r535-early/libnvidia-ml.so.1"
+          ],
+          "action": ["node", "sim/profile-table.cjs", "install", "r535_early", "<(PRODUCT_DIR)/gpugate_sim_r535_early.so", "<(PRODUCT_DIR)"]
         }
       ]
     }

@@ -1,28 +1,30 @@
-// Flattening snapshot readings into numbers plus a string table (layout in encode.h).
+// Flattening snapshot readings into numbers plus a string table (slots named in wire_layout.h).
 #include "encode.h"
 
 namespace gpugate {
 
 namespace {
 
-void PutMemory(const MemoryReading& memory, double* slots) {
-  slots[0] = memory.totalBytes;
-  slots[1] = memory.freeBytes;
-  slots[2] = memory.usedBytes;
-  slots[3] = memory.reservedBytes;
-  slots[4] = memory.source == 0 ? kNull : memory.source;
+// Appends one record of `slots` NaN slots and returns it; valid until the next append.
+double* AppendRecord(std::vector<double>* numbers, int slots) {
+  const size_t base = numbers->size();
+  numbers->resize(base + slots, kNull);
+  return numbers->data() + base;
 }
 
 void PutProcesses(const ProcessListReading& list, std::vector<double>* numbers) {
   if (!list.read) return;
   for (const ProcessReading& process : list.processes) {
-    numbers->push_back(process.pid);
-    numbers->push_back(process.usedBytes);
-    numbers->push_back(process.kinds);
-    numbers->push_back(process.gpuInstanceId);
-    numbers->push_back(process.computeInstanceId);
+    double* slot = AppendRecord(numbers, kProcessSlots);
+    slot[kProcessPid] = process.pid;
+    slot[kProcessUsedBytes] = process.usedBytes;
+    slot[kProcessKinds] = process.kinds;
+    slot[kProcessGpuInstanceId] = process.gpuInstanceId;
+    slot[kProcessComputeInstanceId] = process.computeInstanceId;
   }
 }
+
+double MemorySource(const MemoryReading& memory) { return memory.source == 0 ? kNull : memory.source; }
 
 }  // namespace
 
@@ -40,14 +42,15 @@ void EncodeSnapshot(const std::vector<DeviceReading>& devices, EncodedSnapshot* 
   StringTable strings(&out->strings);
   numbers.clear();
   numbers.reserve(kHeaderSlots + devices.size() * (kDeviceSlots + 8 * kProcessSlots));
-  numbers.push_back(kEncodingVersion);
-  numbers.push_back(static_cast<double>(devices.size()));
+  AppendRecord(&numbers, kHeaderSlots)[kHeaderDeviceCount] = static_cast<double>(devices.size());
   for (const DeviceReading& device : devices) {
-    const size_t base = numbers.size();
-    numbers.resize(base + kDeviceSlots, kNull);
-    double* slot = numbers.data() + base;
+    double* slot = AppendRecord(&numbers, kDeviceSlots);
     slot[kDevIndex] = device.index;
-    PutMemory(device.memory, slot + kDevMemTotal);
+    slot[kDevMemTotal] = device.memory.totalBytes;
+    slot[kDevMemFree] = device.memory.freeBytes;
+    slot[kDevMemUsed] = device.memory.usedBytes;
+    slot[kDevMemReserved] = device.memory.reservedBytes;
+    slot[kDevMemSource] = MemorySource(device.memory);
     slot[kDevPersistence] = device.persistenceMode;
     slot[kDevComputeMode] = device.computeMode;
     slot[kDevMigMode] = device.migMode;
@@ -67,24 +70,27 @@ void EncodeSnapshot(const std::vector<DeviceReading>& devices, EncodedSnapshot* 
       slot[kDevProcessStride] = device.processes.strideBytes;
     }
     if (device.migListed) slot[kDevMigCount] = static_cast<double>(device.migDevices.size());
-    // `slot` may dangle after the pushes below; it is not used again.
+    // `slot` may dangle after the appends below; it is not used again.
     for (const CallError& error : device.fieldErrors) {
-      numbers.push_back(strings.Intern(error.field));
-      numbers.push_back(error.code);
-      numbers.push_back(strings.Intern(error.symbol));
-      numbers.push_back(strings.Intern(error.message));
+      double* e = AppendRecord(&numbers, kErrorSlots);
+      e[kErrorField] = strings.Intern(error.field);
+      e[kErrorCode] = error.code;
+      e[kErrorSymbol] = strings.Intern(error.symbol);
+      e[kErrorMessage] = strings.Intern(error.message);
     }
     PutProcesses(device.processes, &numbers);
     if (!device.migListed) continue;
     for (const MigReading& mig : device.migDevices) {
-      const size_t migBase = numbers.size();
-      numbers.resize(migBase + kMigSlots, kNull);
-      double* m = numbers.data() + migBase;
+      double* m = AppendRecord(&numbers, kMigSlots);
       m[kMigSlotIndex] = mig.slot;
       m[kMigUuid] = strings.Intern(mig.uuid);
       m[kMigGpuInstanceId] = mig.gpuInstanceId;
       m[kMigComputeInstanceId] = mig.computeInstanceId;
-      PutMemory(mig.memory, m + kMigMemTotal);
+      m[kMigMemTotal] = mig.memory.totalBytes;
+      m[kMigMemFree] = mig.memory.freeBytes;
+      m[kMigMemUsed] = mig.memory.usedBytes;
+      m[kMigMemReserved] = mig.memory.reservedBytes;
+      m[kMigMemSource] = MemorySource(mig.memory);
       if (mig.hasError) {
         m[kMigErrorCode] = mig.error.code;
         m[kMigErrorSymbol] = strings.Intern(mig.error.symbol);

@@ -2,16 +2,7 @@
 //
 // Building JavaScript objects through Node-API costs far more than building them in
 // JavaScript, so a snapshot crosses as numbers (NaN = null) and indices into a string table;
-// src/nvml/snapshot-decode.ts rebuilds the objects. The layout below is versioned and mirrored in
-// src/nvml/native-binding.ts; the contract test compares the two through encodingLayout().
-//
-// Layout (every slot a double):
-//   header:   [version, deviceCount]
-//   device:   kDeviceSlots fixed slots (DeviceSlot), then fieldErrorCount x kErrorSlots,
-//             then processCount x kProcessSlots, then migCount x (kMigSlots + its processes)
-//   error:    [fieldString, nvmlReturn, symbolString, messageString]
-//   process:  [pid, usedBytes, kindsBitmask, gpuInstanceId, computeInstanceId]
-//   mig:      kMigSlots fixed slots (MigSlot), then processCount x kProcessSlots
+// src/nvml/snapshot-decode.ts rebuilds the objects. The slots are named in wire_layout.h.
 #pragma once
 
 #include <string>
@@ -19,58 +10,9 @@
 #include <vector>
 
 #include "readings.h"
+#include "wire_layout.h"
 
 namespace gpugate {
-
-constexpr int kEncodingVersion = 1;
-constexpr int kHeaderSlots = 2;
-
-enum DeviceSlot : int {
-  kDevIndex,
-  kDevMemTotal,
-  kDevMemFree,
-  kDevMemUsed,
-  kDevMemReserved,
-  kDevMemSource,  // 2, 1, or NaN when memory could not be read
-  kDevPersistence,
-  kDevComputeMode,
-  kDevMigMode,
-  kDevUtilGpu,
-  kDevUtilMemory,
-  kDevTemperatureC,
-  kDevPowerMilliwatts,
-  kDevErrorCode,  // NaN when the device has no device-level error
-  kDevErrorSymbol,
-  kDevErrorMessage,
-  kDevFieldErrorCount,
-  kDevProcessCount,  // NaN when the lists were not read (not asked for, or failed)
-  kDevProcessSymbol,
-  kDevProcessStride,
-  kDevMigCount,  // NaN when the MIG devices were not listed
-  kDeviceSlots,
-};
-
-enum MigSlot : int {
-  kMigSlotIndex,
-  kMigUuid,
-  kMigGpuInstanceId,
-  kMigComputeInstanceId,
-  kMigMemTotal,
-  kMigMemFree,
-  kMigMemUsed,
-  kMigMemReserved,
-  kMigMemSource,
-  kMigErrorCode,
-  kMigErrorSymbol,
-  kMigErrorMessage,
-  kMigErrorField,
-  kMigProcessCount,
-  kMigProcessStride,
-  kMigSlots,
-};
-
-constexpr int kErrorSlots = 4;
-constexpr int kProcessSlots = 5;
 
 struct EncodedSnapshot {
   std::vector<double> numbers;

@@ -1,10 +1,9 @@
-// Small read-only exports: code names, the encoding layout, the library search list.
+// Small read-only exports: code names, the wire layout by slot name, the library search list.
 #include "introspection.h"
 
-#include "encode.h"
 #include "errors.h"
 #include "loader.h"
-#include "session.h"
+#include "wire_layout.h"
 
 namespace gpugate {
 
@@ -19,13 +18,11 @@ Napi::Value CodeName(const Napi::CallbackInfo& info) {
 Napi::Value EncodingLayout(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object layout = Napi::Object::New(env);
-  layout.Set("version", kEncodingVersion);
-  layout.Set("headerSlots", kHeaderSlots);
-  layout.Set("deviceSlots", static_cast<int>(kDeviceSlots));
-  layout.Set("migSlots", static_cast<int>(kMigSlots));
-  layout.Set("errorSlots", kErrorSlots);
-  layout.Set("processSlots", kProcessSlots);
-  layout.Set("memorySlots", kMemorySlots);
+  for (const WireRecord& record : kWireRecords) {
+    Napi::Array names = Napi::Array::New(env, record.count);
+    for (size_t i = 0; i < record.count; ++i) names.Set(static_cast<uint32_t>(i), record.names[i].name);
+    layout.Set(record.kind, names);
+  }
   return layout;
 }
 

@@ -1,5 +1,6 @@
 // Small read-only exports that let TypeScript and the tests check the native side's constants:
-// the NVML code-name table, the snapshot encoding layout, the default library search list.
+// the NVML code-name table, the wire layout (each record kind's slot names in order, wire_layout.h),
+// the default library search list.
 #pragma once
 
 #include <napi.h>

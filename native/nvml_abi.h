@@ -149,18 +149,14 @@ static_assert(offsetof(nvmlGpuFabricInfo_t, state) == 24, "nvmlGpuFabricInfo_t.s
 
 // Function pointer types, one per entry point gpugate resolves (exported names in comments).
 typedef nvmlReturn_t (*nvmlInit_fn)(void);                           // nvmlInit_v2, nvmlInit
-typedef nvmlReturn_t (*nvmlInitWithFlags_fn)(unsigned int);         // nvmlInitWithFlags
 typedef nvmlReturn_t (*nvmlShutdown_fn)(void);                       // nvmlShutdown
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);            // nvmlErrorString
 typedef nvmlReturn_t (*nvmlSystemGetString_fn)(char*, unsigned int);  // driver / NVML version
 typedef nvmlReturn_t (*nvmlSystemGetCudaDriverVersion_fn)(int*);      // _v2, plain
-typedef nvmlReturn_t (*nvmlSystemGetProcessName_fn)(unsigned int, char*, unsigned int);
 typedef nvmlReturn_t (*nvmlDeviceGetCount_fn)(unsigned int*);                      // _v2, plain
 typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_fn)(unsigned int, nvmlDevice_t*);  // _v2, plain
-typedef nvmlReturn_t (*nvmlDeviceGetHandleByString_fn)(const char*, nvmlDevice_t*);  // ByUUID, ByPciBusId_v2
 typedef nvmlReturn_t (*nvmlDeviceGetString_fn)(nvmlDevice_t, char*, unsigned int);   // Name, UUID
 typedef nvmlReturn_t (*nvmlDeviceGetUInt_fn)(nvmlDevice_t, unsigned int*);  // Index, MinorNumber, ...
-typedef nvmlReturn_t (*nvmlDeviceGetInt_fn)(nvmlDevice_t, int*);             // (unused shape kept simple)
 typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t, nvmlPciInfo_t*);  // _v3, _v2, plain
 typedef nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability_fn)(nvmlDevice_t, int*, int*);
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_v1_fn)(nvmlDevice_t, nvmlMemory_v1_t*);
@@ -171,7 +167,6 @@ typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int*, uns
 typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nvmlUtilization_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, int /*sensor*/, unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
-typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevice_t, nvmlDevice_t*);
 // Health readings (gpugate doctor).
 typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t, unsigned int* corrRows, unsigned int* uncRows,
                                                       unsigned int* isPending, unsigned int* failureOccurred);
@@ -182,14 +177,6 @@ typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfo_fn)(nvmlDevice_t, nvmlGpuFabri
 
 // ECC counter selectors (nvmlMemoryErrorType_t, nvmlEccCounterType_t).
 enum { GPUGATE_NVML_MEMORY_ERROR_UNCORRECTED_TYPE = 1, GPUGATE_NVML_VOLATILE_ECC_COUNTER = 0 };
-
-// Mode values.
-enum {
-  GPUGATE_NVML_COMPUTEMODE_DEFAULT = 0,
-  GPUGATE_NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,
-  GPUGATE_NVML_COMPUTEMODE_PROHIBITED = 2,
-  GPUGATE_NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
-};
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -125,11 +125,11 @@ void SessionCore::ReadAllMemory(double* out) const {
       Fn failedFn = kDeviceGetMemoryInfo;
       code = ReadMemory(symbols_, identity.handle, &memory, &failedFn);
     }
-    out[0] = memory.totalBytes;
-    out[1] = memory.freeBytes;
-    out[2] = memory.usedBytes;
-    out[3] = memory.reservedBytes;
-    out[4] = code;
+    out[kMemoryTotal] = memory.totalBytes;
+    out[kMemoryFree] = memory.freeBytes;
+    out[kMemoryUsed] = memory.usedBytes;
+    out[kMemoryReserved] = memory.reservedBytes;
+    out[kMemoryReturn] = code;
     out += kMemorySlots;
   }
 }

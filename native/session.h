@@ -47,7 +47,7 @@ class SessionCore {
   void ReadSnapshot(const SnapshotRequest& request, EncodedSnapshot* out) const;
   // Health readings of the device at `position` (below DeviceCount()). The caller holds nvmlMutex.
   HealthReading ReadDeviceHealth(size_t position) const { return ReadHealth(symbols_, identities_[position]); }
-  // Memory of every device into `out` (kMemorySlots each). The caller holds nvmlMutex.
+  // Memory of every device into `out` (one memory record each, wire_layout.h). The caller holds nvmlMutex.
   void ReadAllMemory(double* out) const;
 
   bool Opened() const { return opened_.load(); }
@@ -71,8 +71,5 @@ class SessionCore {
   bool initialized_ = false;  // guarded by nvmlMutex
   std::atomic<bool> opened_{false};
 };
-
-// Slots per device written by ReadAllMemory: total, free, used, reserved, nvmlReturn.
-constexpr int kMemorySlots = 5;
 
 }  // namespace gpugate

@@ -234,9 +234,11 @@ bool BoolArg(const Napi::CallbackInfo& info, size_t position, const char* name) 
   return info[position].As<Napi::Boolean>().Value();
 }
 
+// Required: the deadline's default is the TypeScript session's (src/nvml/call-timeout.ts).
 double TimeoutArg(const Napi::CallbackInfo& info, size_t position, const char* name) {
-  if (info.Length() <= position || info[position].IsUndefined()) return 10000;
-  if (!info[position].IsNumber()) ThrowType(info.Env(), std::string("argument '") + name + "' must be a number of milliseconds");
+  if (info.Length() <= position || !info[position].IsNumber()) {
+    ThrowType(info.Env(), std::string("argument '") + name + "' must be a number of milliseconds");
+  }
   const double value = info[position].As<Napi::Number>().DoubleValue();
   if (!(value >= 0) || value > 2147483647.0) {
     throw Napi::RangeError::New(info.Env(), std::string("gpugate: argument '") + name + "' must be between 0 and 2147483647 ms");

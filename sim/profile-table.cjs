@@ -1,10 +1,12 @@
 'use strict';
 /**
  * Reads the driver profile table (sim/driver_profiles.h) for the build and for gpugate's
- * TypeScript, so the table is written once. Run as a script it writes the linker version script
- * of one profile and prints its path (binding.gyp calls it while configuring):
+ * TypeScript, so the table is written once. Run as a script (by binding.gyp and CMakeLists.txt) it
+ * writes the linker version script of one profile and prints its path, or installs one profile's
+ * built library under the driver's file name (where `LD_LIBRARY_PATH=<dir>` tools find it):
  *
  *   node sim/profile-table.cjs version-script <profile token> <output dir>
+ *   node sim/profile-table.cjs install <profile token> <built library> <product dir>
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -56,13 +58,40 @@ function writeVersionScript(token, dir) {
   return file;
 }
 
-module.exports = { readProfileTable, exportedSymbols, writeVersionScript };
+/**
+ * Where a profile's library is installed as libnvidia-ml.so.1, relative to the product directory:
+ * sim/<profile name>/, and for the current driver also sim/ itself.
+ */
+function driverNamePaths(token, table = readProfileTable()) {
+  const profile = table.profiles.find((p) => p.token === token);
+  if (profile === undefined) throw new Error(`unknown simulator profile ${token}; expected one of ${table.profiles.map((p) => p.token).join(', ')}`);
+  const own = path.join('sim', profile.name, 'libnvidia-ml.so.1');
+  return token === 'current' ? [path.join('sim', 'libnvidia-ml.so.1'), own] : [own];
+}
+
+/** Copies `library` to each of the profile's driver-name paths under `productDir`; returns them. */
+function installDriverNames(token, library, productDir) {
+  return driverNamePaths(token).map((relative) => {
+    const target = path.join(productDir, relative);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.copyFileSync(library, target);
+    return target;
+  });
+}
+
+module.exports = { readProfileTable, exportedSymbols, writeVersionScript, driverNamePaths, installDriverNames };
 
 if (require.main === module) {
-  const [command, token, dir] = process.argv.slice(2);
-  if (command !== 'version-script' || !token || !dir) {
-    process.stderr.write('usage: node sim/profile-table.cjs version-script <profile token> <output dir>\n');
+  const [command, ...args] = process.argv.slice(2);
+  if (command === 'version-script' && args.length === 2) {
+    process.stdout.write(`${writeVersionScript(args[0], args[1])}\n`);
+  } else if (command === 'install' && args.length === 3) {
+    process.stdout.write(`${installDriverNames(args[0], args[1], args[2]).join('\n')}\n`);
+  } else {
+    process.stderr.write(
+      'usage: node sim/profile-table.cjs version-script <profile token> <output dir>\n' +
+        '       node sim/profile-table.cjs install <profile token> <built library> <product dir>\n',
+    );
     process.exit(64);
   }
-  process.stdout.write(`${writeVersionScript(token, dir)}\n`);
 }

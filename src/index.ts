@@ -19,7 +19,8 @@ export * from './host/shm';
 export * from './host/process-owner';
 export * from './host/cgroup-location';
 export * from './host/reap';
-export { openNvml, DEFAULT_CALL_TIMEOUT_MS, MAX_PENDING_CALLS } from './nvml/session';
+export { openNvml, MAX_PENDING_CALLS } from './nvml/session';
+export { DEFAULT_CALL_TIMEOUT_MS } from './nvml/call-timeout';
 export {
   NvmlError,
   isFatalNvmlError,

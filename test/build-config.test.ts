@@ -1,26 +1,36 @@
 /**
  * The two native builds cannot drift apart: binding.gyp is strict JSON and the single source of
  * truth, CMakeLists.txt builds exactly its targets from exactly its sources with its defines (checked
- * through CMake's compile_commands.json, configure only: nothing is compiled here), the sanitizer
- * option adds ASan + UBSan, an unknown gyp key stops the CMake configure with a message naming it,
- * and package.json's binary.napi_versions agrees with the NAPI_VERSION define.
+ * through CMake's compile_commands.json, configure only: nothing is compiled here), both install each
+ * simulator library under the driver's file name through the same script, the sanitizer option adds
+ * ASan + UBSan, an unknown gyp key stops the CMake configure with a message naming it, and
+ * package.json's binary.napi_versions agrees with the NAPI_VERSION define. The entry points
+ * package.json names are the ones the TypeScript build makes, and they load.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REQUIRED_NAPI_VERSION } from '../src/nvml/native-load-error';
 
 const root = resolve(__dirname, '..');
 const requireFromRoot = createRequire(join(root, 'package.json'));
 
+interface GypAction {
+  action_name: string;
+  inputs: string[];
+  outputs: string[];
+  action: string[];
+}
 interface GypTarget {
   target_name: string;
   type?: string;
   sources?: string[];
   defines?: string[];
+  actions?: GypAction[];
 }
 interface Gyp {
   variables?: Record<string, string | string[]>;
@@ -96,21 +106,33 @@ describe('binding.gyp and package.json', () => {
     expect(REQUIRED_NAPI_VERSION).toBe(napi);
   });
 
-  it('package.json points exports, types, bin and engines at files the build makes', () => {
+  it('package.json names entry points the TypeScript build makes, and CommonJS, ESM and the bin load from them', () => {
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-      exports: Record<string, unknown>; bin: Record<string, string>; engines: { node: string }; files: string[];
+      main: string; types: string; exports: Record<string, Record<string, Record<string, string>>>; bin: Record<string, string>;
       scripts: Record<string, string>;
     };
-    expect(pkg.exports['.']).toEqual({
-      import: { types: './dist/index.d.mts', default: './dist/index.mjs' },
-      require: { types: './dist/index.d.ts', default: './dist/index.js' },
-    });
+    const dot = pkg.exports['.']!;
     // "types" must come first in each condition block for TypeScript to use it.
-    const dot = pkg.exports['.'] as Record<string, Record<string, string>>;
-    for (const cond of ['import', 'require']) expect(Object.keys(dot[cond] ?? {})[0]).toBe('types');
-    expect(pkg.bin['gpugate']).toBe('dist/cli/main.js');
-    expect(pkg.engines.node).toBe('>=20');
-    expect(pkg.files).toEqual(expect.arrayContaining(['dist', 'prebuilds', 'native', 'sim', 'binding.gyp', 'CMakeLists.txt', 'scenarios', 'contrib', 'LICENSE']));
+    for (const condition of ['import', 'require']) expect(Object.keys(dot[condition] ?? {})[0], condition).toBe('types');
+    for (const file of [pkg.main, pkg.types, dot['import']!['types']!, dot['require']!['types']!]) {
+      expect(existsSync(join(root, file)), `${file} (run npm run build:ts)`).toBe(true);
+    }
+    const script = [
+      `const cjs = require(${JSON.stringify(join(root, dot['require']!['default']!))});`,
+      `import(${JSON.stringify(pathToFileURL(join(root, dot['import']!['default']!)).href)}).then((esm) => {`,
+      "  const names = (m) => Object.keys(m).filter((k) => !['default', 'module.exports', '__esModule'].includes(k)).sort().join(',');",
+      "  if (typeof cjs.openNvml !== 'function' || names(esm) !== names(cjs)) throw new Error(`ESM ${names(esm)} vs CommonJS ${names(cjs)}`);",
+      "  process.stdout.write('same exports');",
+      '});',
+    ].join('\n');
+    const loaded = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
+    expect(loaded.stderr).toBe('');
+    expect(loaded.stdout).toBe('same exports');
+    const bin = join(root, pkg.bin['gpugate']!);
+    expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node')).toBe(true);
+    const help = spawnSync(bin, ['--help'], { encoding: 'utf8', timeout: 30_000 });
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stdout).toContain('Usage: gpugate <command>');
     // npm would run a script named "prebuild" before every "build".
     expect(pkg.scripts['prebuild']).toBeUndefined();
   });
@@ -122,7 +144,8 @@ describe('CMakeLists.txt reads binding.gyp', () => {
     const { status, output, buildDir } = configure(root);
     expect(status, output).toBe(0);
     const built = gyp.targets.filter((t) => (t.type ?? 'loadable_module') !== 'none');
-    expect(output).toContain(`gpugate: targets from binding.gyp: ${gyp.targets.map((t) => t.target_name).join(';')}`);
+    expect(built.length).toBeGreaterThan(1);
+    expect(output).toContain(`gpugate: targets from binding.gyp: ${built.map((t) => t.target_name).join(';')} ->`);
     const commands = compileCommands(buildDir);
     const common = (gyp.target_defaults?.defines ?? []).map((d) => expand(d, gyp));
     for (const target of built) {
@@ -138,6 +161,36 @@ describe('CMakeLists.txt reads binding.gyp', () => {
     // Exactly the gyp sources are compiled: nothing listed twice, nothing extra.
     const allSources = built.flatMap((t) => sourcesOf(t, gyp).map((s) => `${t.target_name}:${join(root, s)}`));
     expect(commands.length).toBe(allSources.length);
+  });
+
+  it('both builds install every simulator profile under the driver\'s file name with the same script, and the build here did', () => {
+    const gyp = JSON.parse(gypText) as Gyp;
+    const table = requireFromRoot('./sim/profile-table.cjs') as {
+      readProfileTable(): { profiles: Array<{ token: string }> };
+      driverNamePaths(token: string): string[];
+    };
+    const actions = gyp.targets.flatMap((t) => t.actions ?? []);
+    const profiles = gyp.targets.flatMap((t) => (t.defines ?? []).map((d) => /^GPUGATE_SIM_LIBRARY_PROFILE=(\w+)$/.exec(d)?.[1] ?? []).flat()
+      .map((token) => ({ token, library: `${t.target_name}.so` })));
+    // Every profile of the table has a library target, and binding.gyp installs each one.
+    expect(profiles.map((p) => p.token).sort()).toEqual(table.readProfileTable().profiles.map((p) => p.token).sort());
+    for (const { token, library } of profiles) {
+      const install = actions.find((a) => a.action.includes('install') && a.action.includes(token));
+      expect(install, token).toBeDefined();
+      expect(install!.action).toEqual(['node', 'sim/profile-table.cjs', 'install', token, `<(PRODUCT_DIR)/${library}`, '<(PRODUCT_DIR)']);
+      // node-gyp's make rule must name what the script writes, or a changed library would not be copied again.
+      expect(install!.outputs.sort(), token).toEqual(table.driverNamePaths(token).map((p) => `<(PRODUCT_DIR)/${p}`).sort());
+      for (const path of table.driverNamePaths(token)) {
+        expect(readFileSync(join(root, 'build', 'Release', path)).equals(readFileSync(join(root, 'build', 'Release', library))), path).toBe(true);
+      }
+    }
+    // The CMake build runs the same script after linking each library.
+    const { status, output, buildDir } = configure(root);
+    expect(status, output).toBe(0);
+    for (const { token, library } of profiles) {
+      const rules = readFileSync(join(buildDir, 'CMakeFiles', `${library.replace(/\.so$/, '')}.dir`, 'build.make'), 'utf8');
+      expect(rules, token).toContain(`profile-table.cjs install ${token} ${join(buildDir, 'Release', library)} ${join(buildDir, 'Release')}`);
+    }
   });
 
   it('-DGPUGATE_SANITIZE=ON compiles every source with ASan and UBSan', () => {

@@ -32,6 +32,9 @@ describe('native argument abuse', () => {
     expect(() => binding.snapshot(handle, true, false, [-1])).toThrow(RangeError);
     expect(() => binding.snapshot(handle, true, false, ['0'])).toThrow(RangeError);
     expect(() => binding.snapshotSync(handle, false, false, null, 'soon')).toThrow(/'lockTimeoutMs' must be a number/);
+    // No default deadline on the native side: the session always passes its own.
+    expect(() => binding.snapshotSync(handle, false, false, null)).toThrow(/'lockTimeoutMs' must be a number/);
+    expect(() => binding.readMemory(handle, new Float64Array(40))).toThrow(/'lockTimeoutMs' must be a number/);
     expect(() => binding.readMemory(handle, new Float32Array(40))).toThrow(/argument 'out' must be a Float64Array/);
     expect(() => binding.readMemory(handle, [1, 2])).toThrow(TypeError);
     expect(() => binding.readMemory(handle, new Float64Array(39))).toThrow(/39 elements; 40 are needed/);
@@ -39,8 +42,8 @@ describe('native argument abuse', () => {
     expect(() => binding.sendNotify(1, 'READY=1')).toThrow(/argument 'socketPath'/);
     expect(() => binding.sendNotify('/run/x', undefined)).toThrow(/argument 'text'/);
     await b.close(handle);
-    expect(() => b.snapshotSync(handle, false, false, null)).toThrow(/not open/);
-    expect(() => b.readMemory(handle, new Float64Array(40))).toThrow(/not open/);
+    expect(() => b.snapshotSync(handle, false, false, null, 1000)).toThrow(/not open/);
+    expect(() => b.readMemory(handle, new Float64Array(40), 1000)).toThrow(/not open/);
     await b.close(handle); // a second close resolves
   });
 });

@@ -5,7 +5,8 @@ import { constants as osConstants } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { loadBinding } from '../src/nvml/binding';
 import { nvmlCodeName } from '../src/nvml/nvml-error';
-import { ENCODING, NATIVE_EXPORT_NAMES } from '../src/nvml/native-binding';
+import { NATIVE_EXPORT_NAMES } from '../src/nvml/native-binding';
+import { resolveWireLayout, WIRE_PROCESS_KINDS, WIRE_SLOT_NAMES } from '../src/nvml/wire-layout';
 import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
 import { freshSimulator } from './session-helpers';
@@ -18,16 +19,70 @@ describe('the native export table matches the TypeScript NativeBinding interface
     for (const name of NATIVE_EXPORT_NAMES) expect(typeof binding[name]).toBe('function');
   });
 
-  it('encodes snapshots with the layout snapshot-decode.ts reads', () => {
-    expect(binding.encodingLayout()).toEqual({
-      version: ENCODING.version,
-      headerSlots: ENCODING.headerSlots,
-      deviceSlots: ENCODING.device.slots,
-      migSlots: ENCODING.mig.slots,
-      errorSlots: ENCODING.errorSlots,
-      processSlots: ENCODING.processSlots,
-      memorySlots: ENCODING.memorySlots,
+  it('names the slots of every record kind the decoder reads, each once; TypeScript reads every slot the addon writes', () => {
+    const native = binding.encodingLayout();
+    const kinds = [...Object.keys(WIRE_SLOT_NAMES), 'processKinds'].sort();
+    expect(Object.keys(native).sort()).toEqual(kinds);
+    for (const kind of Object.keys(WIRE_SLOT_NAMES) as Array<keyof typeof WIRE_SLOT_NAMES>) {
+      const names = native[kind];
+      expect(new Set(names).size, `${kind}: a name written twice`).toBe(names.length);
+      // Same names, in any order: an unread slot is dead weight, a missing one a stale build.
+      expect([...names].sort(), kind).toEqual([...WIRE_SLOT_NAMES[kind]].sort());
+    }
+    expect([...native.processKinds].sort()).toEqual([...WIRE_PROCESS_KINDS].sort());
+  });
+
+  it('resolves each slot to the position the addon gives its name, whatever the order', () => {
+    const native = binding.encodingLayout();
+    const layout = resolveWireLayout(native);
+    for (const kind of Object.keys(WIRE_SLOT_NAMES) as Array<keyof typeof WIRE_SLOT_NAMES>) {
+      const positions = layout[kind] as unknown as Record<string, number>;
+      expect(positions['slots'], kind).toBe(native[kind].length);
+      for (const name of WIRE_SLOT_NAMES[kind]) expect(positions[name], `${kind}.${name}`).toBe(native[kind].indexOf(name));
+    }
+    for (const kind of WIRE_PROCESS_KINDS) expect(layout.processKindBits[kind]).toBe(2 ** native.processKinds.indexOf(kind));
+    // A native layout with its slots reordered (and one added) resolves by name, not by count.
+    const moved = { ...native, device: ['addedLater', ...[...native.device].reverse()], memory: [...native.memory].reverse() };
+    const resolved = resolveWireLayout(moved);
+    expect(resolved.device.memFree).toBe(moved.device.indexOf('memFree'));
+    expect(resolved.device.slots).toBe(native.device.length + 1);
+    expect(resolved.memory.nvmlReturn).toBe(0);
+  });
+
+  it('refuses an addon whose layout lacks a slot the decoder reads, naming the record and the slot', () => {
+    const native = binding.encodingLayout();
+    const stale = { ...native, process: native.process.filter((name) => name !== 'kinds') };
+    expect(() => resolveWireLayout(stale)).toThrow(/no slot 'kinds' in its process records.*npm run build:native/);
+    const { mig: _mig, ...noMig } = native;
+    expect(() => resolveWireLayout(noMig as typeof native)).toThrow(/has no mig record/);
+  });
+
+  it('the memory records readMemory writes decode to what the encoded snapshot says', async () => {
+    process.env['GPUGATE_SIM_SCENARIO'] = writeScenario({
+      devices: [simDevice(0), simDevice(1, { memory: { totalBytes: 97887 * 2 ** 20, reservedBytes: 471 * 2 ** 20, usedBytes: 7 * 2 ** 30 } })],
     });
+    const handle = binding.createSession();
+    const opened = await binding.open(handle, freshSimulator());
+    const layout = resolveWireLayout(binding.encodingLayout());
+    const out = new Float64Array(opened.devices.length * layout.memory.slots);
+    expect(binding.readMemory(handle, out, 1000)).toBe(2);
+    const encoded = binding.snapshotSync(handle, false, true, null, 1000);
+    const D = layout.device;
+    const M = layout.memory;
+    expect(encoded.numbers[layout.header.deviceCount]).toBe(2);
+    expect(encoded.numbers.length).toBe(layout.header.slots + 2 * D.slots); // no field errors, lists or MIG records
+    for (let d = 0; d < 2; d++) {
+      const device = layout.header.slots + d * D.slots;
+      const memory = d * M.slots;
+      expect(encoded.numbers[device + D.index]).toBe(d);
+      expect(out[memory + M.nvmlReturn]).toBe(0);
+      expect(out[memory + M.totalBytes]).toBe(encoded.numbers[device + D.memTotal]);
+      expect(out[memory + M.freeBytes]).toBe(encoded.numbers[device + D.memFree]);
+      expect(out[memory + M.usedBytes]).toBe(encoded.numbers[device + D.memUsed]);
+      expect(out[memory + M.reservedBytes]).toBe(encoded.numbers[device + D.memReserved]);
+    }
+    expect(out[M.slots + M.usedBytes]).toBe(7 * 2 ** 30);
+    await binding.close(handle);
   });
 
   it('names every NVML return code the same way on both sides', () => {

@@ -5,6 +5,7 @@
  */
 
 import { parseSelectorList } from '../gate/devices';
+import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
 import { parseDuration, parseSize, parseSizeOrFraction, type SizeOrFraction } from '../units';
 import { CliError } from './cli-error';
 import { booleanFlag, listFlag, stringFlag } from './command-context';
@@ -55,8 +56,6 @@ export interface WaitSettings extends CriteriaSettings {
   intervalMs: number;
 }
 
-const DEFAULT_NVML_TIMEOUT = '10s';
-
 /** Parse a flag's value with `parse`, turning a parse failure into a usage error naming the flag. */
 function flagValue<T>(values: FlagValues, name: string, parse: (text: string) => T, fallback?: string): T | undefined {
   const text = stringFlag(values, name) ?? fallback;
@@ -83,7 +82,7 @@ export function parseSessionSettings(command: CommandName, values: FlagValues): 
       throw new CliError(`--gpus ${JSON.stringify(gpusText)} selects no GPU: expected a comma-separated list of NVML indices, GPU-/MIG- UUIDs or PCI bus ids${command === 'wait' || command === 'check' ? ' (or --allow-empty to accept none)' : ''}`, ExitCode.config, 'no-gpu-selected');
     }
   }
-  const callTimeoutMs = flagValue(values, 'nvml-timeout', parseDuration, DEFAULT_NVML_TIMEOUT) as number;
+  const callTimeoutMs = flagValue(values, 'nvml-timeout', parseDuration) ?? DEFAULT_CALL_TIMEOUT_MS;
   if (callTimeoutMs <= 0) throw usage(`--nvml-timeout ${JSON.stringify(stringFlag(values, 'nvml-timeout'))}: expected a duration above 0`);
   const formatText = stringFlag(values, 'format');
   let format: OutputFormat = 'text';

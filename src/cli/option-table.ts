@@ -3,6 +3,8 @@
  * commands that accept it. Argument parsing and `--help` are both generated from this table,
  * so a flag cannot be parsed without being documented (or the reverse).
  */
+import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
+import { formatDuration } from '../units';
 
 /** The sub-commands of `gpugate`. */
 export type CommandName = 'wait' | 'check' | 'select' | 'status' | 'holders' | 'doctor' | 'demo' | 'sim' | 'bench' | 'systemd' | 'completion';
@@ -50,6 +52,11 @@ export interface OptionSpec {
   commands: readonly CommandName[];
 }
 
+/** The same default for each of `commands`. */
+function everyCommand(commands: readonly CommandName[], value: string): Partial<Record<CommandName, string>> {
+  return Object.fromEntries(commands.map((command) => [command, value]));
+}
+
 const GPU_COMMANDS: readonly CommandName[] = ['wait', 'check', 'select', 'status', 'holders'];
 const CRITERIA_COMMANDS: readonly CommandName[] = ['wait', 'check'];
 /** Commands that judge GPUs by the criteria flags (select takes them, not the stale actions). */
@@ -66,7 +73,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'succeed when the selection holds no GPU (CUDA_VISIBLE_DEVICES=-1 or empty, NVIDIA_VISIBLE_DEVICES=none|void, --gpus ""); without it that exits 78' },
   { name: 'library', type: 'string', valueName: 'PATH', commands: [...GPU_COMMANDS, 'doctor', 'bench'],
     help: 'NVML library to load (default: GPUGATE_NVML_LIBRARY, then libnvidia-ml.so.1 in the usual places)' },
-  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: [...GPU_COMMANDS, 'doctor', 'bench'], defaults: { wait: '10s', check: '10s', select: '10s', status: '10s', holders: '10s', doctor: '10s', bench: '10s' },
+  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: [...GPU_COMMANDS, 'doctor', 'bench'], defaults: everyCommand([...GPU_COMMANDS, 'doctor', 'bench'], formatDuration(DEFAULT_CALL_TIMEOUT_MS)),
     help: 'deadline for each NVML call; a hung call ends the command with exit 69' },
   // Criteria
   { name: 'min-free', type: 'string', valueName: 'FRACTION|SIZE', commands: JUDGING_COMMANDS,

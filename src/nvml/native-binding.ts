@@ -1,8 +1,7 @@
 /**
- * The shape of the native addon (build/Release/gpugate.node) as TypeScript sees it, and the
- * constants of its flat snapshot encoding. Every native export appears in three places: the
- * addon's table (native/addon.cc), {@link NATIVE_EXPORT_NAMES} / {@link NativeBinding} here, and
- * the contract test that compares them with the loaded addon.
+ * The shape of the native addon (build/Release/gpugate.node) as TypeScript sees it. Every native
+ * export appears in three places: the addon's table (native/addon.cc), {@link NATIVE_EXPORT_NAMES} /
+ * {@link NativeBinding} here, and the contract test that compares them with the loaded addon.
  */
 
 /** An opaque session handle created by the addon (a type-tagged external). */
@@ -51,7 +50,7 @@ export interface NativeOpenError extends Error {
   simulatorError: string | null;
 }
 
-/** A snapshot in the flat encoding (see {@link ENCODING}). */
+/** A snapshot in the flat encoding (records as {@link NativeWireLayout} names them). */
 export interface NativeEncodedSnapshot {
   numbers: Float64Array;
   strings: string[];
@@ -72,15 +71,19 @@ export interface NativeHealthReading {
   fields: Record<string, NativeHealthField>;
 }
 
-/** The encoding sizes the addon reports (checked against {@link ENCODING} by the contract test). */
-export interface NativeEncodingLayout {
-  version: number;
-  headerSlots: number;
-  deviceSlots: number;
-  migSlots: number;
-  errorSlots: number;
-  processSlots: number;
-  memorySlots: number;
+/**
+ * The wire layout the addon reports: for each record kind, its slot names in position order
+ * (native/wire_layout.h); for processKinds, the kind each bit of a process's `kinds` slot stands
+ * for. src/nvml/wire-layout.ts resolves the names it reads to positions.
+ */
+export interface NativeWireLayout {
+  header: string[];
+  device: string[];
+  mig: string[];
+  error: string[];
+  process: string[];
+  memory: string[];
+  processKinds: string[];
 }
 
 /** The functions the addon exports. */
@@ -102,10 +105,10 @@ export interface NativeBinding {
     processes: boolean,
     memoryOnly: boolean,
     devices: number[] | null,
-    lockTimeoutMs?: number,
+    lockTimeoutMs: number,
   ): NativeEncodedSnapshot;
-  /** Fastest path: memory of every device into `out` (5 slots each: total, free, used, reserved, nvmlReturn). Returns the device count. */
-  readMemory(handle: NativeSessionHandle, out: Float64Array, lockTimeoutMs?: number): number;
+  /** Fastest path: memory of every device into `out` (one `memory` record each). Returns the device count. */
+  readMemory(handle: NativeSessionHandle, out: Float64Array, lockTimeoutMs: number): number;
   /** The health readings of one device (by NVML index) on the worker thread: each query's values or its return code. */
   health(handle: NativeSessionHandle, device: number): Promise<NativeHealthReading>;
   /** nvmlShutdown (if init succeeded), then ends the worker thread. */
@@ -134,7 +137,8 @@ export interface NativeBinding {
   lastSignalSource(signal: number): { code: number; pid: number } | null;
   /** 'NVML_ERROR_GPU_IS_LOST' etc., 'NVML_ERROR_<n>' for unlisted codes. */
   codeName(code: number): string;
-  encodingLayout(): NativeEncodingLayout;
+  /** Each record kind's slot names in position order. */
+  encodingLayout(): NativeWireLayout;
   /** Where the loader looks when no explicit path is given, in order. */
   defaultLibraryCandidates(): string[];
 }
@@ -166,57 +170,3 @@ export const NATIVE_EXPORT_NAMES = [
 type MissingFromList = Exclude<keyof NativeBinding, (typeof NATIVE_EXPORT_NAMES)[number]>;
 const exportListIsComplete: MissingFromList extends never ? true : MissingFromList = true;
 void exportListIsComplete;
-
-/** Slot positions of the flat snapshot encoding (mirrors native/encode.h). */
-export const ENCODING = {
-  version: 1,
-  headerSlots: 2,
-  errorSlots: 4,
-  processSlots: 5,
-  memorySlots: 5,
-  device: {
-    index: 0,
-    memTotal: 1,
-    memFree: 2,
-    memUsed: 3,
-    memReserved: 4,
-    memSource: 5,
-    persistence: 6,
-    computeMode: 7,
-    migMode: 8,
-    utilGpu: 9,
-    utilMemory: 10,
-    temperatureC: 11,
-    powerMilliwatts: 12,
-    errorCode: 13,
-    errorSymbol: 14,
-    errorMessage: 15,
-    fieldErrorCount: 16,
-    processCount: 17,
-    processSymbol: 18,
-    processStride: 19,
-    migCount: 20,
-    slots: 21,
-  },
-  mig: {
-    slot: 0,
-    uuid: 1,
-    gpuInstanceId: 2,
-    computeInstanceId: 3,
-    memTotal: 4,
-    memFree: 5,
-    memUsed: 6,
-    memReserved: 7,
-    memSource: 8,
-    errorCode: 9,
-    errorSymbol: 10,
-    errorMessage: 11,
-    errorField: 12,
-    processCount: 13,
-    processStride: 14,
-    slots: 15,
-  },
-} as const;
-
-/** Bits of a process's kinds in the encoding. */
-export const PROCESS_KIND_BITS = { compute: 1, graphics: 2, mps: 4 } as const;

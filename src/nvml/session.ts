@@ -17,36 +17,33 @@ import {
   nvmlCodeName,
   NvmlError,
 } from './nvml-error';
+import { DEFAULT_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS } from './call-timeout';
 import { resolveLibraryPath } from './library-path';
 import type { LibraryPathChoice } from './library-path';
 import type {
   NativeBinding,
-  NativeDeviceIdentity,
   NativeEncodedSnapshot,
   NativeOpenError,
   NativeOpenResult,
   NativeSessionHandle,
 } from './native-binding';
-import { ENCODING } from './native-binding';
 import { decodeHealth } from './health-decode';
-import { decodeSnapshot, fromNativeCallError } from './snapshot-decode';
-import type { FieldError, GpuDevice, GpuHealth, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
+import { SnapshotDecoder } from './snapshot-decode';
+import { wireLayoutOf } from './wire-layout';
+import type { GpuHealth, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
 
-/** Default deadline of one NVML request, in milliseconds, counted from when the NVML thread starts it. */
-export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 /**
  * The most asynchronous calls (snapshots, running or queued) one session holds at once. Each
  * waits its turn on the session's one NVML thread; a call beyond this is refused at once with
  * GPUGATE_QUEUE_FULL instead of growing the queue without bound.
  */
 export const MAX_PENDING_CALLS = 1024;
-const MAX_TIMEOUT_MS = 2_147_483_647;
 
 function checkTimeout(value: unknown): number {
   if (value === undefined) return DEFAULT_CALL_TIMEOUT_MS;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMEOUT_MS) {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_CALL_TIMEOUT_MS) {
     throw new RangeError(
-      `gpugate: option 'callTimeoutMs' must be a number of milliseconds between 1 and ${MAX_TIMEOUT_MS}, got ${String(value)}`,
+      `gpugate: option 'callTimeoutMs' must be a number of milliseconds between 1 and ${MAX_CALL_TIMEOUT_MS}, got ${String(value)}`,
     );
   }
   return value;
@@ -143,30 +140,15 @@ interface PendingCall {
   reject(error: Error): void;
 }
 
-/** What never changes for a device during a session, formatted once. */
-interface ConstantDeviceFields {
-  index: number;
-  uuid: string;
-  name: string;
-  pciBusId: string;
-  minorNumber: number | null;
-  computeCapability: string | null;
-  fieldErrors: Record<string, FieldError>;
-  /** False when even the device handle failed at open (the general path reports why). */
-  usable: boolean;
-}
-
 class Session implements NvmlMemoryReader {
   readonly library: LibraryInfo;
   readonly deviceCount: number;
   readonly #binding: NativeBinding;
   readonly #handle: NativeSessionHandle;
-  readonly #identities: readonly NativeDeviceIdentity[];
   readonly #timeoutMs: number;
+  readonly #decoder: SnapshotDecoder;
   /** Reused by the memory-only fast path of snapshotSync (one read of every device). */
   readonly #memoryBuffer: Float64Array;
-  /** Per device, what never changes during the session, formatted once for every snapshot. */
-  readonly #constantFields: readonly ConstantDeviceFields[];
   #closed = false;
   #poisonedBy: NvmlError | null = null;
   /** Calls handed to the NVML thread and not yet settled, oldest first (the thread runs them in order). */
@@ -177,25 +159,10 @@ class Session implements NvmlMemoryReader {
   constructor(binding: NativeBinding, handle: NativeSessionHandle, opened: NativeOpenResult, timeoutMs: number) {
     this.#binding = binding;
     this.#handle = handle;
-    this.#identities = opened.devices;
     this.#timeoutMs = timeoutMs;
     this.deviceCount = opened.devices.length;
-    this.#memoryBuffer = new Float64Array(opened.devices.length * ENCODING.memorySlots);
-    this.#constantFields = opened.devices.map((identity) => {
-      const fieldErrors: Record<string, FieldError> = {};
-      for (const error of identity.fieldErrors) fieldErrors[error.field] = fromNativeCallError(error);
-      const capability = identity.computeCapability;
-      return {
-        index: identity.index,
-        uuid: identity.uuid,
-        name: identity.name,
-        pciBusId: identity.pciBusId,
-        minorNumber: identity.minorNumber,
-        computeCapability: capability === null ? null : `${capability[0]}.${capability[1]}`,
-        fieldErrors,
-        usable: identity.error === null,
-      };
-    });
+    this.#decoder = new SnapshotDecoder(wireLayoutOf(binding), opened.devices);
+    this.#memoryBuffer = new Float64Array(opened.devices.length * this.#decoder.memorySlots);
     this.library = {
       path: opened.path,
       driverVersion: opened.driverVersion,
@@ -363,7 +330,7 @@ class Session implements NvmlMemoryReader {
   }
 
   #decode(encoded: NativeEncodedSnapshot, processes: boolean, takenAt: number): Snapshot {
-    return decodeSnapshot(encoded, this.#identities, { processes, takenAt });
+    return this.#decoder.decode(encoded, { processes, takenAt });
   }
 
   snapshot(options?: SnapshotOptions): Promise<Snapshot> {
@@ -388,7 +355,8 @@ class Session implements NvmlMemoryReader {
     const checked = this.#checkOptions(options);
     const takenAt = Date.now();
     if (checked.memoryOnly && !checked.processes && checked.devices === null) {
-      const fast = this.#memoryOnlySnapshot(takenAt);
+      // The cheapest full memory-only snapshot: one native read of every device into a reused array.
+      const fast = this.#decoder.decodeMemory(this.readMemorySync(this.#memoryBuffer), takenAt);
       if (fast !== null) return fast;
     }
     try {
@@ -406,51 +374,9 @@ class Session implements NvmlMemoryReader {
     }
   }
 
-  /**
-   * The cheapest full memory-only snapshot: one native read of every device into a reused array,
-   * objects built here with the constant fields formatted once per session. Returns null (the
-   * caller takes the general path, which explains failures) when any device's read failed.
-   */
-  #memoryOnlySnapshot(takenAt: number): Snapshot | null {
-    const slots = ENCODING.memorySlots;
-    const out = this.readMemorySync(this.#memoryBuffer);
-    const devices: GpuDevice[] = new Array<GpuDevice>(this.#constantFields.length);
-    for (let i = 0; i < this.#constantFields.length; i++) {
-      const constant = this.#constantFields[i] as ConstantDeviceFields;
-      const base = i * slots;
-      if (!constant.usable || out[base + 4] !== 0) return null;
-      const reserved = out[base + 3] as number;
-      const v1 = Number.isNaN(reserved);
-      devices[i] = {
-        index: constant.index,
-        uuid: constant.uuid,
-        name: constant.name,
-        pciBusId: constant.pciBusId,
-        minorNumber: constant.minorNumber,
-        computeCapability: constant.computeCapability,
-        memory: {
-          totalBytes: out[base] as number,
-          freeBytes: out[base + 1] as number,
-          usedBytes: out[base + 2] as number,
-          reservedBytes: v1 ? null : reserved,
-          source: v1 ? 'v1' : 'v2',
-        },
-        persistenceMode: null,
-        computeMode: null,
-        migMode: null,
-        utilization: null,
-        temperatureC: null,
-        powerWatts: null,
-        error: null,
-        fieldErrors: { ...constant.fieldErrors },
-      };
-    }
-    return { takenAt, devices };
-  }
-
   readMemorySync(out?: Float64Array): Float64Array {
     if (this.#closed) throw this.#closedError('readMemorySync');
-    const needed = this.deviceCount * ENCODING.memorySlots;
+    const needed = this.deviceCount * this.#decoder.memorySlots;
     const target = out ?? new Float64Array(needed);
     if (!(target instanceof Float64Array)) {
       throw new TypeError('gpugate: readMemorySync(out): out must be a Float64Array');
@@ -502,6 +428,7 @@ export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemor
   const timeoutMs = checkTimeout(options.callTimeoutMs);
   const choice = resolveLibraryPath(options.libraryPath);
   const binding = loadBinding();
+  wireLayoutOf(binding); // a stale addon is refused here, before NVML is opened
   const handle = binding.createSession();
   let timedOut = false;
   let opened: NativeOpenResult;

@@ -9,6 +9,7 @@ import { runDoctor } from '../../doctor/doctor';
 import { checkUnitNamed } from '../../doctor/unit-checks';
 import { unitSourceFrom } from '../../host/systemd-unit';
 import { normaliseUnitName } from '../../host/systemd-unit-name';
+import { DEFAULT_CALL_TIMEOUT_MS } from '../../nvml/call-timeout';
 import { parseDuration } from '../../units';
 import { CliError } from '../cli-error';
 import { booleanFlag, stringFlag, type CommandContext } from '../command-context';
@@ -25,14 +26,16 @@ function usage(message: string): CliError {
 /** Run `gpugate doctor`. */
 export async function runDoctorCommand(context: CommandContext): Promise<number> {
   const json = booleanFlag(context.values, 'json');
-  const timeoutText = stringFlag(context.values, 'nvml-timeout') ?? '10s';
-  let callTimeoutMs: number;
-  try {
-    callTimeoutMs = parseDuration(timeoutText);
-  } catch (error) {
-    throw usage(`--nvml-timeout ${JSON.stringify(timeoutText)}: ${error instanceof Error ? error.message : String(error)}`);
+  const timeoutText = stringFlag(context.values, 'nvml-timeout');
+  let callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS;
+  if (timeoutText !== undefined) {
+    try {
+      callTimeoutMs = parseDuration(timeoutText);
+    } catch (error) {
+      throw usage(`--nvml-timeout ${JSON.stringify(timeoutText)}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (callTimeoutMs <= 0) throw usage(`--nvml-timeout ${JSON.stringify(timeoutText)}: expected a duration above 0`);
   }
-  if (callTimeoutMs <= 0) throw usage(`--nvml-timeout ${JSON.stringify(timeoutText)}: expected a duration above 0`);
   const kernelLog = stringFlag(context.values, 'kernel-log');
   if (kernelLog === '') throw usage('--kernel-log "": expected a file path');
   const library = stringFlag(context.values, 'library');
