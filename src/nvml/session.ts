@@ -30,7 +30,7 @@ import type {
 import { ENCODING } from './native-binding';
 import { decodeHealth } from './health-decode';
 import { decodeSnapshot, fromNativeCallError } from './snapshot-decode';
-import type { FieldError, GpuDevice, GpuHealth, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
+import type { FieldError, GpuDevice, GpuHealth, GpuIdentity, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
 
 /** Default deadline of one NVML request, in milliseconds, counted from when the NVML thread starts it. */
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
@@ -134,6 +134,7 @@ function stuckCall(
 interface CheckedSnapshotOptions {
   processes: boolean;
   memoryOnly: boolean;
+  computeMode: boolean;
   devices: number[] | null;
 }
 
@@ -159,6 +160,7 @@ interface ConstantDeviceFields {
 class Session implements NvmlMemoryReader {
   readonly library: LibraryInfo;
   readonly deviceCount: number;
+  readonly devices: readonly GpuIdentity[];
   readonly #binding: NativeBinding;
   readonly #handle: NativeSessionHandle;
   readonly #identities: readonly NativeDeviceIdentity[];
@@ -194,6 +196,18 @@ class Session implements NvmlMemoryReader {
         computeCapability: capability === null ? null : `${capability[0]}.${capability[1]}`,
         fieldErrors,
         usable: identity.error === null,
+      };
+    });
+    this.devices = this.#constantFields.map((constant, i) => {
+      const error = opened.devices[i]?.error ?? null;
+      return {
+        index: constant.index,
+        uuid: constant.uuid,
+        name: constant.name,
+        pciBusId: constant.pciBusId,
+        minorNumber: constant.minorNumber,
+        computeCapability: constant.computeCapability,
+        error: error === null ? null : fromNativeCallError(error),
       };
     });
     this.library = {
@@ -332,14 +346,15 @@ class Session implements NvmlMemoryReader {
   }
 
   #checkOptions(options: unknown): CheckedSnapshotOptions {
-    if (options === undefined) return { processes: false, memoryOnly: false, devices: null };
+    if (options === undefined) return { processes: false, memoryOnly: false, computeMode: false, devices: null };
     if (typeof options !== 'object' || options === null) {
       throw new TypeError('gpugate: snapshot options must be an object like { processes: true, devices: [0, 1] }');
     }
-    const { processes, memoryOnly, devices } = options as Record<string, unknown>;
+    const { processes, memoryOnly, computeMode, devices } = options as Record<string, unknown>;
     for (const [name, value] of [
       ['processes', processes],
       ['memoryOnly', memoryOnly],
+      ['computeMode', computeMode],
     ] as const) {
       if (value !== undefined && typeof value !== 'boolean') {
         throw new TypeError(`gpugate: snapshot option '${name}' must be a boolean, got ${JSON.stringify(value)}`);
@@ -359,7 +374,7 @@ class Session implements NvmlMemoryReader {
       }
       indices = devices as number[];
     }
-    return { processes: processes === true, memoryOnly: memoryOnly === true, devices: indices };
+    return { processes: processes === true, memoryOnly: memoryOnly === true, computeMode: computeMode === true, devices: indices };
   }
 
   #decode(encoded: NativeEncodedSnapshot, processes: boolean, takenAt: number): Snapshot {
@@ -374,7 +389,7 @@ class Session implements NvmlMemoryReader {
     const takenAt = Date.now();
     try {
       checked = this.#checkOptions(options);
-      pending = this.#binding.snapshot(this.#handle, checked.processes, checked.memoryOnly, checked.devices);
+      pending = this.#binding.snapshot(this.#handle, checked.processes, checked.memoryOnly, checked.devices, checked.computeMode);
     } catch (error) {
       // An async API reports every failure through its promise, argument errors included.
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
@@ -387,7 +402,7 @@ class Session implements NvmlMemoryReader {
     if (this.#closed) throw this.#closedError('snapshotSync');
     const checked = this.#checkOptions(options);
     const takenAt = Date.now();
-    if (checked.memoryOnly && !checked.processes && checked.devices === null) {
+    if (checked.memoryOnly && !checked.processes && !checked.computeMode && checked.devices === null) {
       const fast = this.#memoryOnlySnapshot(takenAt);
       if (fast !== null) return fast;
     }
@@ -398,6 +413,7 @@ class Session implements NvmlMemoryReader {
         checked.memoryOnly,
         checked.devices,
         this.#timeoutMs,
+        checked.computeMode,
       );
       return this.#decode(encoded, checked.processes, takenAt);
     } catch (error) {
