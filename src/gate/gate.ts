@@ -14,7 +14,7 @@ import { reapStale, type ReapAction } from '../host/reap';
 import { cleanShm, DEFAULT_SHM_PATTERNS, type ShmCleanResult } from '../host/shm';
 import { GPUGATE_TIMEOUT, NvmlError } from '../nvml/nvml-error';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/session';
-import type { NvmlSession, Snapshot } from '../types';
+import type { Snapshot } from '../types';
 import { formatBytes, formatDuration } from '../units';
 import { DeviceSelectionError } from './device-selection-error';
 import type { DeviceSelection } from './devices';
@@ -157,7 +157,6 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   const stalePolicy = options.stale ?? 'report';
   const cleanGlobs = options.cleanShm ?? [];
   const killStale = options.killStale ?? false;
-  const dryRun = options.dryRun ?? false;
   const emit = options.onEvent ?? ((): void => {});
   const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
   const outcome: GateOutcome = {
