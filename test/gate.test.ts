@@ -174,6 +174,24 @@ describe('the NVML calls of a gate (simulator call statistics)', () => {
     expect((longer.calls['nvmlDeviceGetMemoryInfo_v2']! - shorter.calls['nvmlDeviceGetMemoryInfo_v2']!) / polls).toBe(8);
   });
 
+  it('while memory is not free, every poll reads the process lists too (who holds it), but no other field', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }])] });
+    const stats = path.join(tempDir(), `gate-busy-${process.pid}.json`);
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    const outcome = await gate({ libraryPath: freshSimulator(), intervalMs: 20, timeoutMs: 400, env: {} });
+    expect(outcome.result).toBe('timeout');
+    const calls = callsOf(stats);
+    expect(outcome.polls).toBeGreaterThan(2);
+    // Each poll lists the processes the same way (a non-empty list takes a size probe and the read).
+    const listCalls = calls['nvmlDeviceGetComputeRunningProcesses_v3']!;
+    expect(listCalls).toBeGreaterThanOrEqual(outcome.polls);
+    expect(listCalls % outcome.polls).toBe(0);
+    expect(calls['nvmlDeviceGetMemoryInfo_v2']).toBe(outcome.polls);
+    // The compute mode is read with the first poll only: no poll came close to "ready".
+    expect(calls['nvmlDeviceGetComputeMode']).toBe(1);
+    expect(outcome.evaluation?.devices[0]?.holders.map((h) => h.pid)).toEqual([4_194_304]);
+  });
+
   it('a GPU that frees is confirmed with a fresh read of processes and compute mode before "ready"', async () => {
     // GPU 0 is held at first; the holder's memory is gone at 300 ms. The ready verdict rests on
     // a read of its process lists and compute mode taken for it, not on the earlier ones.
