@@ -60,7 +60,7 @@ describe('gate() on the simulator', () => {
     useScenario({ devices: [gpu(0, 0), gpu(1, 40 * GiB, [{ pid: holder, usedBytes: 40 * GiB }])] });
     const outcome = await gate({ mode: 'check', libraryPath: freshSimulator(), minFree: { fraction: 0.9 }, env: {} });
     expect(outcome.result).toBe('busy');
-    expect(outcome.reason).toMatch(new RegExp(`^GPUs not free: GPU 1 \\(GPU-00000001-[^)]*\\): free 56GiB < needed \\S+; held by ${holder}/VLLM::Worker_TP1/active$`));
+    expect(outcome.reason).toMatch(new RegExp(`^GPUs not free: GPU 1 \\(GPU-00000001-[^)]*\\): free 56GiB < needed \\S+; held by ${holder}/VLLM::Worker_TP1/active \\(user \\S+, started [^)]* ago\\)$`));
     const busy = outcome.evaluation!.devices.find((d) => d.index === 1)!;
     expect(busy.reasons).toEqual(['memory']);
     expect(busy.holders.map((h) => [h.pid, h.class])).toEqual([[holder, 'active']]);
@@ -171,7 +171,12 @@ describe('the NVML calls of a gate (simulator call statistics)', () => {
     expect(polls).toBeGreaterThan(0);
     const grown = Object.entries(longer.calls).filter(([fn, n]) => n !== (shorter.calls[fn] ?? 0));
     expect(grown.map(([fn]) => fn).filter((fn) => !MEMORY_READS.has(fn))).toEqual([]);
-    expect((longer.calls['nvmlDeviceGetMemoryInfo_v2']! - shorter.calls['nvmlDeviceGetMemoryInfo_v2']!) / polls).toBe(8);
+    // One memory read per GPU per poll; a read still in flight when a wait times out is counted
+    // by the simulator but not evaluated as a poll, so each run may hold one more read than polls.
+    const reads = longer.calls['nvmlDeviceGetMemoryInfo_v2']! - shorter.calls['nvmlDeviceGetMemoryInfo_v2']!;
+    expect(reads % 8).toBe(0);
+    expect(reads / 8).toBeGreaterThanOrEqual(polls - 1);
+    expect(reads / 8).toBeLessThanOrEqual(polls + 1);
   });
 
   it('while memory is not free, every poll reads the process lists too (who holds it), but no other field', async () => {
