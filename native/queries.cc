@@ -229,6 +229,9 @@ DeviceReading ReadDevice(const SymbolTable& symbols, const DeviceIdentity& ident
   nvmlReturn_t code = ReadMemory(symbols, device, &reading.memory, &failedFn);
   if (code != NVML_SUCCESS && Fail(symbols, &reading, "memory", failedFn, code)) return reading;
 
+  if (request.memoryOnly && request.computeMode) {
+    if (!ReadUIntField(symbols, &reading, device, kDeviceGetComputeMode, "computeMode", &reading.computeMode)) return reading;
+  }
   if (!request.memoryOnly) {
     if (!ReadUIntField(symbols, &reading, device, kDeviceGetPersistenceMode, "persistenceMode", &reading.persistenceMode)) return reading;
     if (!ReadUIntField(symbols, &reading, device, kDeviceGetComputeMode, "computeMode", &reading.computeMode)) return reading;

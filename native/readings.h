@@ -94,6 +94,7 @@ struct DeviceReading {
 struct SnapshotRequest {
   bool processes = false;
   bool memoryOnly = false;
+  bool computeMode = false;  // with memoryOnly: read the compute mode too (a gate decides on it)
   std::vector<unsigned> devices;  // positions into the session's device list; empty = all
   bool allDevices = true;
 };

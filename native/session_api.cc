@@ -246,11 +246,13 @@ double TimeoutArg(const Napi::CallbackInfo& info, size_t position, const char* n
   return value;
 }
 
-SnapshotRequest RequestArgs(const Napi::CallbackInfo& info, const SessionHandle* handle) {
+// `computeModeAt`: where the optional computeMode flag sits (after the call's other arguments).
+SnapshotRequest RequestArgs(const Napi::CallbackInfo& info, const SessionHandle* handle, size_t computeModeAt) {
   Napi::Env env = info.Env();
   SnapshotRequest request;
   request.processes = BoolArg(info, 1, "processes");
   request.memoryOnly = BoolArg(info, 2, "memoryOnly");
+  request.computeMode = BoolArg(info, computeModeAt, "computeMode");
   if (info.Length() > 3 && !info[3].IsNull() && !info[3].IsUndefined()) {
     if (!info[3].IsArray()) ThrowType(env, "argument 'devices' must be an array of device indices or null");
     Napi::Array devices = info[3].As<Napi::Array>();
@@ -435,7 +437,7 @@ Napi::Value OpenSession(const Napi::CallbackInfo& info) {
 Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   SessionHandle* handle = OpenHandleArg(info);
-  SnapshotRequest request = RequestArgs(info, handle);
+  SnapshotRequest request = RequestArgs(info, handle, 4);
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
   std::shared_ptr<SessionCore> core = handle->core;
   std::shared_ptr<Link> link = handle->link;
@@ -514,7 +516,7 @@ Napi::Value Health(const Napi::CallbackInfo& info) {
 Napi::Value SnapshotSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   SessionHandle* handle = OpenHandleArg(info);
-  SnapshotRequest request = RequestArgs(info, handle);
+  SnapshotRequest request = RequestArgs(info, handle, 5);
   const double timeoutMs = TimeoutArg(info, 4, "lockTimeoutMs");
   EncodedSnapshot encoded;
   {

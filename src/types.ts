@@ -166,6 +166,11 @@ export interface SnapshotOptions {
    * null and MIG devices are not listed. The cheapest poll. Default false.
    */
   memoryOnly?: boolean;
+  /**
+   * With `memoryOnly`: read the compute mode too (whether a new CUDA context can be created),
+   * the one mode a gate decides on. Default false.
+   */
+  computeMode?: boolean;
 }
 
 /** Options for `openNvml()`. */
@@ -193,10 +198,24 @@ export interface NvmlSession {
   close(): Promise<void>;
 }
 
+/** What identifies a GPU for a whole session: read once when the session opens. */
+export interface GpuIdentity {
+  index: number;
+  uuid: string;
+  name: string;
+  pciBusId: string;
+  minorNumber: number | null;
+  computeCapability: string | null;
+  /** Set when even the device handle could not be obtained: every snapshot reports this error for it. */
+  error: FieldError | null;
+}
+
 /** The session `openNvml()` returns: an {@link NvmlSession} plus the raw memory fast path. */
 export interface NvmlMemoryReader extends NvmlSession {
   /** Number of devices NVML reported when the session opened. */
   readonly deviceCount: number;
+  /** Every device NVML reported when the session opened, in index order (no NVML call). */
+  readonly devices: readonly GpuIdentity[];
   /**
    * Fastest poll, blocking: the memory of every device into `out` (a Float64Array of
    * `deviceCount * 5`: totalBytes, freeBytes, usedBytes, reservedBytes (NaN for v1 / unknown),

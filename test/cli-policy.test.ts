@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExitCode, exitCodeForError } from '../src/cli/exit-codes';
-import { describeGpuFailure } from '../src/cli/failure-text';
-import type { GpuEvaluationView } from '../src/cli/gpu-view';
-import { holderName, shortBusId } from '../src/cli/gpu-view';
+import { shortBusId } from '../src/cli/bus-id';
+import { describeGpuFailure, holderName } from '../src/gate/failure-text';
+import type { GpuEvaluation } from '../src/gate/wait';
+import { fakeEvaluation, fakeGpuEvaluation, fakeHolder } from './helpers/fake-evaluation';
 import { isJournalStream } from '../src/cli/journal-stream';
 import { logfmt, logfmtValue } from '../src/cli/logfmt';
 import { Logger } from '../src/cli/logger';
@@ -86,8 +87,8 @@ describe('exitCodeForError', () => {
   });
 });
 
-function gpu(overrides: Partial<GpuEvaluationView> = {}): GpuEvaluationView {
-  return {
+function gpu(overrides: Partial<GpuEvaluation> = {}): GpuEvaluation {
+  return fakeGpuEvaluation({
     index: 6,
     uuid: 'GPU-6',
     pciBusId: '00000000:9B:00.0',
@@ -97,11 +98,11 @@ function gpu(overrides: Partial<GpuEvaluationView> = {}): GpuEvaluationView {
     stableForMs: 0,
     ok: false,
     reasons: ['memory'],
-    holders: [{ pid: 4242, class: 'draining', usedBytes: 92 * GiB, comm: 'VLLM::Worker_TP', cmdline: 'VLLM::Worker_TP6' }],
+    holders: [fakeHolder({ pid: 4242, class: 'draining', usedBytes: 92 * GiB, comm: 'VLLM::Worker_TP', cmdline: 'VLLM::Worker_TP6' })],
     unattributedBytes: 0,
     error: null,
     ...overrides,
-  };
+  });
 }
 
 function lines(): { logger: Logger; out: string[] } {
@@ -110,7 +111,7 @@ function lines(): { logger: Logger; out: string[] } {
 }
 
 describe('ProgressReporter', () => {
-  const poll = (elapsedMs: number, devices: GpuEvaluationView[]): PollView => ({ elapsedMs, polls: 1, ok: devices.every((d) => d.ok), devices });
+  const poll = (elapsedMs: number, devices: GpuEvaluation[]): PollView => fakeEvaluation(elapsedMs, devices);
 
   it('logs a GPU on its first poll, then only when its state changes', () => {
     const { logger, out } = lines();
@@ -147,7 +148,7 @@ describe('ProgressReporter', () => {
     const out: string[] = [];
     const logger = new Logger({ journal: true, verbosity: 'normal', sink: { write: (text: string) => out.push(text) } });
     const reporter = new ProgressReporter({ logger });
-    const orphan = { pid: 77, class: 'orphan', usedBytes: GiB, comm: 'sleep', cmdline: 'VLLM::Worker_TP1 60', reason: 'reparented' };
+    const orphan = fakeHolder({ pid: 77, class: 'orphan', usedBytes: GiB, comm: 'sleep', cmdline: 'VLLM::Worker_TP1 60', reason: 'reparented' });
     reporter.poll(poll(0, [gpu({ holders: [orphan] })]));
     reporter.poll(poll(500, [gpu({ holders: [orphan] })]));
     reporter.poll(poll(1000, [gpu({ ok: true, reasons: [], holders: [] })]));
@@ -183,9 +184,9 @@ describe('describeGpuFailure', () => {
 
 describe('holder names and bus ids', () => {
   it('prefer the process title over comm, and keep a path\'s file name', () => {
-    expect(holderName({ pid: 1, class: 'active', usedBytes: null, comm: 'python3', cmdline: '/usr/bin/python3 -m vllm' })).toBe('python3');
-    expect(holderName({ pid: 1, class: 'active', usedBytes: null, comm: 'VLLM::Worker_TP', cmdline: 'VLLM::Worker_TP6' })).toBe('VLLM::Worker_TP6');
-    expect(holderName({ pid: 1, class: 'gone', usedBytes: null, comm: null, cmdline: null })).toBe('?');
+    expect(holderName(fakeHolder({ pid: 1, class: 'active', usedBytes: null, comm: 'python3', cmdline: '/usr/bin/python3 -m vllm' }))).toBe('python3');
+    expect(holderName(fakeHolder({ pid: 1, class: 'active', usedBytes: null, comm: 'VLLM::Worker_TP', cmdline: 'VLLM::Worker_TP6' }))).toBe('VLLM::Worker_TP6');
+    expect(holderName(fakeHolder({ pid: 1, class: 'gone', usedBytes: null, comm: null, cmdline: null }))).toBe('?');
   });
 
   it('writes bus ids as sysfs does', () => {

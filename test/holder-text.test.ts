@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ProcessOwner } from '../src/host/process-owner';
 import { cgroupLocation } from '../src/host/cgroup-location';
-import { describeGpuFailure } from '../src/cli/failure-text';
+import { describeGpuFailure } from '../src/gate/failure-text';
+import { fakeGpuEvaluation, fakeHolder } from './helpers/fake-evaluation';
 import { describeOwner, formatAge, shortCommand } from '../src/cli/holder-text';
 
 const ID = '3f2a9c1b7d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8';
@@ -55,14 +56,14 @@ describe('shortCommand', () => {
 
 describe('describeGpuFailure', () => {
   it('names the owner of each holder after its label', () => {
-    const line = describeGpuFailure({
+    const line = describeGpuFailure(fakeGpuEvaluation({
       index: 6, uuid: 'GPU-6', pciBusId: '00000000:9B:00.0', memory: { totalBytes: 96, usedBytes: 92, freeBytes: 4, reservedBytes: 0, source: 'v2' } as never,
       neededFreeBytes: null, maxUsedBytes: 1, stableForMs: 0, ok: false, reasons: ['memory'], unattributedBytes: 0, error: null,
       holders: [
-        { pid: 4242, class: 'orphan', usedBytes: 92, comm: 'VLLM::Worker_TP', cmdline: 'VLLM::Worker_TP6', owner: owner('/system.slice/vllm.service') },
-        { pid: 4243, class: 'gone', usedBytes: 0, comm: null, cmdline: null, owner: null },
+        fakeHolder({ pid: 4242, class: 'orphan', usedBytes: 92, comm: 'VLLM::Worker_TP', cmdline: 'VLLM::Worker_TP6', owner: owner('/system.slice/vllm.service') }),
+        fakeHolder({ pid: 4243, class: 'gone', usedBytes: 0, comm: null, cmdline: null, owner: null }),
       ],
-    });
+    }));
     expect(line).toBe('GPU 6 (GPU-6): used 92B > allowed 1B; held by 4242/VLLM::Worker_TP6/orphan (of vllm.service, user vllm, started 3 min ago) 4243/?/gone');
   });
 });

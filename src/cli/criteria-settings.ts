@@ -5,6 +5,7 @@
  */
 
 import { parseSelectorList } from '../gate/devices';
+import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from '../gate/gate-defaults';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
 import { parseDuration, parseSize, parseSizeOrFraction, type SizeOrFraction } from '../units';
 import { CliError } from './cli-error';
@@ -133,7 +134,7 @@ export function parseCriteriaSettings(command: CommandName, values: FlagValues):
   if (marginBytes !== undefined && minFree === undefined) {
     throw usage(`gpugate ${command}: --margin adds to --min-free; give --min-free too`);
   }
-  const killGraceMs = flagValue(values, 'kill-grace', parseDuration, '10s') as number;
+  const killGraceMs = flagValue(values, 'kill-grace', parseDuration) ?? DEFAULT_KILL_GRACE_MS;
   if (stringFlag(values, 'kill-grace') !== undefined && !killStale) {
     throw usage(`gpugate ${command}: --kill-grace only applies to --kill-stale`);
   }
@@ -158,10 +159,10 @@ export function parseCriteriaSettings(command: CommandName, values: FlagValues):
 /** Settings for `wait` (and the polling part of `select --wait`). */
 export function parseWaitSettings(values: FlagValues, command: CommandName = 'wait'): WaitSettings {
   const criteria = parseCriteriaSettings(command, values);
-  const stableMs = flagValue(values, 'stable', parseDuration, '3s') as number;
+  const stableMs = flagValue(values, 'stable', parseDuration) ?? DEFAULT_STABLE_MS;
   const stableToleranceBytes = flagValue(values, 'stable-tolerance', parseSize, '256MiB') as number;
-  const timeoutMs = flagValue(values, 'timeout', parseDuration, '120s') as number;
-  const intervalMs = flagValue(values, 'interval', parseDuration, '500ms') as number;
+  const timeoutMs = flagValue(values, 'timeout', parseDuration) ?? DEFAULT_TIMEOUT_MS;
+  const intervalMs = flagValue(values, 'interval', parseDuration) ?? DEFAULT_INTERVAL_MS;
   if (intervalMs <= 0) throw usage(`--interval ${JSON.stringify(stringFlag(values, 'interval'))}: expected a duration above 0`);
   return { ...criteria, stableMs, stableToleranceBytes, timeoutMs, intervalMs };
 }

@@ -3,6 +3,9 @@
  * `status=75/TEMPFAIL`. This file is the one place where a code is chosen for an outcome.
  */
 
+import type { GateResult } from '../gate/gate-outcome';
+import { isOsError } from '../host/os-error';
+
 /** Every exit code the command can end with. */
 export const ExitCode = {
   /** All selected GPUs meet the criteria and are stable. */
@@ -55,8 +58,6 @@ export function exitCodeName(code: number): string {
   }
 }
 
-/** Errno codes that mean "the OS refused or could not read" (/proc, cgroupfs). */
-const OS_ERRNO_CODES = new Set(['EACCES', 'EPERM', 'ENOENT', 'EIO', 'ENOTDIR', 'ELOOP', 'EMFILE', 'ENFILE', 'ENOMEM']);
 
 /**
  * The exit code for an error that ended a command. Error classes are recognised by name so
@@ -83,7 +84,7 @@ export function exitCodeForError(error: unknown): ExitCodeValue {
   if (typeof e.code === 'string' && (e.code.startsWith('NVML_ERROR_') || e.code.startsWith('GPUGATE_'))) {
     return ExitCode.unavailable;
   }
-  if (typeof e.syscall === 'string' && typeof e.code === 'string' && OS_ERRNO_CODES.has(e.code)) {
+  if (isOsError(error)) {
     return ExitCode.osError;
   }
   return ExitCode.software;
@@ -91,4 +92,30 @@ export function exitCodeForError(error: unknown): ExitCodeValue {
 
 function isKnownExitCode(code: number): code is ExitCodeValue {
   return (Object.values(ExitCode) as number[]).includes(code);
+}
+
+/** The signals that interrupt a command. */
+export type InterruptSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
+
+/** The exit code of a command interrupted by `signal` (128 + its number, as a shell reports it). */
+export function exitCodeForSignal(signal: InterruptSignal): ExitCodeValue {
+  if (signal === 'SIGINT') return ExitCode.sigint;
+  if (signal === 'SIGHUP') return ExitCode.sighup;
+  return ExitCode.sigterm;
+}
+
+/** The exit code of a gate's result; an interrupted gate exits by the signal that interrupted it (SIGTERM when unknown). */
+export function exitCodeForResult(result: GateResult, interruptedBy: InterruptSignal | null): ExitCodeValue {
+  switch (result) {
+    case 'ready': return ExitCode.ok;
+    case 'busy':
+    case 'timeout':
+    case 'stale': return ExitCode.tempFail;
+    case 'interrupted': return exitCodeForSignal(interruptedBy ?? 'SIGTERM');
+    case 'no-permission': return ExitCode.noPermission;
+    case 'unavailable': return ExitCode.unavailable;
+    case 'config-error': return ExitCode.config;
+    case 'os-error': return ExitCode.osError;
+    case 'internal-error': return ExitCode.software;
+  }
 }

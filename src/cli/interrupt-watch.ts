@@ -4,20 +4,12 @@
  * driver), run the caller's last words and exit anyway. A second signal exits at once.
  */
 
-import { ExitCode } from './exit-codes';
+import { ExitCode, exitCodeForSignal, type InterruptSignal } from './exit-codes';
 
-/** The signals that interrupt a command. */
-export type InterruptSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
+export type { InterruptSignal } from './exit-codes';
 
 /** The signals that interrupt a command, in one list. */
 export const INTERRUPT_SIGNALS: readonly InterruptSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-
-/** The exit code of a command interrupted by `signal` (128 + its number, as a shell reports it). */
-export function exitCodeForSignal(signal: InterruptSignal): number {
-  if (signal === 'SIGINT') return ExitCode.sigint;
-  if (signal === 'SIGHUP') return ExitCode.sighup;
-  return ExitCode.sigterm;
-}
 
 /** The error a wait rejects with when interrupted. */
 export class InterruptedError extends Error {

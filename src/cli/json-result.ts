@@ -5,7 +5,10 @@
  */
 
 import type { ProcessOwner } from '../host/process-owner';
-import { holderName, STALE_CLASSES, type GpuEvaluationView, type HolderView, type StaleView } from './gpu-view';
+import { holderName } from '../gate/failure-text';
+import { isStaleHolder } from '../gate/stale-holders';
+import type { Holder, HolderReport } from '../gate/stale';
+import type { GpuEvaluation } from '../gate/wait';
 
 /** Who owns a holder and where it lives, as `--json` prints it (the command line whole, one string per argument). */
 export interface OwnerJson {
@@ -102,12 +105,10 @@ export interface ResultJson {
   };
   actions: { signals: unknown[]; shm: unknown[] };
   error: { name: string; code: string | null; message: string } | null;
-  /** Exit status of the wrapped command (`wait -- CMD`), when it ran. */
-  commandExitCode?: number;
 }
 
 /** A holder's JSON form. */
-export function holderJson(holder: HolderView): HolderJson {
+export function holderJson(holder: Holder): HolderJson {
   return {
     pid: holder.pid,
     class: holder.class,
@@ -115,25 +116,25 @@ export function holderJson(holder: HolderView): HolderJson {
     comm: holder.comm,
     cmdline: holder.cmdline,
     usedBytes: holder.usedBytes,
-    gpus: holder.gpus === undefined ? [] : [...holder.gpus],
-    state: holder.state ?? null,
-    ppid: holder.ppid ?? null,
-    unit: holder.unit ?? null,
-    cgroup: holder.cgroup ?? null,
+    gpus: [...holder.gpus],
+    state: holder.state,
+    ppid: holder.ppid,
+    unit: holder.unit,
+    cgroup: holder.cgroup,
     owner: ownerJson(holder.owner),
-    reason: holder.reason ?? null,
+    reason: holder.reason,
   };
 }
 
 /** A GPU's JSON form. */
-export function gpuJson(gpu: GpuEvaluationView): GpuJson {
+export function gpuJson(gpu: GpuEvaluation): GpuJson {
   const memory = gpu.memory;
   return {
     index: gpu.index,
     uuid: gpu.uuid,
     pciBusId: gpu.pciBusId,
-    name: gpu.name ?? null,
-    computeMode: gpu.computeMode ?? null,
+    name: gpu.name,
+    computeMode: gpu.computeMode,
     totalBytes: memory?.totalBytes ?? null,
     usedBytes: memory?.usedBytes ?? null,
     reservedBytes: memory?.reservedBytes ?? null,
@@ -141,7 +142,7 @@ export function gpuJson(gpu: GpuEvaluationView): GpuJson {
     neededFreeBytes: gpu.neededFreeBytes,
     maxUsedBytes: gpu.maxUsedBytes,
     stableForMs: Math.round(gpu.stableForMs),
-    settled: gpu.settled ?? false,
+    settled: gpu.settled,
     ok: gpu.ok,
     reasons: [...gpu.reasons],
     holders: gpu.holders.map(holderJson),
@@ -151,10 +152,10 @@ export function gpuJson(gpu: GpuEvaluationView): GpuJson {
 }
 
 /** Stale holders (one entry per pid, stale classes only), plus leaked shm. */
-export function staleJson(holders: readonly HolderView[], shm: StaleView['shm']): ResultJson['stale'] {
+export function staleJson(holders: readonly Holder[], shm: HolderReport['shm'] | null): ResultJson['stale'] {
   const byPid = new Map<number, HolderJson>();
   for (const holder of holders) {
-    if (STALE_CLASSES.has(holder.class) && !byPid.has(holder.pid)) byPid.set(holder.pid, holderJson(holder));
+    if (isStaleHolder(holder) && !byPid.has(holder.pid)) byPid.set(holder.pid, holderJson(holder));
   }
   return {
     holders: [...byPid.values()],

@@ -3,6 +3,7 @@
  * commands that accept it. Argument parsing and `--help` are both generated from this table,
  * so a flag cannot be parsed without being documented (or the reverse).
  */
+import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from '../gate/gate-defaults';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
 import { formatDuration } from '../units';
 
@@ -87,13 +88,13 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   { name: 'ignore', type: 'string', multiple: true, valueName: 'PID|COMM', commands: JUDGING_COMMANDS,
     help: 'holder to ignore (repeatable); gpugate itself, nvidia-persistenced, nv-hostengine and dcgm-exporter are always ignored' },
   // Stability and time
-  { name: 'stable', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: '3s', select: '3s (with --wait)' },
+  { name: 'stable', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: formatDuration(DEFAULT_STABLE_MS), select: `${formatDuration(DEFAULT_STABLE_MS)} (with --wait)` },
     help: 'memory must stay within --stable-tolerance this long while it can still come back (a dying holder, memory off the process list)' },
   { name: 'stable-tolerance', type: 'string', valueName: 'SIZE', commands: POLLING_COMMANDS, defaults: { wait: '256MiB', select: '256MiB' },
     help: 'how much used memory may move and still count as stable' },
-  { name: 'timeout', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: '120s', select: '120s (with --wait)' },
+  { name: 'timeout', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: formatDuration(DEFAULT_TIMEOUT_MS), select: `${formatDuration(DEFAULT_TIMEOUT_MS)} (with --wait)` },
     help: 'give up (exit 75) after this long; keep it below systemd TimeoutStartSec=' },
-  { name: 'interval', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: '500ms', select: '500ms' },
+  { name: 'interval', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: formatDuration(DEFAULT_INTERVAL_MS), select: formatDuration(DEFAULT_INTERVAL_MS) },
     help: 'time between polls' },
   // Choosing and leasing GPUs (select)
   { name: 'count', short: 'n', type: 'string', valueName: 'N', commands: ['select'],
@@ -111,7 +112,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'what to do with stale holders (leftovers, orphaned workers, zombies) and leaked /dev/shm files: log them, fail at once (exit 75), or skip the /proc scan' },
   { name: 'kill-stale', type: 'boolean', commands: CRITERIA_COMMANDS,
     help: "signal processes proven to be leftovers of an earlier activation of this service, each held by a pidfd (SIGTERM, then SIGKILL after --kill-grace); never PID 1, gpugate's ancestors, a task in state D, or a process in doubt" },
-  { name: 'kill-grace', type: 'string', valueName: 'DUR', commands: CRITERIA_COMMANDS, defaults: { wait: '10s', check: '10s' },
+  { name: 'kill-grace', type: 'string', valueName: 'DUR', commands: CRITERIA_COMMANDS, defaults: { wait: formatDuration(DEFAULT_KILL_GRACE_MS), check: formatDuration(DEFAULT_KILL_GRACE_MS) },
     help: 'time between SIGTERM and SIGKILL for --kill-stale' },
   { name: 'clean-shm', type: 'string', multiple: true, valueName: 'GLOB', commands: CRITERIA_COMMANDS,
     help: 'remove /dev/shm files matching GLOB that no live process has open or mapped (repeatable)' },

@@ -8,7 +8,9 @@
  */
 
 import { formatBytes, formatDuration } from '../units';
-import { holderLabel, shortBusId, type GpuEvaluationView } from './gpu-view';
+import { holderLabel } from '../gate/failure-text';
+import type { GpuEvaluation } from '../gate/wait';
+import { shortBusId } from './bus-id';
 import { logfmt, type LogfmtValue } from './logfmt';
 
 /** Context shared by every line of one poll. */
@@ -21,7 +23,7 @@ export interface LineContext {
 }
 
 /** The `key=value` pairs that describe one GPU. */
-export function gpuPairs(gpu: GpuEvaluationView, context: LineContext = {}): Array<[string, LogfmtValue]> {
+export function gpuPairs(gpu: GpuEvaluation, context: LineContext = {}): Array<[string, LogfmtValue]> {
   const memory = gpu.memory;
   const compact = context.compact === true;
   const pairs: Array<[string, LogfmtValue]> = [['gpu', gpu.index]];
@@ -49,7 +51,7 @@ export function gpuPairs(gpu: GpuEvaluationView, context: LineContext = {}): Arr
 }
 
 /** `<event> gpu=… …` for one GPU. */
-export function gpuLine(event: string, gpu: GpuEvaluationView, context: LineContext = {}): string {
+export function gpuLine(event: string, gpu: GpuEvaluation, context: LineContext = {}): string {
   return `${event} ${logfmt(gpuPairs(gpu, context))}`;
 }
 

@@ -5,19 +5,17 @@
  */
 
 import { formatBytes, formatDuration } from '../units';
-import { holderLabel, holderName, STALE_CLASSES, type GpuEvaluationView, type HolderView } from './gpu-view';
-import { describeOwner } from './holder-text';
+import { holderLabel, holderName } from '../gate/failure-text';
+import type { Holder } from '../gate/stale';
+import { isStaleHolder } from '../gate/stale-holders';
+import type { Evaluation, GpuEvaluation } from '../gate/wait';
+import { describeOwner } from '../gate/owner-text';
 import { logfmt } from './logfmt';
 import { Priority, type Logger } from './logger';
 import { gpuLine, type LineContext } from './progress-line';
 
 /** One poll as the reporter sees it. */
-export interface PollView {
-  elapsedMs: number;
-  polls: number;
-  ok: boolean;
-  devices: readonly GpuEvaluationView[];
-}
+export type PollView = Evaluation;
 
 /** Reports progress; call {@link ProgressReporter.poll} once per evaluation. */
 export class ProgressReporter {
@@ -89,24 +87,24 @@ export class ProgressReporter {
   }
 
   /** Log stale holders (leftover, orphan, zombie) once each, at warning priority. */
-  reportStaleHolders(holders: readonly HolderView[], gpuIndex?: number): void {
+  reportStaleHolders(holders: readonly Holder[], gpuIndex?: number): void {
     for (const holder of holders) {
-      if (!STALE_CLASSES.has(holder.class)) continue;
+      if (!isStaleHolder(holder)) continue;
       const id = `${holder.pid}/${holder.class}`;
       if (this.staleSeen.has(id)) continue;
       this.staleSeen.add(id);
-      const gpus = gpuIndex !== undefined ? String(gpuIndex) : holder.gpus !== undefined ? holder.gpus.join(',') : null;
+      const gpus = gpuIndex !== undefined ? String(gpuIndex) : holder.gpus.join(',');
       this.logger.warning(`stale ${logfmt([
         ['gpu', gpus],
         ['pid', holder.pid],
         ['class', holder.class],
         ['name', holderName(holder)],
         ['used', holder.usedBytes === null ? null : formatBytes(holder.usedBytes)],
-        ['state', holder.state ?? null],
-        ['ppid', holder.ppid ?? null],
-        ['unit', holder.unit ?? null],
+        ['state', holder.state],
+        ['ppid', holder.ppid],
+        ['unit', holder.unit],
         ['owner', describeOwner(holder.owner)],
-        ['reason', holder.reason ?? null],
+        ['reason', holder.reason],
       ])}`);
     }
   }
@@ -142,11 +140,11 @@ export function statusText(view: PollView, timeoutMs?: number): string {
   return `waiting: ${parts.join('; ')}${more} (${time})`;
 }
 
-function usedOf(gpu: GpuEvaluationView): number {
+function usedOf(gpu: GpuEvaluation): number {
   return gpu.memory?.usedBytes ?? -1;
 }
 
-function stateKey(gpu: GpuEvaluationView): string {
+function stateKey(gpu: GpuEvaluation): string {
   return [
     gpu.ok ? 'ok' : 'busy',
     // 'unstable' next to 'memory' says nothing new: the memory is moving because it drains.

@@ -9,17 +9,18 @@
  */
 
 import type { GpuDevice, LibraryInfo } from '../types';
-import type { HolderView, ShmEntryView } from './gpu-view';
+import type { Holder } from '../gate/stale';
+import type { ShmEntry } from '../host/shm';
 
 /** What the exposition is made from. */
 export interface PrometheusInput {
   devices: readonly GpuDevice[];
   library: LibraryInfo | null;
   /** Classified holders (from `holders`, or `status` when it scanned /proc). */
-  holders?: readonly HolderView[];
+  holders?: readonly Holder[];
   /** Unattributed memory per GPU index. */
   unattributedBytes?: ReadonlyMap<number, number | null>;
-  shm?: { leaked: readonly ShmEntryView[]; tmpfsFreeBytes: number | null; tmpfsTotalBytes: number | null } | null;
+  shm?: { leaked: readonly ShmEntry[]; tmpfsFreeBytes: number | null; tmpfsTotalBytes: number | null } | null;
   /** Seconds since the epoch of the sample. */
   timestampSeconds: number;
   /** UUIDs recorded earlier per NVML index: the label of a GPU that NVML can no longer identify. */
@@ -82,7 +83,7 @@ const HOLDER_CLASSES = ['active', 'draining', 'zombie', 'zombie_live_threads', '
  * Holders by class, then by unit. Every class has the series of holders without a known unit
  * (`""`, 0 when there are none), so an alert rule always finds one; units follow by name.
  */
-function holderCounts(holders: readonly HolderView[]): Map<string, Map<string, number>> {
+function holderCounts(holders: readonly Holder[]): Map<string, Map<string, number>> {
   const counts = new Map<string, Map<string, number>>(HOLDER_CLASSES.map((name) => [name, new Map([['', 0]])]));
   for (const holder of holders) {
     const byUnit = counts.get(holder.class) ?? new Map([['', 0]]);
@@ -93,7 +94,7 @@ function holderCounts(holders: readonly HolderView[]): Map<string, Map<string, n
   return new Map([...counts].map(([name, byUnit]) => [name, new Map([...byUnit].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))]));
 }
 
-function unitOf(holder: HolderView): string {
+function unitOf(holder: Holder): string {
   return holder.owner?.location.unit ?? holder.unit ?? '';
 }
 

@@ -8,6 +8,9 @@ import type { GpuDevice } from '../types';
 import { DeviceSelectionError } from './device-selection-error';
 import { NvmlError } from '../nvml/nvml-error';
 
+/** What selecting needs of a device: its identity, a device-level error, and its MIG instances when listed. */
+export type SelectableDevice = Pick<GpuDevice, 'index' | 'uuid' | 'pciBusId' | 'error'> & { migDevices?: GpuDevice['migDevices'] };
+
 /** Where a selection came from. */
 export type DeviceSelectionSource = 'option' | 'NVIDIA_VISIBLE_DEVICES' | 'CUDA_VISIBLE_DEVICES' | 'SLURM_JOB_GPUS' | 'all';
 
@@ -42,11 +45,11 @@ export function normalizePciBusId(text: string): string | null {
   return `${domain}:${match[2]}:${match[3]}.${match[4]}`.toUpperCase();
 }
 
-function describe(device: GpuDevice): string {
+function describe(device: SelectableDevice): string {
   return `${device.index} (${device.uuid}, ${device.pciBusId})`;
 }
 
-function everything(devices: GpuDevice[]): string[] {
+function everything(devices: readonly SelectableDevice[]): string[] {
   const list: string[] = [];
   for (const device of devices) {
     list.push(describe(device));
@@ -60,7 +63,7 @@ function everything(devices: GpuDevice[]): string[] {
  * read (a lost GPU answers nothing, its UUID included): the selector may well name that GPU, so
  * this is the GPU's failure (exit 69), not a configuration error.
  */
-function unidentifiedDeviceError(devices: GpuDevice[], what: string): NvmlError | null {
+function unidentifiedDeviceError(devices: readonly SelectableDevice[], what: string): NvmlError | null {
   const unknown = devices.filter((d) => d.error !== null && (d.uuid === '' || d.pciBusId === ''));
   const first = unknown[0];
   if (first === undefined || first.error === null) return null;
@@ -79,7 +82,7 @@ interface Match {
   migUuid: string | null;
 }
 
-function matchOne(devices: GpuDevice[], selector: string, origin: string): Match {
+function matchOne(devices: readonly SelectableDevice[], selector: string, origin: string): Match {
   const text = selector.trim();
   const what = origin === 'option' ? `GPU selector ${JSON.stringify(selector)}` : `GPU selector ${JSON.stringify(selector)} (from ${origin})`;
   const existing = devices.length === 0 ? 'no GPUs are visible' : `these exist: ${everything(devices).join(', ')}`;
@@ -118,7 +121,7 @@ function matchOne(devices: GpuDevice[], selector: string, origin: string): Match
   throw new DeviceSelectionError(selector, everything(devices), `${what} is not understood: expected ${SELECTOR_EXPECTED}`);
 }
 
-function build(devices: GpuDevice[], selectors: ReadonlyArray<string | number>, source: DeviceSelectionSource, warnings: string[]): DeviceSelection {
+function build(devices: readonly SelectableDevice[], selectors: ReadonlyArray<string | number>, source: DeviceSelectionSource, warnings: string[]): DeviceSelection {
   const indices: number[] = [];
   const migUuids: string[] = [];
   for (const selector of selectors) {
@@ -131,11 +134,11 @@ function build(devices: GpuDevice[], selectors: ReadonlyArray<string | number>, 
   return { indices, migUuids, source, warnings };
 }
 
-function all(devices: GpuDevice[], source: DeviceSelectionSource, warnings: string[]): DeviceSelection {
+function all(devices: readonly SelectableDevice[], source: DeviceSelectionSource, warnings: string[]): DeviceSelection {
   return { indices: devices.map((d) => d.index), migUuids: [], source, warnings };
 }
 
-function fromCudaVisibleDevices(devices: GpuDevice[], value: string, env: NodeJS.ProcessEnv, warnings: string[]): DeviceSelection {
+function fromCudaVisibleDevices(devices: readonly SelectableDevice[], value: string, env: NodeJS.ProcessEnv, warnings: string[]): DeviceSelection {
   const entries = value.split(',').map((entry) => entry.trim());
   const accepted: string[] = [];
   for (const entry of entries) {
@@ -164,7 +167,7 @@ function fromCudaVisibleDevices(devices: GpuDevice[], value: string, env: NodeJS
  * else every device. NVIDIA_VISIBLE_DEVICES=all defers to CUDA_VISIBLE_DEVICES when that is set.
  * Throws DeviceSelectionError when a selector matches nothing or is ambiguous.
  */
-export function selectDevices(devices: GpuDevice[], selectors?: ReadonlyArray<string | number>, env: NodeJS.ProcessEnv = process.env): DeviceSelection {
+export function selectDevices(devices: readonly SelectableDevice[], selectors?: ReadonlyArray<string | number>, env: NodeJS.ProcessEnv = process.env): DeviceSelection {
   const warnings: string[] = [];
   if (selectors !== undefined) return build(devices, selectors, 'option', warnings);
 

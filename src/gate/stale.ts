@@ -143,6 +143,8 @@ export interface InspectOptions {
   reaperPids?: number[];
   /** Default /etc/passwd: where holders' uids get their user names. */
   passwdPath?: string;
+  /** The caller's facts, already read by {@link prepareInspectContext} (a gate builds them once). */
+  context?: InspectContext;
 }
 
 const ENGINE_RE = /VLLM::|\bvllm\b|sglang::|\bsglang\b|multiprocessing\.resource_tracker|multiprocessing\.spawn|multiprocessing-fork|ray::|text-generation|tensorrt_llm|trtllm/i;
@@ -575,7 +577,7 @@ export async function unitCgroupMembers(unitCgroup: string, procRoot = '/proc', 
  * lists leaked /dev/shm segments with the tmpfs free space.
  */
 export async function inspectHolders(snapshot: Snapshot, options: InspectOptions = {}): Promise<HolderReport> {
-  const ctx = await prepareInspectContext(options);
+  const ctx = options.context ?? (await prepareInspectContext(options));
   const wanted = options.devices;
   const devices = snapshot.devices.filter((d) => wanted === undefined || wanted.includes(d.index));
   const holders = await Promise.all(listedProcesses(devices).map((listed) => classifyHolder(listed, snapshot.takenAt, ctx)));

@@ -6,10 +6,12 @@
  * waiting cannot help (GPU lost, NVML unusable, a hung call).
  */
 import { performance } from 'node:perf_hooks';
-import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlSession, OpenNvmlOptions, Snapshot } from '../types';
-import { emptySelectionError, selectDevices, type DeviceSelection } from './devices';
+import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlMemoryReader, NvmlSession, OpenNvmlOptions, Snapshot } from '../types';
+import { emptySelectionError, selectDevices, type DeviceSelection, type SelectableDevice } from './devices';
+import { DeviceSelectionError } from './device-selection-error';
 import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
-import { SnapshotPoller, type PollResult } from './poller';
+import { DEFAULT_INTERVAL_MS } from './gate-defaults';
+import { SnapshotPoller, snapshotOptionsFor, type PollResult, type ReadPlan } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from '../host/procfs';
@@ -31,7 +33,7 @@ export interface WaitOptions extends CriteriaOptions {
   callTimeoutMs?: number;
   /** Give up after this long (default: never). */
   timeoutMs?: number;
-  /** Time between polls (default 500). */
+  /** Time between polls (default DEFAULT_INTERVAL_MS, 500). */
   intervalMs?: number;
   signal?: AbortSignal;
   /** Called after every evaluated poll. */
@@ -111,16 +113,8 @@ export class GpuWaitAbortError extends Error {
   }
 }
 
-/** Time between polls when intervalMs is not given. */
-export const DEFAULT_INTERVAL_MS = 500;
-const FATAL_DEVICE_CODES = new Set([
-  'NVML_ERROR_GPU_IS_LOST',
-  'NVML_ERROR_UNINITIALIZED',
-  'NVML_ERROR_DRIVER_NOT_LOADED',
-  'NVML_ERROR_LIB_RM_VERSION_MISMATCH',
-  'NVML_ERROR_RESET_REQUIRED',
-  'NVML_ERROR_LIBRARY_NOT_FOUND',
-]);
+/** Time between polls when intervalMs is not given (declared with the other gate defaults). */
+export { DEFAULT_INTERVAL_MS } from './gate-defaults';
 
 // ---------------------------------------------------------------- sessions
 
@@ -131,7 +125,8 @@ interface SharedSession {
 const sharedSessions = new Map<string, SharedSession>();
 const deviceLists = new WeakMap<NvmlSession, Promise<GpuDevice[]>>();
 
-async function acquireSession(options: WaitOptions): Promise<{ session: NvmlSession; release: () => Promise<void> }> {
+/** The session to use: the caller's (left open), or one opened here and shared in-process; `release` closes what was opened. */
+export async function acquireSession(options: Pick<WaitOptions, 'session' | 'libraryPath' | 'callTimeoutMs'>): Promise<{ session: NvmlSession; release: () => Promise<void> }> {
   if (options.session) return { session: options.session, release: async () => {} };
   const key = `${options.libraryPath ?? ''}\u0000${options.callTimeoutMs ?? ''}`;
   let entry = sharedSessions.get(key);
@@ -167,6 +162,7 @@ async function acquireSession(options: WaitOptions): Promise<{ session: NvmlSess
   };
 }
 
+/** Every device with every field, MIG instances included: what a selection by MIG UUID needs. Read once per session. */
 function deviceList(session: NvmlSession): Promise<GpuDevice[]> {
   let list = deviceLists.get(session);
   if (!list) {
@@ -179,7 +175,16 @@ function deviceList(session: NvmlSession): Promise<GpuDevice[]> {
 
 // ---------------------------------------------------------------- evaluation
 
-interface WaitState {
+/** What the last process-list read of one unit found: carried over by the polls that read memory only. */
+interface KnownHolders {
+  processes: GpuProcess[] | null;
+  all: Holder[];
+  /** Used memory when the list was read: a move beyond the tolerance makes the next poll read the list again. */
+  usedAtRead: number | null;
+}
+
+/** Everything a wait decides with, prepared once. */
+export interface WaitState {
   selection: DeviceSelection;
   criteria: Criteria;
   tracker: StabilityTracker;
@@ -188,9 +193,17 @@ interface WaitState {
   polls: number;
   /** Which (index, MIG uuid) units to evaluate. */
   units: Array<{ index: number; migUuid: string | null }>;
+  /** A MIG instance is selected: its memory is read only with every field. */
+  full: boolean;
+  /** Per unit key, the holders as last read. */
+  known: Map<string, KnownHolders>;
+  /** Per GPU index, the compute mode as last read. */
+  computeModes: Map<number, GpuDevice['computeMode']>;
+  /** The latest evaluation. */
+  last: Evaluation | null;
 }
 
-function unitsOf(selection: DeviceSelection, devices: GpuDevice[]): Array<{ index: number; migUuid: string | null }> {
+function unitsOf(selection: DeviceSelection, devices: readonly SelectableDevice[]): Array<{ index: number; migUuid: string | null }> {
   const units: Array<{ index: number; migUuid: string | null }> = [];
   for (const index of selection.indices) {
     const device = devices.find((d) => d.index === index);
@@ -204,8 +217,7 @@ function unitsOf(selection: DeviceSelection, devices: GpuDevice[]): Array<{ inde
 function fatalFromDevice(device: GpuDevice): Error | null {
   // A fatal code on the memory read (the one field every criterion needs) ends the wait too.
   const error = device.error ?? device.fieldErrors['memory'] ?? null;
-  if (!error) return null;
-  if (!FATAL_DEVICE_CODES.has(error.code) && !isFatalNvmlError(error)) return null;
+  if (!error || !isFatalNvmlError(error)) return null;
   return new NvmlError({
     code: error.code,
     nvmlReturn: error.nvmlReturn,
@@ -289,22 +301,47 @@ async function holdersOf(processes: GpuProcess[] | null | undefined, index: numb
   );
 }
 
-async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state: WaitState, useStability: boolean): Promise<Evaluation | null> {
+/** One evaluated read, and whether it read every field the verdict rests on (process lists and compute mode). */
+export interface EvaluatedRead {
+  evaluation: Evaluation;
+  /** False when the verdict rests on process lists or a compute mode carried over from an earlier read. */
+  confirmed: boolean;
+}
+
+/**
+ * Evaluates one read against the criteria as poll number `polls`. Process lists and the compute
+ * mode that the read did not include (see `plan`) are taken from the latest read that did.
+ * Null when the read lacks a selected GPU (a shared poll taken before this waiter joined).
+ */
+export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedAtMs: number, state: WaitState, useStability: boolean, polls: number): Promise<EvaluatedRead | null> {
   const devices: GpuEvaluation[] = [];
+  let confirmed = true;
   for (const unit of state.units) {
     const device = snapshot.devices.find((d) => d.index === unit.index);
-    if (!device) return null; // a poll taken before this waiter's devices joined the shared poll
+    if (!device) return null;
     const fatal = fatalFromDevice(device) ?? (unit.migUuid === null ? unjudgeableMemory(device, state.criteria) : null);
     if (fatal) throw fatal;
     const mig = unit.migUuid === null ? null : (device.migDevices ?? []).find((m) => m.uuid === unit.migUuid) ?? null;
     const key = unit.migUuid ?? String(unit.index);
     const memory = mig ? mig.memory : device.memory;
-    const processes = mig ? mig.processes : device.processes;
+    const read = mig ? mig.processes : device.processes;
     const error = device.error ?? mig?.error ?? device.fieldErrors.memory ?? null;
     const reasons: GpuEvaluation['reasons'] = [];
     const label = `GPU ${device.index} (${unit.migUuid ?? device.uuid})`;
     const implausible = implausibleMemoryError(device, memory, label, state.criteria);
     if (implausible) throw implausible;
+    let computeMode = device.computeMode;
+    if (computeMode !== null || plan.computeMode || plan.full) state.computeModes.set(device.index, computeMode);
+    else {
+      computeMode = state.computeModes.get(device.index) ?? null;
+      confirmed = false;
+    }
+    let known = state.known.get(key);
+    if (read !== undefined) {
+      known = { processes: read, all: await holdersOf(read, unit.index, snapshot.takenAt, state), usedAtRead: memory?.usedBytes ?? null };
+      state.known.set(key, known);
+    } else confirmed = false;
+    const processes = known?.processes;
     let needed: number | null = null;
     let maxUsed: number | null = null;
     let stableForMs = 0;
@@ -318,7 +355,7 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
       if ((needed !== null && memory.freeBytes < needed) || (maxUsed !== null && memory.usedBytes > maxUsed)) reasons.push('memory');
       stableForMs = useStability ? state.tracker.update(key, memory.freeBytes, receivedAtMs) : 0;
     }
-    const all = await holdersOf(processes, unit.index, snapshot.takenAt, state);
+    const all = known?.all ?? [];
     const holders = all.filter((h) => !state.criteria.ignorePids.has(h.pid) && !(h.comm !== null && state.criteria.ignoreNames.has(h.comm)));
     const ignoredPids = all.filter((h) => !holders.includes(h)).map((h) => h.pid);
     if (state.criteria.noProcesses) {
@@ -326,7 +363,7 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
         if (!reasons.includes('error')) reasons.push('error');
       } else if (holders.length > 0) reasons.push('processes');
     }
-    if (computeModeBlocks(device.computeMode, processes)) reasons.push('compute-mode');
+    if (computeModeBlocks(computeMode, processes)) reasons.push('compute-mode');
     // Settled needs one quiet poll too (stableForMs > 0): memory that flaps with no listed holder
     // is never "nothing left to free".
     const settled =
@@ -347,7 +384,7 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
       pciBusId: device.pciBusId,
       name: device.name,
       migUuid: unit.migUuid,
-      computeMode: device.computeMode,
+      computeMode,
       memory,
       neededFreeBytes: needed,
       maxUsedBytes: maxUsed,
@@ -361,27 +398,89 @@ async function evaluateSnapshot(snapshot: Snapshot, receivedAtMs: number, state:
       error: reasons.includes('error') ? (error ?? (processes === null ? device.fieldErrors.processes ?? null : null)) : null,
     });
   }
-  state.polls += 1;
-  return {
+  const evaluation: Evaluation = {
     elapsedMs: Math.max(0, receivedAtMs - state.startMs),
-    polls: state.polls,
+    polls,
     ok: devices.every((d) => d.ok),
     devices,
     snapshot,
     selection: state.selection,
   };
+  return { evaluation, confirmed };
 }
 
-async function prepare(options: WaitOptions, session: NvmlSession, startMs: number): Promise<WaitState> {
-  const criteria = resolveCriteria(options);
+/** The reasons a read that did not include every field may only seem to fail or pass by. */
+const CARRIED_REASONS: ReadonlySet<GpuFailureReason> = new Set(['compute-mode', 'processes']);
+
+/**
+ * True when `read` would make the verdict "ready" but rests on process lists or a compute mode
+ * carried over from an earlier read: the decision is then confirmed by a read of every field.
+ */
+export function needsConfirmation(read: EvaluatedRead): boolean {
+  return !read.confirmed && read.evaluation.devices.every((gpu) => gpu.reasons.every((reason) => CARRIED_REASONS.has(reason)));
+}
+
+/** The read that confirms a decision: memory, compute mode and process lists. */
+export function confirmingPlan(state: WaitState): ReadPlan {
+  return { processes: true, computeMode: true, full: state.full };
+}
+
+/**
+ * What the next poll reads. Memory always. Process lists when the decision or its explanation
+ * needs them: before anything is known, with noProcesses, while a GPU's memory is not free (who
+ * holds it), for an exclusive-process GPU, and when used memory moved since the list was read
+ * (the holders may have changed). The compute mode only on the first read: a decision that
+ * would end the wait is confirmed with a fresh one (see needsConfirmation).
+ */
+export function nextReadPlan(state: WaitState): ReadPlan {
+  const last = state.last;
+  if (last === null) return confirmingPlan(state);
+  const tolerance = state.criteria.stableToleranceBytes;
+  const processes =
+    state.criteria.noProcesses ||
+    last.devices.some((gpu) => {
+      if (gpu.memory === null || gpu.reasons.includes('memory') || gpu.reasons.includes('error') || gpu.computeMode === 'exclusive_process') return true;
+      const known = state.known.get(gpu.migUuid ?? String(gpu.index));
+      return known === undefined || known.usedAtRead === null || Math.abs(gpu.memory.usedBytes - known.usedAtRead) > tolerance;
+    });
+  return { processes, computeMode: false, full: state.full };
+}
+
+/** Reads the selected GPUs once per `plan` (outside the shared poll). */
+export async function readOnce(session: NvmlSession, state: WaitState, plan: ReadPlan): Promise<{ snapshot: Snapshot; receivedAtMs: number }> {
+  const snapshot = await session.snapshot(snapshotOptionsFor(plan, state.selection.indices));
+  return { snapshot, receivedAtMs: performance.now() };
+}
+
+/**
+ * Selects the GPUs from the session's identities (no NVML call) when it has them; a selection
+ * that needs MIG instances (a MIG UUID), or one that fails (its message lists every MIG
+ * instance), is made again on a read of every field.
+ */
+async function selectGpus(options: WaitOptions, session: NvmlSession, env: NodeJS.ProcessEnv): Promise<{ selection: DeviceSelection; devices: readonly SelectableDevice[] }> {
+  const identities = (session as Partial<NvmlMemoryReader>).devices;
+  if (identities !== undefined) {
+    try {
+      return { selection: selectDevices(identities, options.gpus, env), devices: identities };
+    } catch (error) {
+      if (!(error instanceof DeviceSelectionError) && !(error instanceof NvmlError)) throw error;
+    }
+  }
   const devices = await deviceList(session);
+  return { selection: selectDevices(devices, options.gpus, env), devices };
+}
+
+/** Resolves the criteria, selects the GPUs once and builds the holder-inspection context once. */
+export async function prepareWait(options: WaitOptions, session: NvmlSession, startMs: number): Promise<WaitState> {
+  const criteria = resolveCriteria(options);
   const env = options.env ?? process.env;
-  const selection = selectDevices(devices, options.gpus, env);
+  const { selection, devices } = await selectGpus(options, session, env);
   if (selection.indices.length === 0 && options.allowEmptySelection !== true) throw emptySelectionError(selection, options.gpus, env);
   let ctx: InspectContext | null = null;
   if (options.inspectHolders !== false) {
     ctx = await prepareInspectContext(typeof options.inspectHolders === 'object' ? options.inspectHolders : {});
   }
+  const units = unitsOf(selection, devices);
   return {
     selection,
     criteria,
@@ -389,7 +488,11 @@ async function prepare(options: WaitOptions, session: NvmlSession, startMs: numb
     ctx,
     startMs,
     polls: 0,
-    units: unitsOf(selection, devices),
+    units,
+    full: units.some((unit) => unit.migUuid !== null),
+    known: new Map(),
+    computeModes: new Map(),
+    last: null,
   };
 }
 
@@ -418,7 +521,7 @@ const isIndexOrSelector = (item: unknown): boolean =>
   (typeof item === 'string' && item.trim() !== '') || (typeof item === 'number' && Number.isInteger(item) && item >= 0);
 
 /** Rejects option values of the wrong type with a TypeError naming the option and what it takes. */
-function checkOptions(options: WaitOptions): void {
+export function checkOptions(options: WaitOptions): void {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`waitForGpusFree(options): options must be an object like { gpus, minFree, timeoutMs }, got ${describeValue(options)}`);
   }
@@ -457,6 +560,18 @@ function checkOptions(options: WaitOptions): void {
 }
 
 /**
+ * Evaluates the first read of a wait or a check (taken by the caller, e.g. together with the stale
+ * scan) as poll 1. `useStability` false for a one-sample check.
+ */
+export async function evaluateFirstRead(first: { snapshot: Snapshot; receivedAtMs: number }, state: WaitState, useStability: boolean): Promise<Evaluation> {
+  const read = await evaluateRead(first.snapshot, confirmingPlan(state), first.receivedAtMs, state, useStability, state.polls + 1);
+  if (read === null) throw new Error('internal error: the snapshot lacks a selected GPU');
+  state.polls = read.evaluation.polls;
+  state.last = read.evaluation;
+  return read.evaluation;
+}
+
+/**
  * One sample of the selected GPUs against the criteria, without stability (for `gpugate check`).
  * Resolves with the evaluation whether or not the GPUs are free; rejects with ConfigError,
  * DeviceSelectionError or NvmlError.
@@ -467,56 +582,71 @@ export async function checkGpusOnce(options: WaitOptions = {}): Promise<Evaluati
   resolveCriteria(options);
   const { session, release } = await acquireSession(options);
   try {
-    const state = await prepare(options, session, startMs);
-    const snapshot = await session.snapshot({ processes: true, devices: state.selection.indices });
-    const evaluation = await evaluateSnapshot(snapshot, performance.now(), state, false);
-    if (!evaluation) throw new Error('internal error: the snapshot lacks a selected GPU');
-    return evaluation;
+    const state = await prepareWait(options, session, startMs);
+    return await evaluateFirstRead(await readOnce(session, state, confirmingPlan(state)), state, false);
   } finally {
     await release();
   }
 }
 
-/**
- * Waits until every selected GPU meets the criteria and its free memory has been stable for
- * stableMs. Resolves with { elapsedMs, polls, devices, evaluation }. Rejects with
- * GpuWaitTimeoutError after timeoutMs, GpuWaitAbortError (name 'AbortError') when `signal`
- * aborts, the NvmlError at once on a fatal NVML condition, ConfigError for impossible criteria,
- * DeviceSelectionError when a selector matches nothing. Many waiters on one session share one
- * poll per interval.
- */
-export async function waitForGpusFree(options: WaitOptions = {}): Promise<WaitResult> {
-  const startMs = performance.now();
-  checkOptions(options);
-  resolveCriteria(options);
-  if (options.signal?.aborted) throw new GpuWaitAbortError(null, options.signal.reason);
-  const { session, release } = await acquireSession(options);
-  let state: WaitState;
-  try {
-    state = await prepare(options, session, startMs);
-  } catch (error) {
-    await release();
-    throw error;
-  }
-  const intervalMs = options.intervalMs ?? DEFAULT_INTERVAL_MS;
-  const poller = SnapshotPoller.for(session, intervalMs);
+/** How {@link pollUntilFree} runs. */
+export interface PollLoopOptions {
+  intervalMs: number;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  onPoll?: (evaluation: Evaluation) => void;
+  /** The first read, taken by the caller: evaluated as poll 1 before the shared poll starts. */
+  first?: { snapshot: Snapshot; receivedAtMs: number };
+}
 
+/**
+ * The poll loop of a prepared wait: resolves once every selected GPU is free and stable, rejects
+ * with GpuWaitTimeoutError after `timeoutMs` (counted from state.startMs), GpuWaitAbortError
+ * when `signal` aborts, the NvmlError at once on a fatal NVML condition. Polls are shared with
+ * every other waiter of the session at the same interval.
+ */
+export function pollUntilFree(session: NvmlSession, state: WaitState, options: PollLoopOptions): Promise<WaitResult> {
+  const poller = SnapshotPoller.for(session, options.intervalMs);
   return new Promise<WaitResult>((resolve, reject) => {
     let settled = false;
     let busy = false;
     let pending: PollResult | null = null;
-    let last: Evaluation | null = null;
     let timer: NodeJS.Timeout | null = null;
     let unsubscribe: () => void = () => {};
 
-    const onAbort = (): void => finish(() => reject(new GpuWaitAbortError(last, options.signal?.reason)));
+    const onAbort = (): void => finish(() => reject(new GpuWaitAbortError(state.last, options.signal?.reason)));
     const finish = (settle: () => void): void => {
       if (settled) return;
       settled = true;
       unsubscribe();
       if (timer !== null) clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
-      release().then(settle, settle);
+      settle();
+    };
+    const succeed = (evaluation: Evaluation): void =>
+      finish(() => resolve({ elapsedMs: evaluation.elapsedMs, polls: evaluation.polls, devices: evaluation.devices, evaluation }));
+
+    /** Evaluates one poll (confirming a "ready" that rests on carried-over fields); true when the wait is over. */
+    const evaluate = async (result: Extract<PollResult, { kind: 'snapshot' }>): Promise<boolean> => {
+      const polls = state.polls + 1;
+      let read = await evaluateRead(result.snapshot, result.plan, result.receivedAtMs, state, true, polls);
+      if (read === null || settled) return settled;
+      state.polls = polls;
+      if (needsConfirmation(read)) {
+        const confirming = await poller.refine(state.selection.indices, confirmingPlan(state));
+        if (settled) return true;
+        if (confirming.kind === 'error') {
+          const error = confirming.error;
+          finish(() => reject(error));
+          return true;
+        }
+        read = (await evaluateRead(confirming.snapshot, confirming.plan, confirming.receivedAtMs, state, true, polls)) ?? read;
+        if (settled) return true;
+      }
+      state.last = read.evaluation;
+      options.onPoll?.(read.evaluation);
+      if (read.evaluation.ok) succeed(read.evaluation);
+      return settled;
     };
 
     const drain = async (): Promise<void> => {
@@ -530,13 +660,7 @@ export async function waitForGpusFree(options: WaitOptions = {}): Promise<WaitRe
           break;
         }
         try {
-          const evaluation = await evaluateSnapshot(result.snapshot, result.receivedAtMs, state, true);
-          if (!evaluation || settled) continue;
-          last = evaluation;
-          options.onPoll?.(evaluation);
-          if (evaluation.ok) {
-            finish(() => resolve({ elapsedMs: evaluation.elapsedMs, polls: evaluation.polls, devices: evaluation.devices, evaluation }));
-          }
+          if (await evaluate(result)) break;
         } catch (error) {
           finish(() => reject(error));
         }
@@ -547,21 +671,74 @@ export async function waitForGpusFree(options: WaitOptions = {}): Promise<WaitRe
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.timeoutMs !== undefined) {
       const timeoutMs = options.timeoutMs;
-      timer = setTimeout(() => finish(() => reject(new GpuWaitTimeoutError(timeoutMs, last))), Math.max(0, timeoutMs - (performance.now() - startMs)));
+      timer = setTimeout(() => finish(() => reject(new GpuWaitTimeoutError(timeoutMs, state.last))), Math.max(0, timeoutMs - (performance.now() - state.startMs)));
     }
     if (state.units.length === 0) {
       // Nothing selected, and the caller said that is acceptable (allowEmptySelection).
-      const evaluation: Evaluation = { elapsedMs: performance.now() - startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
-      finish(() => resolve({ elapsedMs: evaluation.elapsedMs, polls: 0, devices: [], evaluation }));
+      const evaluation: Evaluation = { elapsedMs: performance.now() - state.startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
+      succeed(evaluation);
       return;
     }
     if (options.signal?.aborted) {
       onAbort();
       return;
     }
-    unsubscribe = poller.subscribe(state.selection.indices, (result) => {
-      pending = result;
-      if (!busy) void drain();
-    });
+    const subscribe = (firstDelayMs: number): void => {
+      if (settled) return;
+      unsubscribe = poller.subscribe(
+        state.selection.indices,
+        (result) => {
+          pending = result;
+          if (!busy) void drain();
+        },
+        () => nextReadPlan(state),
+        firstDelayMs,
+      );
+    };
+    const first = options.first;
+    if (first === undefined) {
+      subscribe(0);
+      return;
+    }
+    busy = true;
+    evaluate({ kind: 'snapshot', snapshot: first.snapshot, plan: confirmingPlan(state), receivedAtMs: first.receivedAtMs, sequence: 0 })
+      .then(
+        (over) => {
+          busy = false;
+          if (!over) subscribe(Math.max(0, options.intervalMs - (performance.now() - first.receivedAtMs)));
+        },
+        (error: unknown) => {
+          busy = false;
+          finish(() => reject(error));
+        },
+      );
   });
+}
+
+/**
+ * Waits until every selected GPU meets the criteria and its free memory has been stable for
+ * stableMs. Resolves with { elapsedMs, polls, devices, evaluation }. Rejects with
+ * GpuWaitTimeoutError after timeoutMs, GpuWaitAbortError (name 'AbortError') when `signal`
+ * aborts, the NvmlError at once on a fatal NVML condition, ConfigError for impossible criteria,
+ * DeviceSelectionError when a selector matches nothing. Many waiters on one session share one
+ * poll per interval; a poll reads memory, and process lists and the compute mode only where the
+ * decision needs them.
+ */
+export async function waitForGpusFree(options: WaitOptions = {}): Promise<WaitResult> {
+  const startMs = performance.now();
+  checkOptions(options);
+  resolveCriteria(options);
+  if (options.signal?.aborted) throw new GpuWaitAbortError(null, options.signal.reason);
+  const { session, release } = await acquireSession(options);
+  try {
+    const state = await prepareWait(options, session, startMs);
+    return await pollUntilFree(session, state, {
+      intervalMs: options.intervalMs ?? DEFAULT_INTERVAL_MS,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      ...(options.onPoll !== undefined ? { onPoll: options.onPoll } : {}),
+    });
+  } finally {
+    await release();
+  }
 }

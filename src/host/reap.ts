@@ -11,6 +11,7 @@ import { closeSync } from 'node:fs';
 import { constants } from 'node:os';
 import { ancestorsOf, type Holder, type HolderReport } from '../gate/stale';
 import { PF_EXITING, readBootTimeMs, readProcess, startTimeMsOf } from './procfs';
+import { DEFAULT_KILL_GRACE_MS } from '../gate/gate-defaults';
 
 /** The signals reapStale sends. */
 export type ReapSignal = 'SIGTERM' | 'SIGKILL';
@@ -30,7 +31,7 @@ export interface ReapAction {
 export interface ReapOptions {
   /** Say what would be signalled; signal nothing. */
   dryRun?: boolean;
-  /** Milliseconds between SIGTERM and SIGKILL (default 5000). */
+  /** Milliseconds between SIGTERM and SIGKILL (default DEFAULT_KILL_GRACE_MS, 10 s). */
   graceMs?: number;
   /** Default /proc. */
   procRoot?: string;
@@ -232,7 +233,7 @@ async function precheck(holder: Holder, protectedPids: Set<number>, selfPid: num
 export async function reapStale(report: HolderReport, options: ReapOptions = {}): Promise<ReapAction[]> {
   const procRoot = options.procRoot ?? '/proc';
   const selfPid = options.selfPid ?? process.pid;
-  const graceMs = options.graceMs ?? 5000;
+  const graceMs = options.graceMs ?? DEFAULT_KILL_GRACE_MS;
   if (!Number.isFinite(graceMs) || graceMs < 0) throw new TypeError(`graceMs must be a number of milliseconds >= 0, got ${String(graceMs)}`);
   const protectedPids = new Set([1, selfPid, ...(await ancestorsOf(selfPid, procRoot))]);
   const bootTimeMs = await readBootTimeMs(procRoot);

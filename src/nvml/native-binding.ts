@@ -92,12 +92,13 @@ export interface NativeBinding {
   createSession(): NativeSessionHandle;
   /** Loads the library (explicit path, or the default search when null), inits NVML, reads identities. Once per handle. */
   open(handle: NativeSessionHandle, libraryPath: string | null): Promise<NativeOpenResult>;
-  /** A snapshot on the worker thread. `devices` are NVML indices (null = all). */
+  /** A snapshot on the worker thread. `devices` are NVML indices (null = all); `computeMode` with `memoryOnly` reads the compute mode too. */
   snapshot(
     handle: NativeSessionHandle,
     processes: boolean,
     memoryOnly: boolean,
     devices: number[] | null,
+    computeMode?: boolean,
   ): Promise<NativeEncodedSnapshot>;
   /** The same on the calling thread (blocking; waits at most `lockTimeoutMs` for the session's NVML lock). */
   snapshotSync(
@@ -106,6 +107,7 @@ export interface NativeBinding {
     memoryOnly: boolean,
     devices: number[] | null,
     lockTimeoutMs: number,
+    computeMode?: boolean,
   ): NativeEncodedSnapshot;
   /** Fastest path: memory of every device into `out` (one `memory` record each). Returns the device count. */
   readMemory(handle: NativeSessionHandle, out: Float64Array, lockTimeoutMs: number): number;

@@ -28,9 +28,9 @@ import type {
   NativeSessionHandle,
 } from './native-binding';
 import { decodeHealth } from './health-decode';
-import { SnapshotDecoder } from './snapshot-decode';
+import { SnapshotDecoder, identityOf } from './snapshot-decode';
 import { wireLayoutOf } from './wire-layout';
-import type { GpuHealth, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
+import type { GpuHealth, GpuIdentity, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
 
 /**
  * The most asynchronous calls (snapshots, running or queued) one session holds at once. Each
@@ -131,6 +131,7 @@ function stuckCall(
 interface CheckedSnapshotOptions {
   processes: boolean;
   memoryOnly: boolean;
+  computeMode: boolean;
   devices: number[] | null;
 }
 
@@ -143,6 +144,7 @@ interface PendingCall {
 class Session implements NvmlMemoryReader {
   readonly library: LibraryInfo;
   readonly deviceCount: number;
+  readonly devices: readonly GpuIdentity[];
   readonly #binding: NativeBinding;
   readonly #handle: NativeSessionHandle;
   readonly #timeoutMs: number;
@@ -163,6 +165,7 @@ class Session implements NvmlMemoryReader {
     this.deviceCount = opened.devices.length;
     this.#decoder = new SnapshotDecoder(wireLayoutOf(binding), opened.devices);
     this.#memoryBuffer = new Float64Array(opened.devices.length * this.#decoder.memorySlots);
+    this.devices = opened.devices.map(identityOf);
     this.library = {
       path: opened.path,
       driverVersion: opened.driverVersion,
@@ -299,14 +302,15 @@ class Session implements NvmlMemoryReader {
   }
 
   #checkOptions(options: unknown): CheckedSnapshotOptions {
-    if (options === undefined) return { processes: false, memoryOnly: false, devices: null };
+    if (options === undefined) return { processes: false, memoryOnly: false, computeMode: false, devices: null };
     if (typeof options !== 'object' || options === null) {
       throw new TypeError('gpugate: snapshot options must be an object like { processes: true, devices: [0, 1] }');
     }
-    const { processes, memoryOnly, devices } = options as Record<string, unknown>;
+    const { processes, memoryOnly, computeMode, devices } = options as Record<string, unknown>;
     for (const [name, value] of [
       ['processes', processes],
       ['memoryOnly', memoryOnly],
+      ['computeMode', computeMode],
     ] as const) {
       if (value !== undefined && typeof value !== 'boolean') {
         throw new TypeError(`gpugate: snapshot option '${name}' must be a boolean, got ${JSON.stringify(value)}`);
@@ -326,7 +330,7 @@ class Session implements NvmlMemoryReader {
       }
       indices = devices as number[];
     }
-    return { processes: processes === true, memoryOnly: memoryOnly === true, devices: indices };
+    return { processes: processes === true, memoryOnly: memoryOnly === true, computeMode: computeMode === true, devices: indices };
   }
 
   #decode(encoded: NativeEncodedSnapshot, processes: boolean, takenAt: number): Snapshot {
@@ -341,7 +345,7 @@ class Session implements NvmlMemoryReader {
     const takenAt = Date.now();
     try {
       checked = this.#checkOptions(options);
-      pending = this.#binding.snapshot(this.#handle, checked.processes, checked.memoryOnly, checked.devices);
+      pending = this.#binding.snapshot(this.#handle, checked.processes, checked.memoryOnly, checked.devices, checked.computeMode);
     } catch (error) {
       // An async API reports every failure through its promise, argument errors included.
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
@@ -354,7 +358,7 @@ class Session implements NvmlMemoryReader {
     if (this.#closed) throw this.#closedError('snapshotSync');
     const checked = this.#checkOptions(options);
     const takenAt = Date.now();
-    if (checked.memoryOnly && !checked.processes && checked.devices === null) {
+    if (checked.memoryOnly && !checked.processes && !checked.computeMode && checked.devices === null) {
       // The cheapest full memory-only snapshot: one native read of every device into a reused array.
       const fast = this.#decoder.decodeMemory(this.readMemorySync(this.#memoryBuffer), takenAt);
       if (fast !== null) return fast;
@@ -366,6 +370,7 @@ class Session implements NvmlMemoryReader {
         checked.memoryOnly,
         checked.devices,
         this.#timeoutMs,
+        checked.computeMode,
       );
       return this.#decode(encoded, checked.processes, takenAt);
     } catch (error) {

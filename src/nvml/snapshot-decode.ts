@@ -8,7 +8,7 @@
 import { nvmlCodeName } from './nvml-error';
 import type { NativeCallError, NativeDeviceIdentity, NativeEncodedSnapshot } from './native-binding';
 import type { RecordPositions, WireLayout } from './wire-layout';
-import type { FieldError, GpuDevice, GpuMemory, GpuProcess, MigDevice, ProcessKind, Snapshot } from '../types';
+import type { FieldError, GpuDevice, GpuIdentity, GpuMemory, GpuProcess, MigDevice, ProcessKind, Snapshot } from '../types';
 
 /** Code used when a process list was returned but failed the plausibility check at every stride. */
 export const IMPLAUSIBLE_PROCESS_LIST = 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE';
@@ -98,6 +98,20 @@ function constantFields(identity: NativeDeviceIdentity): ConstantDeviceFields {
     computeCapability: capability === null ? null : `${capability[0]}.${capability[1]}`,
     fieldErrors,
     usable: identity.error === null,
+  };
+}
+
+/** The identity of a device as read at open, for the session's `devices` (no NVML call). */
+export function identityOf(identity: NativeDeviceIdentity): GpuIdentity {
+  const capability = identity.computeCapability;
+  return {
+    index: identity.index,
+    uuid: identity.uuid,
+    name: identity.name,
+    pciBusId: identity.pciBusId,
+    minorNumber: identity.minorNumber,
+    computeCapability: capability === null ? null : `${capability[0]}.${capability[1]}`,
+    error: identity.error === null ? null : fromNativeCallError(identity.error),
   };
 }
 

@@ -5,9 +5,9 @@
 
 import type { CommandContext } from '../command-context';
 import { parseCriteriaSettings } from '../criteria-settings';
-import { runGate } from '../gate-run';
+import { runGateCommand } from '../gate-command';
 
 /** Run `gpugate check`. */
 export async function runCheck(context: CommandContext): Promise<number> {
-  return runGate('check', context, parseCriteriaSettings('check', context.values));
+  return runGateCommand('check', context, parseCriteriaSettings('check', context.values));
 }

@@ -9,8 +9,11 @@ import { formatBytes } from '../../units';
 import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
 import { ExitCode } from '../exit-codes';
-import { holderName, shortBusId, STALE_CLASSES } from '../gpu-view';
-import { describeOwner, shortCommand } from '../holder-text';
+import { holderName } from '../../gate/failure-text';
+import { isStaleHolder } from '../../gate/stale-holders';
+import { shortBusId } from '../bus-id';
+import { shortCommand } from '../holder-text';
+import { describeOwner } from '../../gate/owner-text';
 import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { holderJson, ownerJson } from '../json-result';
@@ -39,7 +42,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
     const report = await inspectHolders(snapshot, { devices: selection.indices });
     const unattributed = new Map(report.perGpu.map((entry) => [entry.index, entry.unattributedBytes]));
     for (const holder of report.holders) {
-      if (STALE_CLASSES.has(holder.class)) {
+      if (isStaleHolder(holder)) {
         logger.warning(`stale ${logfmt([['gpu', holder.gpus.join(',')], ['pid', holder.pid], ['class', holder.class], ['name', holderName(holder)], ['owner', describeOwner(holder.owner)], ['reason', holder.reason]])}`);
       }
     }
@@ -81,7 +84,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
           };
         }),
         stale: {
-          holders: report.holders.filter((holder) => STALE_CLASSES.has(holder.class)).map(holderJson),
+          holders: report.holders.filter((holder) => isStaleHolder(holder)).map(holderJson),
           shm: report.shm,
         },
       }));

@@ -9,7 +9,7 @@ import { formatBytes } from '../../units';
 import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
 import { ExitCode } from '../exit-codes';
-import { shortBusId } from '../gpu-view';
+import { shortBusId } from '../bus-id';
 import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { closeSession, openSession } from '../nvml-session';

@@ -5,9 +5,9 @@
 
 import type { CommandContext } from '../command-context';
 import { parseWaitSettings } from '../criteria-settings';
-import { runGate } from '../gate-run';
+import { runGateCommand } from '../gate-command';
 
 /** Run `gpugate wait`. */
 export async function runWait(context: CommandContext): Promise<number> {
-  return runGate('wait', context, parseWaitSettings(context.values));
+  return runGateCommand('wait', context, parseWaitSettings(context.values));
 }

@@ -1,14 +1,32 @@
 /**
- * One-line explanations of why a GPU is not acceptable, for the final log line, the
- * `--report-file` and the `--json` reason: which criterion failed, by how much, and who holds it.
+ * The one wording of why a GPU is not acceptable: which criterion failed, by how much, and who
+ * holds it. The CLI's final log line, its `--report-file` and `--json` reason, and the message of
+ * GpuWaitTimeoutError all use it.
  */
 
 import { formatBytes, formatDuration } from '../units';
-import { holderLabel, type GpuEvaluationView, type HolderView } from './gpu-view';
-import { describeOwner } from './holder-text';
+import { describeOwner } from './owner-text';
+import type { Holder } from './stale';
+import type { GpuEvaluation } from './wait';
+
+/** The name to show for a holder: the first word of its command line (engines set it), else comm. */
+export function holderName(holder: Pick<Holder, 'cmdline' | 'comm'>): string {
+  const first = holder.cmdline?.split(/[\s\0]+/).find((word) => word !== '');
+  if (first !== undefined) {
+    // A path: keep the file name; a process title like VLLM::Worker_TP6 has no slash.
+    const slash = first.lastIndexOf('/');
+    return slash === -1 ? first : first.slice(slash + 1) || first;
+  }
+  return holder.comm ?? '?';
+}
+
+/** `pid/name/class`, as progress lines and failure texts list holders. */
+export function holderLabel(holder: Pick<Holder, 'pid' | 'class' | 'cmdline' | 'comm'>): string {
+  return `${holder.pid}/${holderName(holder)}/${holder.class}`;
+}
 
 /** Why one GPU fails, e.g. `GPU 6 (GPU-…): free 3.1GiB < needed 86GiB; held by 4242/VLLM::Worker_TP6/orphan`. */
-export function describeGpuFailure(gpu: GpuEvaluationView): string {
+export function describeGpuFailure(gpu: GpuEvaluation): string {
   const parts: string[] = [];
   const memory = gpu.memory;
   for (const reason of gpu.reasons) {
@@ -28,9 +46,9 @@ export function describeGpuFailure(gpu: GpuEvaluationView): string {
           : `compute mode ${gpu.computeMode ?? 'unknown'}: one CUDA context at a time, and one is there (or the process list is unreadable)`,
       );
     } else if (reason === 'unstable') {
-      parts.push(`memory still moving (stable for ${formatDuration(gpu.stableForMs)})`);
+      parts.push(`unstable: memory still moving (stable for ${formatDuration(gpu.stableForMs)})`);
     } else if (reason === 'error') {
-      parts.push(gpu.error === null ? 'memory unreadable' : `${gpu.error.code}`);
+      parts.push(gpu.error === null ? 'memory unreadable' : `${gpu.error.code} from ${gpu.error.fn}`);
     }
   }
   if (gpu.holders.length > 0) parts.push(`held by ${gpu.holders.map(ownedLabel).join(' ')}`);
@@ -41,12 +59,12 @@ export function describeGpuFailure(gpu: GpuEvaluationView): string {
 }
 
 /** `4242/VLLM::Worker_TP6/orphan (of vllm.service, user vllm, started 3 min ago)`. */
-function ownedLabel(holder: HolderView): string {
+function ownedLabel(holder: Holder): string {
   const owner = describeOwner(holder.owner);
   return owner === null ? holderLabel(holder) : `${holderLabel(holder)} (${owner})`;
 }
 
 /** All failing GPUs, joined with ` | `. */
-export function describeFailures(gpus: readonly GpuEvaluationView[]): string {
+export function describeFailures(gpus: readonly GpuEvaluation[]): string {
   return gpus.filter((gpu) => !gpu.ok).map(describeGpuFailure).join(' | ');
 }

@@ -1,0 +1,218 @@
+/**
+ * The body of `gpugate wait` and `gpugate check`: settings → gate() → the outcome rendered once,
+ * in every form asked for (log, --json, --report-file, --notify) → the exit code; `wait -- CMD`
+ * then runs CMD. What the gate does lives in the library (src/gate/gate.ts); this file only
+ * logs its events and renders its outcome.
+ */
+
+import { performance } from 'node:perf_hooks';
+import type { GateEvent } from '../gate/gate';
+import type { GateOutcome } from '../gate/gate-outcome';
+import { formatBytes, formatDuration } from '../units';
+import type { CommandContext } from './command-context';
+import type { CriteriaSettings, WaitSettings } from './criteria-settings';
+import { ExitCode, exitCodeForResult, exitCodeName } from './exit-codes';
+import { InterruptWatch } from './interrupt-watch';
+import { errorJson, gpuJson, staleJson, type ResultJson } from './json-result';
+import { jsonDocument } from './json-document';
+import { logfmt } from './logfmt';
+import type { Logger } from './logger';
+import { gpuLine } from './progress-line';
+import { ProgressReporter } from './progress-reporter';
+import { writeReportFile } from './report-file';
+import { runWrapped } from './run-wrapped';
+import { createStatusNotifier, type StatusPublisher } from './status-notifier';
+
+/** Run `wait` (settings with timing) or `check` (one sample). Resolves to the exit code. */
+export async function runGateCommand(kind: 'wait' | 'check', context: CommandContext, settings: CriteriaSettings | WaitSettings): Promise<number> {
+  const { logger, env } = context;
+  const startMs = performance.now();
+  const timing = 'timeoutMs' in settings ? settings : null;
+  const publish: StatusPublisher | undefined = settings.notify ? createStatusNotifier(env, logger) : undefined;
+  const reporter = new ProgressReporter({
+    logger,
+    ...(timing !== null ? { timeoutMs: timing.timeoutMs, stableMs: timing.stableMs } : {}),
+    ...(publish !== undefined ? { onStatus: publish } : {}),
+  });
+  // What the events said so far: what a report forced by a stuck NVML call can still show.
+  const seen: Seen = { actions: { signals: [], shm: [] }, library: null, stale: { holders: [], shm: null, report: null } };
+  let reported = false;
+  const report = (outcome: GateOutcome, exitCode: number): void => {
+    if (reported) return;
+    reported = true;
+    renderOutcome(kind, context, settings, outcome, exitCode, reporter, publish);
+  };
+  const watch = new InterruptWatch((signal) => {
+    // The gate did not finish by itself within a second of the signal (NVML stuck): report now.
+    const elapsedMs = performance.now() - startMs;
+    const evaluation = reporter.last;
+    report(
+      {
+        result: 'interrupted',
+        reason: `interrupted by ${signal} after ${formatDuration(elapsedMs)}`,
+        elapsedMs,
+        polls: evaluation?.polls ?? 0,
+        evaluation,
+        stale: seen.stale,
+        actions: seen.actions,
+        error: null,
+        library: seen.library,
+        selection: evaluation?.selection ?? null,
+      },
+      exitCodeForResult('interrupted', signal),
+    );
+  });
+
+  const { gate } = require('../gate/gate') as typeof import('../gate/gate');
+  const outcome = await gate({
+    mode: kind,
+    ...(settings.libraryPath !== undefined ? { libraryPath: settings.libraryPath } : {}),
+    callTimeoutMs: settings.callTimeoutMs,
+    ...(settings.gpus !== undefined ? { gpus: settings.gpus } : {}),
+    ...(settings.minFree !== undefined ? { minFree: settings.minFree } : {}),
+    ...(settings.marginBytes !== undefined ? { marginBytes: settings.marginBytes } : {}),
+    ...(settings.maxUsed !== undefined ? { maxUsed: settings.maxUsed } : {}),
+    noProcesses: settings.noProcesses,
+    ignore: settings.ignore,
+    allowEmptySelection: settings.allowEmpty,
+    stale: settings.stale,
+    killStale: settings.killStale,
+    killGraceMs: settings.killGraceMs,
+    cleanShm: settings.cleanShm,
+    dryRun: settings.dryRun,
+    env,
+    signal: watch.signal,
+    ...(timing !== null
+      ? { stableMs: timing.stableMs, stableToleranceBytes: timing.stableToleranceBytes, timeoutMs: timing.timeoutMs, intervalMs: timing.intervalMs }
+      : {}),
+    onPoll: (evaluation) => reporter.poll(evaluation),
+    onEvent: (event) => logEvent(event, logger, reporter, publish, seen),
+  });
+  if (kind === 'check' && outcome.evaluation !== null) reporter.reportStaleHolders(outcome.evaluation.devices.flatMap((gpu) => gpu.holders));
+  const exitCode = exitCodeForResult(outcome.result, watch.received);
+  report(outcome, exitCode);
+  if (exitCode !== ExitCode.ok || context.wrapped.length === 0) {
+    watch.dispose();
+    return exitCode;
+  }
+  logger.info(`running ${logfmt([['command', context.wrapped.join(' ')]])}`);
+  // The wrapper's listeners are in place before the watch's go: no moment without a handler.
+  const status = runWrapped(context.wrapped, logger, env);
+  watch.dispose();
+  return status;
+}
+
+/** What the gate's events reported so far. */
+interface Seen {
+  actions: GateOutcome['actions'];
+  library: GateOutcome['library'];
+  stale: GateOutcome['stale'];
+}
+
+/** Log what the gate does or finds before its verdict, as it happens. */
+function logEvent(event: GateEvent, logger: Logger, reporter: ProgressReporter, publish: StatusPublisher | undefined, seen: Seen): void {
+  const actions = seen.actions;
+  switch (event.kind) {
+    case 'library':
+      seen.library = event.library;
+      logger.debug(`nvml ${logfmt([['library', event.library.path], ['driver', event.library.driverVersion], ['nvml', event.library.nvmlVersion]])}`);
+      return;
+    case 'selection':
+      for (const warning of event.selection.warnings) logger.warning(warning);
+      return;
+    case 'stale-scan':
+      seen.stale = { holders: event.stale, shm: event.report.shm, report: event.report };
+      reporter.reportStaleHolders(event.stale);
+      if (event.report.nestedPidNamespace) {
+        logger.info('holders cannot be attributed: gpugate runs in a nested PID namespace (use hostPID / --pid=host to see them); waiting on memory alone');
+      }
+      for (const entry of event.report.shm.leaked) {
+        logger.warning(`stale-shm ${logfmt([
+          ['path', entry.path],
+          ['size', formatBytes(entry.allocatedBytes)],
+          ['tmpfs_free', event.report.shm.tmpfsFreeBytes === null ? null : formatBytes(event.report.shm.tmpfsFreeBytes)],
+        ])}`);
+      }
+      return;
+    case 'stale-scan-skipped':
+      logger.warning(`stale scan skipped: ${event.error.message}`);
+      return;
+    case 'kill-stale-no-unit':
+      logger.notice(`kill-stale ${logfmt([['result', 'skipped'], ['reason', `gpugate is not in a systemd service's cgroup (${event.cgroup}): no holder can be proven a leftover of this service, nothing is signalled`]])}`);
+      return;
+    case 'kill-stale-starting': {
+      // The kill grace can last seconds: say in `systemctl status` what the start is doing.
+      const { holderLabel } = require('../gate/failure-text') as typeof import('../gate/failure-text');
+      publish?.(`stopping leftovers of this unit: ${event.leftovers.map(holderLabel).join(' ')} (SIGTERM, SIGKILL after ${formatDuration(event.graceMs)})`);
+      return;
+    }
+    case 'kill-stale': {
+      const action = event.action;
+      if (!actions.signals.includes(action)) actions.signals.push(action);
+      const line = `kill-stale ${logfmt([['pid', action.pid], ['signal', action.signal], ['result', action.result], ['reason', action.reason]])}`;
+      if (action.result === 'skipped') logger.notice(line);
+      else logger.warning(line);
+      return;
+    }
+    case 'clean-shm': {
+      const result = event.result;
+      actions.shm.push(result);
+      const line = `clean-shm ${logfmt([['path', result.path], ['size', result.sizeBytes === null ? null : formatBytes(result.sizeBytes)], ['result', result.result], ['reason', result.reason]])}`;
+      if (result.result === 'skipped') logger.notice(line);
+      else logger.warning(line);
+      return;
+    }
+  }
+}
+
+/** Log, print and publish the outcome (exactly once). */
+function renderOutcome(
+  kind: 'wait' | 'check',
+  context: CommandContext,
+  settings: CriteriaSettings,
+  outcome: GateOutcome,
+  exitCode: number,
+  reporter: ProgressReporter,
+  publish: StatusPublisher | undefined,
+): void {
+  const { logger } = context;
+  const evaluation = outcome.evaluation;
+  if (exitCode === ExitCode.ok) {
+    const gpus = evaluation === null ? null : evaluation.devices.map((gpu) => gpu.index).join(',') || '(none selected)';
+    logger.notice(`ready ${logfmt([['gpus', gpus], ['elapsed', formatDuration(outcome.elapsedMs)], ['polls', evaluation?.polls ?? null]])}`);
+  } else {
+    if (evaluation !== null && (outcome.result === 'timeout' || outcome.result === 'interrupted' || outcome.result === 'busy')) {
+      if (kind === 'check') {
+        for (const gpu of evaluation.devices) if (!gpu.ok) logger.error(gpuLine(outcome.result, gpu, {}));
+      } else {
+        reporter.logLastState(outcome.result, evaluation);
+      }
+    }
+    logger.error(`${outcome.reason} (exit ${exitCode}/${exitCodeName(exitCode)})`);
+  }
+  if (settings.reportFile !== undefined) writeReportFile(settings.reportFile, outcome.reason, logger);
+  // Success clears the status: the text would otherwise stay on the unit for the service's whole
+  // life (systemd keeps the last STATUS= until someone sends another). A failure's reason stays.
+  if (publish !== undefined) publish(exitCode === ExitCode.ok ? '' : `gpugate gave up: ${outcome.reason}`);
+  if (settings.format === 'json') {
+    const holders = evaluation !== null ? evaluation.devices.flatMap((gpu) => gpu.holders) : outcome.stale.holders;
+    const document: ResultJson = {
+      command: kind,
+      result: outcome.result,
+      exitCode,
+      reason: outcome.reason,
+      elapsedMs: Math.round(outcome.elapsedMs),
+      polls: evaluation?.polls ?? 0,
+      selection: outcome.selection === null ? null : { source: outcome.selection.source, warnings: outcome.selection.warnings },
+      library:
+        outcome.library === null
+          ? null
+          : { path: outcome.library.path, driverVersion: outcome.library.driverVersion, nvmlVersion: outcome.library.nvmlVersion, cudaDriverVersion: outcome.library.cudaDriverVersion },
+      gpus: evaluation === null ? [] : evaluation.devices.map(gpuJson),
+      stale: staleJson(holders, outcome.stale.shm),
+      actions: { signals: outcome.actions.signals, shm: outcome.actions.shm },
+      error: errorJson(outcome.error),
+    };
+    context.stdout.write(jsonDocument(document));
+  }
+}

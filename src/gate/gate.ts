@@ -1,0 +1,321 @@
+/**
+ * gate(): what `gpugate wait` and `gpugate check` do, for Node programs. Opens NVML (or uses the
+ * caller's session), selects the GPUs once, builds the holder-inspection context once, takes one
+ * read that is both the stale scan's snapshot and the first poll, runs the requested actions
+ * (stop leftovers, remove leaked /dev/shm files), then polls (a wait) or judges that one read (a
+ * check). It resolves with a {@link GateOutcome} in every case but a programming error (an option
+ * of the wrong type, a TypeError): a busy GPU, a timeout, a lost GPU or an interrupt are outcomes.
+ */
+import { performance } from 'node:perf_hooks';
+import { ConfigError } from '../config-error';
+import { isOsError } from '../host/os-error';
+import { readProcess } from '../host/procfs';
+import { reapStale, type ReapAction } from '../host/reap';
+import { cleanShm, DEFAULT_SHM_PATTERNS, type ShmCleanResult } from '../host/shm';
+import { GPUGATE_TIMEOUT, NvmlError } from '../nvml/nvml-error';
+import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
+import type { Snapshot } from '../types';
+import { formatBytes, formatDuration } from '../units';
+import { DeviceSelectionError } from './device-selection-error';
+import type { DeviceSelection } from './devices';
+import { describeFailures } from './failure-text';
+import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from './gate-defaults';
+import type { GateOutcome, GateResult } from './gate-outcome';
+import { isStaleHolder } from './stale-holders';
+import { inspectHolders, type Holder, type HolderReport } from './stale';
+import { GpuWaitTimeoutError } from './wait-timeout-error';
+import {
+  acquireSession,
+  checkOptions,
+  confirmingPlan,
+  evaluateFirstRead,
+  GpuWaitAbortError,
+  pollUntilFree,
+  prepareWait,
+  readOnce,
+  type Evaluation,
+  type WaitOptions,
+  type WaitState,
+} from './wait';
+
+/** What to do with stale holders and leaked /dev/shm files. */
+export type StalePolicy = 'report' | 'fail' | 'ignore';
+
+/** Something a gate did or found before its verdict, reported as it happens. */
+export type GateEvent =
+  /** NVML is open. */
+  | { kind: 'library'; library: NonNullable<GateOutcome['library']> }
+  /** The GPUs are selected (its warnings are for the operator). */
+  | { kind: 'selection'; selection: DeviceSelection }
+  /** The stale scan found these stale holders and leaked files (before any action). */
+  | { kind: 'stale-scan'; stale: Holder[]; report: HolderReport }
+  /** The stale scan could not read /proc; the gate goes on without it (only reporting needed it). */
+  | { kind: 'stale-scan-skipped'; error: Error }
+  /** `killStale` without a unit cgroup: no holder can be proven a leftover; `cgroup` is gpugate's own. */
+  | { kind: 'kill-stale-no-unit'; cgroup: string }
+  /** Leftovers are about to be stopped (SIGTERM, SIGKILL after `graceMs`). */
+  | { kind: 'kill-stale-starting'; leftovers: Holder[]; graceMs: number }
+  /** One signal action, recorded (or updated) the moment it happened. */
+  | { kind: 'kill-stale'; action: ReapAction }
+  /** One /dev/shm file removed, skipped or refused. */
+  | { kind: 'clean-shm'; result: ShmCleanResult };
+
+/** Options of {@link gate}: the criteria and selection of waitForGpusFree, plus the stale policy and actions. */
+export interface GateOptions extends WaitOptions {
+  /** 'wait' (default): poll until free and stable or timeoutMs; 'check': judge one read, no stability. */
+  mode?: 'wait' | 'check';
+  /** Default 'report': scan for stale resources before the first poll (a check scans only when 'fail' or an action needs it). */
+  stale?: StalePolicy;
+  /** Stop holders proven to be leftovers of an earlier activation of the caller's systemd service. */
+  killStale?: boolean;
+  /** Time between SIGTERM and SIGKILL for killStale (default DEFAULT_KILL_GRACE_MS, 10 s). */
+  killGraceMs?: number;
+  /** Remove /dev/shm files matching these globs that no live process has open or mapped. */
+  cleanShm?: string[];
+  /** With killStale / cleanShm: say what would be done, do nothing. */
+  dryRun?: boolean;
+  /** Called with everything the gate does or finds before its verdict. */
+  onEvent?: (event: GateEvent) => void;
+}
+
+const STALE_POLICIES: ReadonlySet<unknown> = new Set(['report', 'fail', 'ignore']);
+
+function checkGateOptions(options: GateOptions): void {
+  checkOptions(options);
+  if (options.mode !== undefined && options.mode !== 'wait' && options.mode !== 'check') {
+    throw new TypeError(`option mode must be 'wait' or 'check', got ${JSON.stringify(options.mode)}`);
+  }
+  if (options.stale !== undefined && !STALE_POLICIES.has(options.stale)) {
+    throw new TypeError(`option stale must be 'report', 'fail' or 'ignore', got ${JSON.stringify(options.stale)}`);
+  }
+  for (const name of ['killStale', 'dryRun'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new TypeError(`option ${name} must be a boolean, got ${JSON.stringify(options[name])}`);
+  }
+  const grace: unknown = options.killGraceMs;
+  if (grace !== undefined && (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0)) {
+    throw new TypeError(`option killGraceMs must be a finite number >= 0, got ${JSON.stringify(grace)}`);
+  }
+  if (options.cleanShm !== undefined && (!Array.isArray(options.cleanShm) || options.cleanShm.some((glob) => typeof glob !== 'string' || glob === '' || glob.includes('/')))) {
+    throw new TypeError(`option cleanShm must be an array of file-name globs inside /dev/shm such as 'nccl-*' (no slashes), got ${JSON.stringify(options.cleanShm)}`);
+  }
+  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') throw new TypeError('option onEvent must be a function');
+  const stale = options.stale ?? 'report';
+  if (stale === 'ignore' && (options.killStale === true || (options.cleanShm ?? []).length > 0)) {
+    throw new TypeError("option stale 'ignore' skips the scan that killStale and cleanShm need");
+  }
+}
+
+/** A gate's verdict reached inside the pipeline (not by an error). */
+class Verdict {
+  constructor(
+    readonly result: GateResult,
+    readonly reason: string,
+  ) {}
+}
+
+/** The result an error that ended a gate stands for, by its class. */
+function resultForError(error: unknown): GateResult {
+  if (error instanceof GpuWaitTimeoutError) return 'timeout';
+  if (error instanceof GpuWaitAbortError) return 'interrupted';
+  if (error instanceof NvmlError) return 'unavailable';
+  if (error instanceof ConfigError || error instanceof DeviceSelectionError) return 'config-error';
+  if (isOsError(error)) return 'os-error';
+  return 'internal-error';
+}
+
+/** What aborted the gate, for the reason text: the signal's name when the abort reason carries one. */
+function abortedBy(signal: AbortSignal | undefined): string {
+  const reason: unknown = signal?.reason;
+  if (typeof reason === 'object' && reason !== null && typeof (reason as { signal?: unknown }).signal === 'string') return (reason as { signal: string }).signal;
+  return 'an abort';
+}
+
+function indicesOf(evaluation: Evaluation): string {
+  return evaluation.devices.map((gpu) => gpu.index).join(',') || '(none selected)';
+}
+
+/** Races `promise` against a deadline a little past the NVML call deadline: a session that never settles still ends the gate. */
+function withBackstop<T>(promise: Promise<T>, callTimeoutMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const backstop = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new NvmlError({ code: GPUGATE_TIMEOUT, nvmlReturn: null, fn: what, message: `${what}: NVML did not answer within ${callTimeoutMs} ms (callTimeoutMs, --nvml-timeout); the driver may be hung` }));
+    }, callTimeoutMs + 750);
+    timer.unref();
+  });
+  return Promise.race([promise, backstop]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Runs one gate with the semantics of `gpugate wait` (default) or `gpugate check` and resolves
+ * with its outcome. Rejects only with a TypeError for an option of the wrong type.
+ */
+export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
+  const startMs = performance.now();
+  checkGateOptions(options);
+  const mode = options.mode ?? 'wait';
+  const stalePolicy = options.stale ?? 'report';
+  const cleanGlobs = options.cleanShm ?? [];
+  const killStale = options.killStale ?? false;
+  const emit = options.onEvent ?? ((): void => {});
+  const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  const outcome: GateOutcome = {
+    result: 'internal-error',
+    reason: '',
+    elapsedMs: 0,
+    polls: 0,
+    evaluation: null,
+    stale: { holders: [], shm: null, report: null },
+    actions: { signals: [], shm: [] },
+    error: null,
+    library: null,
+    selection: null,
+  };
+  const waitOptions: WaitOptions = {
+    ...options,
+    ...(mode === 'wait' ? { stableMs: options.stableMs ?? DEFAULT_STABLE_MS } : {}),
+    inspectHolders: options.inspectHolders ?? stalePolicy !== 'ignore',
+  };
+  let release: (() => Promise<void>) | null = null;
+  let state: WaitState | null = null;
+  try {
+    const acquired = await withBackstop(acquireSession(options), callTimeoutMs, 'opening NVML');
+    release = acquired.release;
+    const session = acquired.session;
+    const library = session.library;
+    outcome.library = library;
+    emit({ kind: 'library', library });
+    state = await prepareWait(waitOptions, session, startMs);
+    outcome.selection = state.selection;
+    emit({ kind: 'selection', selection: state.selection });
+    if (state.units.length === 0) {
+      outcome.evaluation = { elapsedMs: performance.now() - startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
+      throw new Verdict('ready', 'GPUs (none selected) free');
+    }
+    // One read is both the stale scan's snapshot and the first poll.
+    let first: { snapshot: Snapshot; receivedAtMs: number } | undefined = await withBackstop(readOnce(session, state, confirmingPlan(state)), callTimeoutMs, 'reading the GPUs');
+    // The scan (every process's fds and maps, /dev/shm) costs a few hundred ms: worth it once
+    // before a wait; for a one-sample check only when an action or stale 'fail' needs it.
+    const required = stalePolicy === 'fail' || killStale || cleanGlobs.length > 0;
+    if (stalePolicy !== 'ignore' && (mode === 'wait' || required)) {
+      let acted = false;
+      try {
+        acted = await staleScan(first.snapshot, state, options, outcome, emit);
+      } catch (error) {
+        if (error instanceof Verdict || required || !isOsError(error)) throw error;
+        emit({ kind: 'stale-scan-skipped', error: error as Error });
+      }
+      // What the actions changed is for the first poll to see.
+      if (acted) first = undefined;
+    }
+    if (options.signal?.aborted) throw new GpuWaitAbortError(state.last, options.signal.reason);
+    if (mode === 'check') {
+      const evaluation = await evaluateFirstRead(first ?? (await withBackstop(readOnce(session, state, confirmingPlan(state)), callTimeoutMs, 'reading the GPUs')), state, false);
+      outcome.evaluation = evaluation;
+      throw evaluation.ok ? new Verdict('ready', `GPUs ${indicesOf(evaluation)} free`) : new Verdict('busy', `GPUs not free: ${describeFailures(evaluation.devices)}`);
+    }
+    const result = await pollUntilFree(session, state, {
+      intervalMs: options.intervalMs ?? DEFAULT_INTERVAL_MS,
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      ...(options.onPoll !== undefined ? { onPoll: options.onPoll } : {}),
+      ...(first !== undefined ? { first } : {}),
+    });
+    outcome.evaluation = result.evaluation;
+    outcome.result = 'ready';
+    outcome.reason = `GPUs ${indicesOf(result.evaluation)} free and stable after ${formatDuration(result.elapsedMs)} (${result.polls} polls)`;
+  } catch (error) {
+    const elapsedMs = performance.now() - startMs;
+    if (error instanceof Verdict) {
+      outcome.result = error.result;
+      outcome.reason = error.reason;
+    } else {
+      outcome.result = resultForError(error);
+      outcome.evaluation = (error as { evaluation?: Evaluation | null }).evaluation ?? state?.last ?? outcome.evaluation;
+      const message = error instanceof Error ? error.message : String(error);
+      if (outcome.result === 'interrupted') {
+        outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${formatDuration(elapsedMs)}${outcome.evaluation === null ? '' : `: ${describeFailures(outcome.evaluation.devices) || 'GPUs free, not yet stable'}`}`;
+      } else if (outcome.result === 'timeout') {
+        outcome.reason = message;
+      } else {
+        outcome.error = error instanceof Error ? error : new Error(message);
+        outcome.reason = outcome.result === 'internal-error' ? `internal error (a bug in gpugate, please report it): ${error instanceof Error && error.stack !== undefined ? error.stack : message}` : message;
+      }
+    }
+  }
+  if (options.signal?.aborted === true && outcome.result !== 'ready' && outcome.result !== 'interrupted') {
+    // The signal arrived during a step that cannot be aborted (opening NVML, the /proc scan).
+    outcome.result = 'interrupted';
+    outcome.error = null;
+    outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${formatDuration(performance.now() - startMs)}`;
+  }
+  outcome.elapsedMs = performance.now() - startMs;
+  outcome.polls = outcome.evaluation?.polls ?? 0;
+  if (release !== null) await release().catch(() => undefined);
+  return outcome;
+}
+
+/**
+ * The stale scan on the first read: classify its holders, find leaked /dev/shm files, stop
+ * leftovers and remove leaked files when asked, and fail with stale 'fail'. Resolves true when
+ * an action changed something (a signal sent, a file removed).
+ */
+async function staleScan(snapshot: Snapshot, state: WaitState, options: GateOptions, outcome: GateOutcome, emit: (event: GateEvent) => void): Promise<boolean> {
+  const cleanGlobs = options.cleanShm ?? [];
+  const dryRun = options.dryRun ?? false;
+  const report = await inspectHolders(snapshot, {
+    ...(typeof options.inspectHolders === 'object' ? options.inspectHolders : {}),
+    devices: state.selection.indices,
+    shmPatterns: [...DEFAULT_SHM_PATTERNS, ...cleanGlobs],
+    ...(state.ctx !== null ? { context: state.ctx } : {}),
+  });
+  const stale = report.holders.filter(isStaleHolder);
+  outcome.stale = { holders: stale, shm: report.shm, report };
+  emit({ kind: 'stale-scan', stale, report });
+  let acted = false;
+  if (options.killStale === true) {
+    const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+    if (report.unitCgroup === null) {
+      const self = await readProcess(process.pid);
+      emit({ kind: 'kill-stale-no-unit', cgroup: self.kind === 'ok' ? self.cgroup ?? '(unreadable)' : '(unreadable)' });
+    }
+    const leftovers = report.holders.filter((holder) => holder.class === 'leftover');
+    if (leftovers.length > 0 && !dryRun) emit({ kind: 'kill-stale-starting', leftovers, graceMs });
+    // Each action is recorded the moment it happens, so an interrupted grace still reports every signal already sent.
+    const signals = outcome.actions.signals;
+    const actions = await reapStale(report, {
+      dryRun,
+      graceMs,
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      onAction: (action) => {
+        if (!signals.includes(action)) signals.push(action);
+        emit({ kind: 'kill-stale', action });
+      },
+    });
+    acted = actions.some((action) => action.sent.length > 0);
+    const refused = actions.filter((action) => action.result === 'no-permission');
+    if (refused.length > 0) {
+      throw new Verdict('no-permission', `--kill-stale: no permission to signal ${refused.map((action) => action.pid).join(', ')} (run as the service's user or root)`);
+    }
+  }
+  if (cleanGlobs.length > 0) {
+    const results = await cleanShm(cleanGlobs, { dryRun });
+    outcome.actions.shm = results;
+    for (const result of results) emit({ kind: 'clean-shm', result });
+    acted ||= results.some((result) => result.result === 'removed');
+    const refused = results.filter((result) => result.result === 'no-permission');
+    if (refused.length > 0) throw new Verdict('no-permission', `--clean-shm: no permission to remove ${refused.map((result) => result.path).join(', ')}`);
+  }
+  if (options.stale === 'fail') {
+    const holders = options.killStale === true ? [] : stale;
+    const leaked = cleanGlobs.length > 0 ? [] : report.shm.leaked;
+    if (holders.length > 0 || leaked.length > 0) {
+      const what = [
+        ...holders.map((holder) => `pid ${holder.pid} (${holder.class}: ${holder.reason})`),
+        ...leaked.map((entry) => `${entry.path} (${formatBytes(entry.allocatedBytes)})`),
+      ];
+      throw new Verdict('stale', `--stale fail: stale resources found: ${what.join('; ')}`);
+    }
+  }
+  return acted;
+}

@@ -1,0 +1,216 @@
+/**
+ * gate() through the real addon and the NVML simulator: what `gpugate wait` / `check` do, for a
+ * Node program. Ready, busy with its holders, timeout, unavailable (a lost GPU, no library),
+ * interrupted by an AbortSignal, the stale scan that reuses the first poll's read, and the NVML
+ * calls a gate makes, counted by the simulator: a further poll on an unchanged idle host reads
+ * memory only.
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { gate, type GateEvent } from '../src/gate/gate';
+import type { Evaluation } from '../src/gate/wait';
+import { NvmlError } from '../src/nvml/nvml-error';
+import { killSpawned, spawnSleeper } from './helpers/processes';
+import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
+
+const TOTAL = 96 * GiB;
+const MEMORY_READS = new Set(['nvmlDeviceGetMemoryInfo_v2', 'nvmlDeviceGetMemoryInfo']);
+
+function gpu(index: number, usedBytes: number, processes: Array<{ pid: number; usedBytes: number }> = []): Record<string, unknown> {
+  return {
+    name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition',
+    uuid: `GPU-${String(index).padStart(8, '0')}-1111-2222-3333-444455556666`,
+    pciBusId: `00000000:${(0x18 + index * 0x10).toString(16).toUpperCase()}:00.0`,
+    minorNumber: index,
+    computeCapability: [12, 0],
+    memory: { totalBytes: TOTAL, reservedBytes: 0, usedBytes },
+    computeMode: 'default',
+    processes: processes.map((p) => ({ ...p, kinds: ['compute'] })),
+  };
+}
+
+function callsOf(file: string): Record<string, number> {
+  return (JSON.parse(readFileSync(file, 'utf8')) as { calls: Record<string, number> }).calls;
+}
+
+function sum(calls: Record<string, number>): number {
+  return Object.values(calls).reduce((total, n) => total + n, 0);
+}
+
+afterEach(async () => {
+  delete process.env['GPUGATE_SIM_STATS'];
+  await killSpawned();
+});
+
+describe('gate() on the simulator', () => {
+  it('ready: an idle host passes on its first poll, with the library and selection in the outcome', async () => {
+    useScenario({ devices: [gpu(0, 0), gpu(1, 0)] });
+    const polls: Evaluation[] = [];
+    const outcome = await gate({ libraryPath: freshSimulator(), minFree: { fraction: 0.9 }, stableMs: 0, env: {}, onPoll: (e) => polls.push(e) });
+    expect(outcome).toMatchObject({ result: 'ready', error: null, polls: 1, selection: { indices: [0, 1], source: 'all' } });
+    expect(outcome.reason).toMatch(/^GPUs 0,1 free and stable after \S+ \(1 polls\)$/);
+    expect(outcome.library?.path).toMatch(/gpugate_sim/);
+    expect(outcome.evaluation?.devices.map((d) => [d.index, d.ok, d.computeMode])).toEqual([[0, true, 'default'], [1, true, 'default']]);
+    expect(polls).toHaveLength(1);
+  });
+
+  it('busy: a check names the failing GPU and its holder, classified', async () => {
+    const holder = await spawnSleeper('VLLM::Worker_TP1');
+    useScenario({ devices: [gpu(0, 0), gpu(1, 40 * GiB, [{ pid: holder, usedBytes: 40 * GiB }])] });
+    const outcome = await gate({ mode: 'check', libraryPath: freshSimulator(), minFree: { fraction: 0.9 }, env: {} });
+    expect(outcome.result).toBe('busy');
+    expect(outcome.reason).toMatch(new RegExp(`^GPUs not free: GPU 1 \\(GPU-00000001-[^)]*\\): free 56GiB < needed \\S+; held by ${holder}/VLLM::Worker_TP1/active \\(user \\S+, started [^)]* ago\\)$`));
+    const busy = outcome.evaluation!.devices.find((d) => d.index === 1)!;
+    expect(busy.reasons).toEqual(['memory']);
+    expect(busy.holders.map((h) => [h.pid, h.class])).toEqual([[holder, 'active']]);
+    // A check scans /proc only when an action or stale 'fail' needs it.
+    expect(outcome.stale.report).toBeNull();
+  });
+
+  it('timeout: the last evaluation and the reason per GPU; the stale scan ran once, on the first read', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }])] });
+    const events: GateEvent['kind'][] = [];
+    const outcome = await gate({ libraryPath: freshSimulator(), stableMs: 0, intervalMs: 50, timeoutMs: 400, env: {}, onEvent: (e) => events.push(e.kind) });
+    expect(outcome.result).toBe('timeout');
+    expect(outcome.reason).toMatch(/^GPUs not free after 400ms: GPU 0 \(GPU-00000000-[^)]*\): used 50GiB > allowed 1GiB; held by 4194304\/\?\/gone$/);
+    expect(outcome.polls).toBeGreaterThan(2);
+    expect(outcome.evaluation?.devices[0]?.reasons).toEqual(['memory']);
+    expect(events).toEqual(['library', 'selection', 'stale-scan']);
+    expect(outcome.stale.report?.holders.map((h) => [h.pid, h.class])).toEqual([[4_194_304, 'gone']]);
+    expect(outcome.error).toBeNull();
+  });
+
+  it('unavailable: a lost GPU ends the gate at once with the NvmlError', async () => {
+    useScenario(bundledScenario('lost-gpu.json'));
+    const outcome = await gate({ libraryPath: freshSimulator(), timeoutMs: 20_000, env: {} });
+    expect(outcome.result).toBe('unavailable');
+    expect(outcome.error).toBeInstanceOf(NvmlError);
+    expect((outcome.error as NvmlError).code).toBe('NVML_ERROR_GPU_IS_LOST');
+    expect(outcome.reason).toBe(outcome.error?.message);
+  });
+
+  it('unavailable: a missing library is an outcome naming where it looked, not a rejection', async () => {
+    const outcome = await gate({ libraryPath: path.join(tempDir(), 'no-such-libnvidia-ml.so.1'), env: {} });
+    expect(outcome.result).toBe('unavailable');
+    expect((outcome.error as NvmlError).code).toBe('GPUGATE_LIBRARY_NOT_FOUND');
+    expect(outcome.library).toBeNull();
+    expect(outcome.reason).toMatch(/no-such-libnvidia-ml\.so\.1/);
+  });
+
+  it('config-error: a selector that matches nothing', async () => {
+    useScenario({ devices: [gpu(0, 0)] });
+    const outcome = await gate({ libraryPath: freshSimulator(), gpus: ['7'], env: {} });
+    expect(outcome.result).toBe('config-error');
+    expect(outcome.reason).toMatch(/GPU selector "7" matches no GPU index/);
+  });
+
+  it('interrupted: an AbortSignal ends the wait with the last evaluation, whatever aborted it', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB)] });
+    const controller = new AbortController();
+    let polls = 0;
+    const outcome = await gate({
+      libraryPath: freshSimulator(),
+      intervalMs: 50,
+      env: {},
+      signal: controller.signal,
+      onPoll: () => {
+        polls += 1;
+        if (polls === 3) controller.abort();
+      },
+    });
+    expect(outcome.result).toBe('interrupted');
+    expect(outcome.polls).toBe(3);
+    expect(outcome.evaluation?.devices[0]?.reasons).toEqual(['memory', 'unstable']);
+    expect(outcome.reason).toMatch(/^interrupted by an abort after \S+: GPU 0 .*used 50GiB > allowed 1GiB/);
+    expect(outcome.error).toBeNull();
+  });
+
+  it('rejects an option of the wrong type with a TypeError naming it, before any NVML call', async () => {
+    await expect(gate({ mode: 'sometimes' } as never)).rejects.toThrow(/option mode must be 'wait' or 'check'/);
+    await expect(gate({ stale: 'ignore', killStale: true })).rejects.toThrow(TypeError);
+    await expect(gate({ cleanShm: ['a/b'] })).rejects.toThrow(/option cleanShm/);
+  });
+});
+
+describe('the NVML calls of a gate (simulator call statistics)', () => {
+  it('an idle 8-GPU wait ready at its first poll: identity once, then one read of memory, compute mode and process lists', async () => {
+    useScenario({ devices: Array.from({ length: 8 }, (_, i) => gpu(i, 0)) });
+    const stats = path.join(tempDir(), `gate-idle-${process.pid}.json`);
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    const outcome = await gate({ libraryPath: freshSimulator(), minFree: { fraction: 0.9 }, stableMs: 0, env: {} });
+    expect(outcome.result).toBe('ready');
+    const calls = callsOf(stats);
+    // Per device: identity (handle, name, UUID, minor, PCI, compute capability) once per session,
+    // then one read: memory, compute mode, the three process lists. Nothing it does not decide on.
+    for (const fn of ['nvmlDeviceGetHandleByIndex_v2', 'nvmlDeviceGetUUID', 'nvmlDeviceGetMemoryInfo_v2', 'nvmlDeviceGetComputeMode', 'nvmlDeviceGetComputeRunningProcesses_v3']) {
+      expect(calls[fn], fn).toBe(8);
+    }
+    for (const fn of ['nvmlDeviceGetPersistenceMode', 'nvmlDeviceGetMigMode', 'nvmlDeviceGetUtilizationRates', 'nvmlDeviceGetTemperature', 'nvmlDeviceGetPowerUsage']) {
+      expect(calls[fn] ?? 0, fn).toBe(0);
+    }
+    expect(sum(calls)).toBeLessThanOrEqual(100);
+  });
+
+  it('a further poll on an unchanged idle host reads memory only', async () => {
+    // 1 GiB in use by no listed process: free enough, but not "nothing left to free", so the
+    // window of an hour is waited out and every poll finds the same memory.
+    useScenario({ devices: Array.from({ length: 8 }, (_, i) => gpu(i, GiB)) });
+    const run = async (name: string, timeoutMs: number): Promise<{ polls: number; calls: Record<string, number> }> => {
+      const stats = path.join(tempDir(), `gate-${name}-${process.pid}.json`);
+      process.env['GPUGATE_SIM_STATS'] = stats;
+      const outcome = await gate({ libraryPath: freshSimulator(), minFree: { fraction: 0.9 }, stableMs: 3_600_000, intervalMs: 20, timeoutMs, env: {} });
+      delete process.env['GPUGATE_SIM_STATS'];
+      expect(outcome.result).toBe('timeout');
+      expect(outcome.evaluation?.devices.every((d) => d.reasons.join() === 'unstable')).toBe(true);
+      return { polls: outcome.polls, calls: callsOf(stats) };
+    };
+    const shorter = await run('short', 300);
+    const longer = await run('long', 900);
+    const polls = longer.polls - shorter.polls;
+    expect(polls).toBeGreaterThan(0);
+    const grown = Object.entries(longer.calls).filter(([fn, n]) => n !== (shorter.calls[fn] ?? 0));
+    expect(grown.map(([fn]) => fn).filter((fn) => !MEMORY_READS.has(fn))).toEqual([]);
+    // One memory read per GPU per poll; a read still in flight when a wait times out is counted
+    // by the simulator but not evaluated as a poll, so each run may hold one more read than polls.
+    const reads = longer.calls['nvmlDeviceGetMemoryInfo_v2']! - shorter.calls['nvmlDeviceGetMemoryInfo_v2']!;
+    expect(reads % 8).toBe(0);
+    expect(reads / 8).toBeGreaterThanOrEqual(polls - 1);
+    expect(reads / 8).toBeLessThanOrEqual(polls + 1);
+  });
+
+  it('while memory is not free, every poll reads the process lists too (who holds it), but no other field', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }])] });
+    const stats = path.join(tempDir(), `gate-busy-${process.pid}.json`);
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    const outcome = await gate({ libraryPath: freshSimulator(), intervalMs: 20, timeoutMs: 400, env: {} });
+    expect(outcome.result).toBe('timeout');
+    const calls = callsOf(stats);
+    expect(outcome.polls).toBeGreaterThan(2);
+    // Each poll lists the processes the same way (a non-empty list takes a size probe and the read).
+    const listCalls = calls['nvmlDeviceGetComputeRunningProcesses_v3']!;
+    expect(listCalls).toBeGreaterThanOrEqual(outcome.polls);
+    expect(listCalls % outcome.polls).toBe(0);
+    expect(calls['nvmlDeviceGetMemoryInfo_v2']).toBe(outcome.polls);
+    // The compute mode is read with the first poll only: no poll came close to "ready".
+    expect(calls['nvmlDeviceGetComputeMode']).toBe(1);
+    expect(outcome.evaluation?.devices[0]?.holders.map((h) => h.pid)).toEqual([4_194_304]);
+  });
+
+  it('a GPU that frees is confirmed with a fresh read of processes and compute mode before "ready"', async () => {
+    // GPU 0 is held at first; the holder's memory is gone at 300 ms. The ready verdict rests on
+    // a read of its process lists and compute mode taken for it, not on the earlier ones.
+    useScenario({
+      devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }])],
+      timeline: [{ atMs: 300, device: 0, set: { memory: { usedBytes: 0 }, processes: [] } }],
+    });
+    const stats = path.join(tempDir(), `gate-frees-${process.pid}.json`);
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    const outcome = await gate({ libraryPath: freshSimulator(), stableMs: 60_000, intervalMs: 50, timeoutMs: 20_000, env: {} });
+    expect(outcome.result).toBe('ready');
+    const device = outcome.evaluation!.devices[0]!;
+    expect(device).toMatchObject({ ok: true, settled: true, holders: [], computeMode: 'default' });
+    const calls = callsOf(stats);
+    expect(calls['nvmlDeviceGetComputeMode']).toBeGreaterThanOrEqual(2);
+  });
+});
