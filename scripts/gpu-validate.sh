@@ -668,13 +668,19 @@ step_latency() {
     --bench-stderr "$LOGS/bench.err"
 }
 
-# schema_dir: the schemas/ of the gpugate being validated (its documents' own), else this script's package's.
+# schema_dir COMMAND: the schemas/ of the gpugate being validated when it has COMMAND's (its
+# documents' own), else this script's package's.
 schema_dir() {
-  if [[ -n $PACKAGE_ROOT && -d $PACKAGE_ROOT/schemas ]]; then
+  if [[ -n $PACKAGE_ROOT && -f $PACKAGE_ROOT/schemas/$1.schema.json ]]; then
     echo "$PACKAGE_ROOT/schemas"
   else
     echo "$REPO_ROOT/schemas"
   fi
+}
+
+# has_command NAME: true when the gpugate being validated has the command (older versions lack some).
+has_command() {
+  bounded 20 "${GPUGATE[@]}" "$1" --help >"$LOGS/$1-help.txt" 2>&1
 }
 
 # status_args: --status FILE for a step program when the identity step read `gpugate status --json`.
@@ -690,6 +696,10 @@ step_doctor() {
     write_step 50 doctor skip "--skip doctor"
     return 0
   fi
+  if ! has_command doctor; then
+    write_step 50 doctor skip "gpugate doctor unavailable ($(tail_of "$LOGS/doctor-help.txt"))"
+    return 0
+  fi
   local left rc=0 extra=()
   left=$(time_left_s)
   if ((left < 30)); then
@@ -700,7 +710,7 @@ step_doctor() {
   # --nvml-timeout bounds each NVML call; the step's own bound catches anything else.
   bounded 45 "${GPUGATE[@]}" doctor --json --nvml-timeout 10s >"$LOGS/doctor.json" 2>"$LOGS/doctor.err" || rc=$?
   helper 50-doctor.json doctor doctor.cjs --doctor "$LOGS/doctor.json" --doctor-rc "$rc" --doctor-stderr "$LOGS/doctor.err" \
-    --schemas "$(schema_dir)" ${extra[@]+"${extra[@]}"}
+    --schemas "$(schema_dir doctor)" ${extra[@]+"${extra[@]}"}
 }
 
 step_select() {
@@ -708,6 +718,11 @@ step_select() {
   if skipped select; then
     write_step 60 select skip "--skip select"
     write_step 61 select-lease skip "--skip select"
+    return 0
+  fi
+  if ! has_command select; then
+    write_step 60 select skip "gpugate select unavailable ($(tail_of "$LOGS/select-help.txt"))"
+    write_step 61 select-lease skip "gpugate select unavailable"
     return 0
   fi
   local left rc=0 extra=() leases="$SCRATCH/leases"
@@ -720,14 +735,14 @@ step_select() {
   mapfile -t extra < <(status_args)
   bounded 30 "${GPUGATE[@]}" select --count 1 --no-lease --json >"$LOGS/select.json" 2>"$LOGS/select.err" || rc=$?
   helper 60-select.json select select.cjs --step select --select "$LOGS/select.json" --select-rc "$rc" \
-    --select-stderr "$LOGS/select.err" --schemas "$(schema_dir)" --count 1 ${extra[@]+"${extra[@]}"}
+    --select-stderr "$LOGS/select.err" --schemas "$(schema_dir select)" --count 1 ${extra[@]+"${extra[@]}"}
   # Leasing writes lease records: only into a directory of this run's, held by this shell (the
   # leases end when it exits) and removed once judged.
   rc=0
   GPUGATE_LEASE_DIR=$leases bounded 30 "${GPUGATE[@]}" select --count 1 --lease-pid $$ --json \
     >"$LOGS/select-lease.json" 2>"$LOGS/select-lease.err" || rc=$?
   helper 61-select-lease.json select-lease select.cjs --step select-lease --select "$LOGS/select-lease.json" --select-rc "$rc" \
-    --select-stderr "$LOGS/select-lease.err" --schemas "$(schema_dir)" --count 1 --lease-dir "$leases" --lease-pid $$ \
+    --select-stderr "$LOGS/select-lease.err" --schemas "$(schema_dir select)" --count 1 --lease-dir "$leases" --lease-pid $$ \
     ${extra[@]+"${extra[@]}"}
   rm -rf -- "$leases"
 }

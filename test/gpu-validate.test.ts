@@ -366,6 +366,25 @@ describe('gpu-validate.sh without a GPU or a driver', () => {
     expect(step(report, 'select-lease').status).toBe('pass');
   }, 90_000);
 
+  it('skips doctor and select, saying why, for a gpugate that has no such commands', async () => {
+    // An older gpugate: the built CLI behind a wrapper that knows neither command, as such a version answers.
+    const dir = join(work, 'older-gpugate');
+    spawnSync('mkdir', ['-p', dir]);
+    const wrapper = join(dir, 'gpugate');
+    writeFileSync(wrapper, `#!/bin/sh\ncase "$1" in doctor|select) echo "gpugate: unknown command '$1'" >&2; exit 64 ;; esac\nexec "${process.execPath}" "${join(repo, 'dist', 'cli', 'main.js')}" "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    const scenario = join(dir, 'scenario.json');
+    expect(spawnSync(process.execPath, [join(helpers, 'sim-scenario.cjs'), 'write-base', scenario]).status).toBe(0);
+    const reportPath = join(dir, 'report.json');
+    const run = await runScript(['--gpugate', wrapper, '--nvidia-smi', join(helpers, 'nvidia-smi'), '--skip', 'processes,race,latency', '--report', reportPath],
+      { GPUGATE_NVML_LIBRARY: join(repo, 'build', 'Release', 'gpugate_sim.so'), GPUGATE_SIM_SCENARIO: scenario });
+    expect(run.code, run.stdout).toBe(0);
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+    expect(step(report, 'doctor').summary).toBe("skipped: gpugate doctor unavailable (gpugate: unknown command 'doctor')");
+    expect(step(report, 'select').summary).toBe("skipped: gpugate select unavailable (gpugate: unknown command 'select')");
+    expect(step(report, 'select-lease').status).toBe('skip');
+  }, 60_000);
+
   it('leaves no holder process behind when it is stopped in the middle of a run', async () => {
     const scratch = join(work, 'stopped-tmp');
     spawnSync('mkdir', ['-p', scratch]);
