@@ -707,8 +707,8 @@ step_doctor() {
     return 0
   fi
   mapfile -t extra < <(status_args)
-  # --nvml-timeout bounds each NVML call; the step's own bound catches anything else.
-  bounded 45 "${GPUGATE[@]}" doctor --json --nvml-timeout 10s >"$LOGS/doctor.json" 2>"$LOGS/doctor.err" || rc=$?
+  # gpugate's own deadline per NVML call (--nvml-timeout) ends a hung call; this bound catches anything else.
+  bounded 45 "${GPUGATE[@]}" doctor --json >"$LOGS/doctor.json" 2>"$LOGS/doctor.err" || rc=$?
   helper 50-doctor.json doctor doctor.cjs --doctor "$LOGS/doctor.json" --doctor-rc "$rc" --doctor-stderr "$LOGS/doctor.err" \
     --schemas "$(schema_dir doctor)" ${extra[@]+"${extra[@]}"}
 }
