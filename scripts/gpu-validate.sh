@@ -8,11 +8,15 @@
 #   race       gpugate wait --min-free 0.9 --stable 2s --timeout 120s while the holder runs; SIGKILL
 #              the holder; gpugate must return 0 only after the memory is back
 #   latency    gpugate bench: gpugate's poll latency against nvidia-smi on this host
+#   doctor     gpugate doctor --json: its findings recorded (exit 0, 75 and 69 are results); the
+#              document must be well-formed and every GPU's health read or an NVML code given
+#   select     gpugate select --count 1 --json, with --no-lease and then leasing under the run's
+#              own temp dir (select-lease): the choice recorded, the document judged well-formed
 # then prints one summary table and writes a JSON report. The whole run stays under 5 minutes.
 #
 # Read-only towards the GPUs: it only reads through NVML and nvidia-smi queries and starts one
 # ordinary CUDA process; it never changes persistence, clocks, power limits, compute mode or MIG,
-# and never resets a GPU.
+# and never resets a GPU. It writes only under its own temp dir (select's leases included).
 #
 # With --simulate it runs the same steps without a GPU: gpugate reads gpugate's NVML simulator,
 # nvidia-smi is a stand-in reading the same library, and the holder is a real process whose pid a
@@ -54,7 +58,8 @@ Options:
   --tolerance-mib N   allowed difference of a process's memory, gpugate vs nvidia-smi (default 4)
   --used-tolerance-mib N  allowed difference of device used memory between readers (default 64)
   --report FILE       where to write the JSON report (default: a new temp dir; the path is printed)
-  --skip STEPS        steps not to run, comma separated: processes, race, latency (identity always runs)
+  --skip STEPS        steps not to run, comma separated: processes, race, latency, doctor, select
+                      (identity always runs)
   --keep              keep the work directory (logs of every command) and print its path
   -h, --help          show this help
 
@@ -129,7 +134,7 @@ while (($# > 0)); do
         --skip)
           IFS=, read -r -a skipped <<<"$value"
           for name in "${skipped[@]}"; do
-            [[ $name =~ ^(processes|race|latency)$ ]] || die 64 "--skip $value: '$name' is not a step that can be skipped (expected processes, race or latency)"
+            [[ $name =~ ^(processes|race|latency|doctor|select)$ ]] || die 64 "--skip $value: '$name' is not a step that can be skipped (expected processes, race, latency, doctor or select)"
             SKIP="$SKIP$name,"
           done
           ;;
@@ -663,6 +668,85 @@ step_latency() {
     --bench-stderr "$LOGS/bench.err"
 }
 
+# schema_dir COMMAND: the schemas/ of the gpugate being validated when it has COMMAND's (its
+# documents' own), else this script's package's.
+schema_dir() {
+  if [[ -n $PACKAGE_ROOT && -f $PACKAGE_ROOT/schemas/$1.schema.json ]]; then
+    echo "$PACKAGE_ROOT/schemas"
+  else
+    echo "$REPO_ROOT/schemas"
+  fi
+}
+
+# has_command NAME: true when the gpugate being validated has the command (older versions lack some).
+has_command() {
+  bounded 20 "${GPUGATE[@]}" "$1" --help >"$LOGS/$1-help.txt" 2>&1
+}
+
+# status_args: --status FILE for a step program when the identity step read `gpugate status --json`.
+status_args() {
+  if [[ -s $LOGS/status.json ]]; then
+    printf '%s\n' --status "$LOGS/status.json"
+  fi
+}
+
+step_doctor() {
+  heading "doctor: gpugate doctor --json on this host"
+  if skipped doctor; then
+    write_step 50 doctor skip "--skip doctor"
+    return 0
+  fi
+  if ! has_command doctor; then
+    write_step 50 doctor skip "gpugate doctor unavailable ($(tail_of "$LOGS/doctor-help.txt"))"
+    return 0
+  fi
+  local left rc=0 extra=()
+  left=$(time_left_s)
+  if ((left < 30)); then
+    write_step 50 doctor skip "only ${left}s of the ${TOTAL_BUDGET_S}s budget left"
+    return 0
+  fi
+  mapfile -t extra < <(status_args)
+  # gpugate's own deadline per NVML call (--nvml-timeout) ends a hung call; this bound catches anything else.
+  bounded 45 "${GPUGATE[@]}" doctor --json >"$LOGS/doctor.json" 2>"$LOGS/doctor.err" || rc=$?
+  helper 50-doctor.json doctor doctor.cjs --doctor "$LOGS/doctor.json" --doctor-rc "$rc" --doctor-stderr "$LOGS/doctor.err" \
+    --schemas "$(schema_dir doctor)" ${extra[@]+"${extra[@]}"}
+}
+
+step_select() {
+  heading "select: gpugate select --count 1 --json, without and with a lease"
+  if skipped select; then
+    write_step 60 select skip "--skip select"
+    write_step 61 select-lease skip "--skip select"
+    return 0
+  fi
+  if ! has_command select; then
+    write_step 60 select skip "gpugate select unavailable ($(tail_of "$LOGS/select-help.txt"))"
+    write_step 61 select-lease skip "gpugate select unavailable"
+    return 0
+  fi
+  local left rc=0 extra=() leases="$SCRATCH/leases"
+  left=$(time_left_s)
+  if ((left < 30)); then
+    write_step 60 select skip "only ${left}s of the ${TOTAL_BUDGET_S}s budget left"
+    write_step 61 select-lease skip "only ${left}s of the ${TOTAL_BUDGET_S}s budget left"
+    return 0
+  fi
+  mapfile -t extra < <(status_args)
+  bounded 30 "${GPUGATE[@]}" select --count 1 --no-lease --json >"$LOGS/select.json" 2>"$LOGS/select.err" || rc=$?
+  helper 60-select.json select select.cjs --step select --select "$LOGS/select.json" --select-rc "$rc" \
+    --select-stderr "$LOGS/select.err" --schemas "$(schema_dir select)" --count 1 ${extra[@]+"${extra[@]}"}
+  # Leasing writes lease records: only into a directory of this run's, held by this shell (the
+  # leases end when it exits) and removed once judged.
+  rc=0
+  GPUGATE_LEASE_DIR=$leases bounded 30 "${GPUGATE[@]}" select --count 1 --lease-pid $$ --json \
+    >"$LOGS/select-lease.json" 2>"$LOGS/select-lease.err" || rc=$?
+  helper 61-select-lease.json select-lease select.cjs --step select-lease --select "$LOGS/select-lease.json" --select-rc "$rc" \
+    --select-stderr "$LOGS/select-lease.err" --schemas "$(schema_dir select)" --count 1 --lease-dir "$leases" --lease-pid $$ \
+    ${extra[@]+"${extra[@]}"}
+  rm -rf -- "$leases"
+}
+
 # ---------------------------------------------------------------------------------------------
 # Run
 
@@ -704,6 +788,8 @@ else
   write_step 30 race skip "the identity step could not read the GPUs"
 fi
 step_latency
+step_doctor
+step_select
 
 heading "summary"
 report_rc=0

@@ -3,16 +3,22 @@
  * inputs: the edge cases a real host produces that the simulator does not (old nvidia-smi
  * without memory.reserved, v1 memory, '[N/A]' values, a wait that timed out or returned early,
  * a holder in another class, a benchmark that timed out). Each runs the real program as a
- * subprocess and reads the step record it writes.
+ * subprocess and reads the step record it writes. The doctor and select steps judge documents
+ * the built CLI printed against the simulator (healthy, degraded, a lost GPU, failing and hung
+ * health queries, no NVML, busy GPUs, real leases), and copies of them broken in one place.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import Ajv from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliEnv, runCli, type CliRun } from './helpers/cli';
 import { MIB, type StepRecord } from './helpers/gpu-validate-step';
+import { bundledScenario, simDevice, simLibraryFor, writeScenario } from './helpers/sim';
 
 const helpers = resolve(__dirname, '..', 'scripts', 'gpu-validate');
+const schemas = resolve(__dirname, '..', 'schemas');
 
 let work: string;
 let counter = 0;
@@ -216,5 +222,251 @@ describe('latency judging', () => {
     const { record } = judge('latency.cjs', ['--bench', file(text), '--format', 'text', '--bench-rc', '0', '--bench-stderr', file('')]);
     expect(record.status).toBe('pass');
     expect(record.summary).toBe('gpugate snapshot, memory only  200  95.0 µs  180 µs  300 µs | nvidia-smi --query-gpu=memory.used  200  19.0 ms  25.0 ms  30.0 ms | ratio: one memory-only snapshot is 200× faster than one nvidia-smi run (medians)');
+  });
+});
+
+/** The CLI on a simulated host: `args` with `scenario` (null: no scenario) and `extra` environment. */
+async function cli(args: string[], scenario: string | null, extra: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  const library = scenario === null ? {} : { GPUGATE_NVML_LIBRARY: simLibraryFor(scenario) };
+  return runCli(args, { env: cliEnv(scenario, { ...library, ...extra }), killAfterMs: 60_000 });
+}
+
+/** `gpugate doctor --json` on the scenario (an empty kernel log: the host's own is not the subject). */
+async function doctorRun(scenario: string | null, extra: NodeJS.ProcessEnv = {}, args: string[] = []): Promise<CliRun> {
+  return cli(['doctor', '--json', '--kernel-log', file(''), ...args], scenario, extra);
+}
+
+/** Judges a doctor run as the script does; `status` is a `gpugate status --json` file. */
+function judgeDoctor(run: { stdout: string; stderr: string; code: number | null }, status?: string): StepRecord {
+  return judge('doctor.cjs', ['--doctor', file(run.stdout), '--doctor-rc', String(run.code), '--doctor-stderr', file(run.stderr), '--schemas', schemas,
+    ...(status === undefined ? [] : ['--status', status])]).record;
+}
+
+function judgeSelect(step: string, run: { stdout: string; stderr: string; code: number | null }, extra: string[] = []): StepRecord {
+  return judge('select.cjs', ['--step', step, '--select', file(run.stdout), '--select-rc', String(run.code), '--select-stderr', file(run.stderr), '--schemas', schemas,
+    '--count', '1', ...extra]).record;
+}
+
+interface DoctorDocument { exitCode: number; checks: Array<{ id: string; subject: string; status: string; evidence: Record<string, unknown> }> }
+
+/** A copy of a real run whose document `edit` changed. */
+function edited(run: CliRun, edit: (doc: DoctorDocument & Record<string, unknown>) => void): CliRun {
+  const doc = JSON.parse(run.stdout) as DoctorDocument & Record<string, unknown>;
+  edit(doc);
+  return { ...run, stdout: JSON.stringify(doc) };
+}
+
+const healthIds = ['gpu.mig-mode', 'gpu.remapped-rows', 'gpu.ecc-errors', 'gpu.retired-pages', 'gpu.clock-events', 'gpu.pcie-link', 'gpu.fabric'];
+
+describe('doctor judging', () => {
+  const twoGpus = (): string => writeScenario({ devices: [simDevice(0), simDevice(1)] });
+
+  it('passes a healthy host, whatever doctor concluded, and records each GPU\'s readings and NVML codes', async () => {
+    const scenario = twoGpus();
+    const run = await doctorRun(scenario);
+    expect([0, 69, 75]).toContain(run.code);
+    const status = await cli(['status', '--json'], scenario);
+    const record = judgeDoctor(run, file(status.stdout));
+    expect(record.status, record.summary).toBe('pass');
+    expect(record.checks.map((c) => c.name)).toEqual(expect.arrayContaining([
+      'gpugate doctor --json matches schemas/doctor.schema.json', 'doctor sees the GPUs gpugate status lists', 'GPU 0 health read or NVML code', 'GPU 1 health read or NVML code',
+    ]));
+    const health = record.data.health as Array<{ index: number; read: string[]; nvmlCodes: Record<string, string> }>;
+    expect(health.map((h) => h.index)).toEqual([0, 1]);
+    // Every health check rests on a reading or on the code NVML gave.
+    for (const h of health) expect([...h.read, ...Object.keys(h.nvmlCodes)].sort()).toEqual([...healthIds].sort());
+    expect(record.summary).toMatch(new RegExp(`^exit ${run.code} \\((pass|warn|fail)\\): \\d+ checks, .*2 GPU\\(s\\) checked`));
+  });
+
+  it('records the findings of a degraded host (exit 69) as a result, not a failure of the step', async () => {
+    const run = await doctorRun(bundledScenario('degraded-host'));
+    expect(run.code).toBe(69);
+    const record = judgeDoctor(run);
+    expect(record.status, record.summary).toBe('pass');
+    expect(record.data).toMatchObject({ exitCode: 69, result: 'fail', gpuCount: 8 });
+    const findings = record.data.findings as Array<{ id: string; subject: string; status: string }>;
+    expect(findings).toEqual(expect.arrayContaining([
+      expect.objectContaining({ id: 'gpu.remapped-rows', status: 'fail', subject: expect.stringMatching(/^GPU 2 /) }),
+      expect.objectContaining({ id: 'gpu.mig-mode', status: 'warn', subject: expect.stringMatching(/^GPU 1 /) }),
+    ]));
+    expect(record.summary).toContain('findings: ');
+  });
+
+  it('accepts NVML error codes for the readings, and a lost GPU that says why it does not answer', async () => {
+    const faulty = writeScenario({
+      devices: [simDevice(0, { remappedRows: null }), simDevice(1)],
+      faults: [{ function: 'nvmlDeviceGetCurrentClocksEventReasons', device: 1, return: 4 }, { function: 'nvmlDeviceGetTotalEccErrors', device: 1, return: 15 }],
+    });
+    const record = judgeDoctor(await doctorRun(faulty));
+    expect(record.status, record.summary).toBe('pass');
+    const health = record.data.health as Array<{ nvmlCodes: Record<string, string> }>;
+    expect(health[0]?.nvmlCodes['gpu.remapped-rows']).toBe('NVML_ERROR_NOT_SUPPORTED');
+    expect(health[1]?.nvmlCodes).toMatchObject({ 'gpu.clock-events': 'NVML_ERROR_NO_PERMISSION', 'gpu.ecc-errors': 'NVML_ERROR_GPU_IS_LOST' });
+
+    const lost = judgeDoctor(await doctorRun(bundledScenario('lost-gpu')));
+    expect(lost.status, lost.summary).toBe('pass');
+    expect(lost.checks.find((c) => c.name === 'GPU 5 health read or NVML code')?.detail).toBe('does not answer NVML (NVML_ERROR_GPU_IS_LOST): its health is not read');
+  });
+
+  it('fails when the health query itself did not answer (a hung call), naming the stuck function', async () => {
+    const scenario = writeScenario({ devices: [simDevice(0), simDevice(1)], faults: [{ function: 'nvmlDeviceGetRemappedRows', device: 1, hang: true }] });
+    const record = judgeDoctor(await doctorRun(scenario, {}, ['--nvml-timeout', '500ms']));
+    expect(failedChecks(record)).toEqual(['GPU 1 health read or NVML code']);
+    expect(record.summary).toContain('the health query failed: GPUGATE_TIMEOUT in nvmlDeviceGetRemappedRows');
+  });
+
+  it('accepts a host whose NVML does not open, unless gpugate status read GPUs there', async () => {
+    const scenario = twoGpus();
+    const run = await doctorRun(null, { GPUGATE_NVML_LIBRARY: join(work, 'no-such-libnvidia-ml.so.1') });
+    expect(run.code).toBe(69);
+    const alone = judgeDoctor(run);
+    expect(alone.status, alone.summary).toBe('pass');
+    expect(alone.data.findings).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'driver.nvml', status: 'fail' })]));
+    const status = await cli(['status', '--json'], scenario);
+    expect(failedChecks(judgeDoctor(run, file(status.stdout)))).toEqual(['doctor sees the GPUs gpugate status lists']);
+  });
+
+  it('fails a health check left without reading or code, a missing one, and a GPU without its checks', async () => {
+    const run = await doctorRun(twoGpus());
+    const emptied = judgeDoctor(edited(run, (doc) => {
+      const check = doc.checks.find((c) => c.id === 'gpu.pcie-link' && c.subject.startsWith('GPU 1 '));
+      if (check !== undefined) check.evidence = {};
+    }));
+    expect(failedChecks(emptied)).toEqual(['GPU 1 health read or NVML code']);
+    expect(emptied.summary).toMatch(/gpu\.pcie-link: neither a reading \(generation, maxGeneration, width, maxWidth missing\) nor an NVML code/);
+    const dropped = judgeDoctor(edited(run, (doc) => {
+      doc.checks = doc.checks.filter((c) => !(c.id === 'gpu.fabric' && c.subject.startsWith('GPU 0 ')));
+    }));
+    expect(dropped.summary).toContain('gpu.fabric: no such check');
+    const coded = judgeDoctor(edited(run, (doc) => {
+      const check = doc.checks.find((c) => c.id === 'gpu.ecc-errors' && c.subject.startsWith('GPU 0 '));
+      if (check !== undefined) check.evidence = { code: 'GPUGATE_NATIVE_FAILURE' };
+    }));
+    expect(coded.summary).toContain('gpu.ecc-errors: code GPUGATE_NATIVE_FAILURE is not an NVML error code');
+    const noGpu1 = judgeDoctor(edited(run, (doc) => {
+      doc.checks = doc.checks.filter((c) => !c.subject.startsWith('GPU 1 '));
+    }));
+    expect(failedChecks(noGpu1)).toEqual(['every GPU has its checks']);
+  });
+
+  it('fails a crash, exit 70, output that is not JSON, a document off its schema, and a wrong result', async () => {
+    const run = await doctorRun(twoGpus());
+    const crashed = judgeDoctor({ stdout: '', stderr: 'TypeError: cannot read properties of undefined\n', code: 1 });
+    expect(failedChecks(crashed)).toEqual(['gpugate doctor --json exit code', 'gpugate doctor --json parses']);
+    expect(crashed.summary).toContain('exit 1 (expected one of 0, 75, 69): TypeError: cannot read properties of undefined');
+    const seventy = judgeDoctor({ ...run, code: 70 });
+    expect(failedChecks(seventy)).toEqual(['gpugate doctor --json exit code', 'gpugate doctor --json states its exit code']);
+    expect(seventy.summary).toContain('exit 70 (gpugate internal error)');
+    const text = judgeDoctor({ ...run, stdout: 'driver\n  pass  NVML initialised\n' });
+    expect(failedChecks(text)).toEqual(['gpugate doctor --json parses']);
+    const offSchema = judgeDoctor(edited(run, (doc) => {
+      const check = doc.checks[0];
+      if (check !== undefined) check.status = 'unknown';
+    }));
+    expect(failedChecks(offSchema)).toEqual(['gpugate doctor --json matches schemas/doctor.schema.json']);
+    expect(offSchema.summary).toContain('$.checks[0].status: "unknown" is not one of "pass", "warn", "fail"');
+    const wrongResult = judgeDoctor(edited(run, (doc) => {
+      doc['result'] = doc['result'] === 'pass' ? 'fail' : 'pass';
+    }));
+    expect(failedChecks(wrongResult)).toEqual(['result is the worst check']);
+  });
+});
+
+describe('select judging', () => {
+  const idle = (): string => writeScenario({ devices: [simDevice(0), simDevice(1)] });
+
+  it('passes --no-lease and a real lease in a lease directory, held by the given process', async () => {
+    const scenario = idle();
+    const status = file((await cli(['status', '--json'], scenario)).stdout);
+    const unleased = await cli(['select', '--count', '1', '--no-lease', '--json'], scenario);
+    expect(unleased.code).toBe(0);
+    const record = judgeSelect('select', unleased, ['--status', status]);
+    expect(record.status, record.summary).toBe('pass');
+    expect(record.data).toMatchObject({ exitCode: 0, result: 'selected', chosen: [{ index: 0, uuid: 'GPU-7e570000-0000-4000-8000-000000000000', lease: null }] });
+    expect(record.summary).toBe('exit 0: GPUs 0 selected, not leased (2 of 2 eligible)');
+
+    const leases = mkdtempSync(join(work, 'leases-'));
+    const leased = await cli(['select', '--count', '1', '--lease-pid', String(process.pid), '--json'], scenario, { GPUGATE_LEASE_DIR: leases });
+    expect(leased.code, leased.stderr).toBe(0);
+    const args = ['--status', status, '--lease-dir', leases, '--lease-pid', String(process.pid)];
+    const leasedRecord = judgeSelect('select-lease', leased, args);
+    expect(leasedRecord.status, leasedRecord.summary).toBe('pass');
+    expect(leasedRecord.checks.map((c) => c.name)).toEqual(expect.arrayContaining(['GPU 0 leased in the lease directory', `GPU 0 lease held by pid ${process.pid}`, 'GPU 0 lease record written']));
+    // The same lease judged as if another process held it, or after its record went away.
+    expect(failedChecks(judgeSelect('select-lease', leased, [...args.slice(0, -1), '1']))).toEqual(['GPU 0 lease held by pid 1']);
+    expect(failedChecks(judgeSelect('select', leased, ['--status', status]))).toEqual(['no lease taken (--no-lease)']);
+    for (const name of readdirSync(leases).filter((n) => n.endsWith('.lease'))) unlinkSync(join(leases, name));
+    expect(failedChecks(judgeSelect('select-lease', leased, args))).toEqual(['GPU 0 lease record written']);
+  });
+
+  it('records busy GPUs (exit 75) as a result, with the reason', async () => {
+    const busy = writeScenario({ devices: [0, 1].map((i) => simDevice(i, { memory: { totalBytes: 97887 * MIB, reservedBytes: 471 * MIB, usedBytes: 40960 * MIB } })) });
+    const run = await cli(['select', '--count', '1', '--no-lease', '--json'], busy);
+    expect(run.code).toBe(75);
+    const record = judgeSelect('select', run, ['--status', file((await cli(['status', '--json'], busy)).stdout)]);
+    expect(record.status, record.summary).toBe('pass');
+    expect(record.checks.find((c) => c.name === 'fewer eligible than asked for')).toMatchObject({ ok: true, detail: '0 of 2 eligible' });
+    expect(record.summary).toMatch(/^exit 75 \(busy\): /);
+  });
+
+  it('accepts exit 69 only where gpugate status could not read the GPUs either', async () => {
+    const run = await cli(['select', '--count', '1', '--no-lease', '--json'], null, { GPUGATE_NVML_LIBRARY: join(work, 'no-such-libnvidia-ml.so.1') });
+    expect(run.code).toBe(69);
+    expect(judgeSelect('select', run).status).toBe('pass');
+    const status = file((await cli(['status', '--json'], idle())).stdout);
+    expect(failedChecks(judgeSelect('select', run, ['--status', status]))).toEqual(['gpugate select --json exit code']);
+  });
+
+  it('fails a CUDA_VISIBLE_DEVICES that is not the chosen UUIDs, a chosen GPU that was not eligible, and a count unlike --count', async () => {
+    const run = await cli(['select', '--count', '1', '--no-lease', '--json'], idle());
+    const doc = JSON.parse(run.stdout) as { cudaVisibleDevices: string; candidates: Array<{ eligible: boolean }> };
+    const broken = { ...doc, cudaVisibleDevices: '0', candidates: doc.candidates.map((c, i) => (i === 0 ? { ...c, eligible: false } : c)) };
+    const record = judgeSelect('select', { ...run, stdout: JSON.stringify(broken) });
+    expect(failedChecks(record)).toEqual(['CUDA_VISIBLE_DEVICES names the chosen UUIDs', 'GPU 0 is an eligible candidate']);
+    const two = judge('select.cjs', ['--step', 'select', '--select', file(run.stdout), '--select-rc', '0', '--select-stderr', file(''), '--schemas', schemas, '--count', '2']).record;
+    expect(failedChecks(two)).toEqual(['count as asked', '2 GPU(s) chosen']);
+  });
+});
+
+describe('the schema checker of the step programs', () => {
+  const { validate, loadSchemas } = require(join(helpers, 'json-schema.cjs')) as {
+    validate: (doc: unknown, dir: string, id: string) => string[];
+    loadSchemas: (dir: string) => Map<string, Record<string, unknown>>;
+  };
+
+  it('applies every shipped schema, and agrees with ajv on real documents and on copies broken in one place', async () => {
+    const loaded = loadSchemas(schemas);
+    expect([...loaded.keys()]).toEqual(expect.arrayContaining(['urn:gpugate:schema:doctor', 'urn:gpugate:schema:select', 'urn:gpugate:schema:common']));
+    const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false });
+    for (const schema of loaded.values()) ajv.addSchema(schema);
+    const scenario = writeScenario({ devices: [simDevice(0), simDevice(1)] });
+    const documents: Array<[string, Record<string, unknown>]> = [
+      ['doctor', JSON.parse((await doctorRun(scenario)).stdout) as Record<string, unknown>],
+      ['select', JSON.parse((await cli(['select', '--count', '1', '--no-lease', '--json'], scenario)).stdout) as Record<string, unknown>],
+      ['status', JSON.parse((await cli(['status', '--json'], scenario)).stdout) as Record<string, unknown>],
+    ];
+    const breakages: Array<(doc: Record<string, unknown>) => void> = [
+      () => undefined,
+      (doc) => { delete doc['exitCode']; },
+      (doc) => { doc['schemaVersion'] = '2.0'; },
+      (doc) => { doc['command'] = 42; },
+      (doc) => { doc['library'] = { path: '/x' }; },
+    ];
+    for (const [command, doc] of documents) {
+      const id = `urn:gpugate:schema:${command}`;
+      for (const [i, breakage] of breakages.entries()) {
+        const copy = structuredClone(doc);
+        breakage(copy);
+        const ours = validate(copy, schemas, id);
+        expect(ours.length === 0, `${command}, breakage ${i}: ${ours.join('; ')}`).toBe(ajv.validate(id, copy));
+        expect(ours.length === 0).toBe(i === 0);
+      }
+    }
+  });
+
+  it('refuses a schema keyword it does not implement rather than pass what it cannot check', () => {
+    const dir = mkdtempSync(join(work, 'schemas-'));
+    writeFileSync(join(dir, 'x.schema.json'), JSON.stringify({ $id: 'urn:x', type: 'object', properties: { a: { type: 'string', maxLength: 3 } } }));
+    expect(() => validate({ a: 'long' }, dir, 'urn:x')).toThrow(/x\.schema\.json\/properties\/a: schema keyword "maxLength" is not supported/);
   });
 });

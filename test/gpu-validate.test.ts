@@ -194,8 +194,31 @@ describe('gpu-validate.sh --simulate', () => {
     expect(latency.status, latency.summary).toBe('pass');
     expect(latency.data).toMatchObject({ devices: 2, gpugateMedianMs: expect.any(Number), nvidiaSmiMedianMs: expect.any(Number), ratio: expect.any(Number) });
     expect(latency.summary).toMatch(/^gpugate median .+; nvidia-smi median .+: gpugate \d+x faster/);
+    // gpugate doctor: whatever this host makes it conclude is recorded; every GPU's health was read.
+    const doctor = step(report, 'doctor');
+    expect(doctor.status, doctor.summary).toBe('pass');
+    const doctorData = doctor.data as { exitCode: number; gpuCount: number; health: Array<{ index: number; read: string[]; nvmlCodes: Record<string, string> }> };
+    expect([0, 69, 75]).toContain(doctorData.exitCode);
+    expect(doctorData.gpuCount).toBe(2);
+    for (const gpu of doctorData.health) {
+      expect(gpu.read).toEqual(expect.arrayContaining(['gpu.mig-mode', 'gpu.remapped-rows', 'gpu.ecc-errors', 'gpu.clock-events', 'gpu.pcie-link']));
+      expect(gpu.nvmlCodes).toEqual({ 'gpu.retired-pages': 'NVML_ERROR_NOT_SUPPORTED', 'gpu.fabric': 'NVML_ERROR_NOT_SUPPORTED' });
+    }
+    expect(doctor.checks.map((c) => c.name)).toEqual(expect.arrayContaining(['gpugate doctor --json matches schemas/doctor.schema.json', 'doctor sees the GPUs gpugate status lists']));
+    // gpugate select, without a lease and then leasing under the run's temp dir (gone with it, checked below).
+    const select = step(report, 'select');
+    expect(select.status, select.summary).toBe('pass');
+    expect(select.data).toMatchObject({ exitCode: 0, chosen: [{ uuid: report.gpus[0]?.uuid, lease: null }] });
+    const selectLease = step(report, 'select-lease');
+    expect(selectLease.status, selectLease.summary).toBe('pass');
+    const lease = (selectLease.data as { chosen: Array<{ lease: { path: string; holderComm: string } }> }).chosen[0]?.lease;
+    expect(lease?.path).toMatch(/\/gpu-validate\.[^/]+\/scratch\/leases\/GPU-6a1c27e0-5b0f-4d8e-9c43-0f2d7e1b8a01\.lease$/);
+    expect(lease?.holderComm).toBe('bash');
+    expect(existsSync(lease?.path ?? '')).toBe(false);
+    expect(report.steps.map((s) => s.step)).toEqual(['identity', 'processes', 'race', 'latency', 'doctor', 'select', 'select-lease']);
     expect(run.stdout).toMatch(/identity\s+PASS/);
     expect(run.stdout).toMatch(/race\s+PASS\s+exit 0/);
+    expect(run.stdout).toMatch(/doctor\s+PASS\s+exit (0|69|75) /);
     expect(run.stdout).toContain(`report: ${reportPath}`);
     // The scenario, logs and scratch files are gone; only the report the caller asked for is left.
     expect(readdirSync(join(work, 'ok'))).toEqual(['report.json']);
@@ -209,13 +232,14 @@ describe('gpu-validate.sh --simulate', () => {
     writeFileSync(wrapper, `#!/bin/sh\n"${join(helpers, 'nvidia-smi')}" "$@" | sed 's/GPU-b24f9d13-7e6a-4c21-8f05-93d1c6a4e702/GPU-00000000-0000-0000-0000-000000000bad/'\n`);
     chmodSync(wrapper, 0o755);
     const reportPath = join(bin, 'report.json');
-    const run = await runScript(['--simulate', '--nvidia-smi', wrapper, '--report', reportPath, '--skip', 'processes,race,latency']);
+    const run = await runScript(['--simulate', '--nvidia-smi', wrapper, '--report', reportPath, '--skip', 'processes,race,latency,doctor,select']);
     expect(run.code).toBe(1);
     const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
     expect(report.result).toBe('fail');
-    expect(report.steps.map((s) => `${s.step}:${s.status}`)).toEqual(['identity:fail', 'processes:skip', 'race:skip', 'latency:skip']);
+    expect(report.steps.map((s) => `${s.step}:${s.status}`)).toEqual(['identity:fail', 'processes:skip', 'race:skip', 'latency:skip', 'doctor:skip', 'select:skip', 'select-lease:skip']);
     expect(step(report, 'race').summary).toBe('skipped: --skip race');
-    expect((report as Report & { settings: unknown }).settings).toEqual({ gpu: 0, holdMib: '20% of total', toleranceMib: 4, usedToleranceMib: 64, skip: ['processes', 'race', 'latency'] });
+    expect(step(report, 'select-lease').summary).toBe('skipped: --skip select');
+    expect((report as Report & { settings: unknown }).settings).toEqual({ gpu: 0, holdMib: '20% of total', toleranceMib: 4, usedToleranceMib: 64, skip: ['processes', 'race', 'latency', 'doctor', 'select'] });
     const identity = step(report, 'identity');
     expect(identity.status).toBe('fail');
     const failed = identity.checks.filter((c) => !c.ok);
@@ -305,6 +329,12 @@ describe('gpu-validate.sh without a GPU or a driver', () => {
     expect(identity.status).toBe('fail');
     expect(identity.summary).toMatch(/^gpugate status --json exited 69: .*no-such-libnvidia-ml/);
     expect(step(report, 'race').status).toBe('skip');
+    // doctor and select still run: NVML failing to open is their recorded result, not a crash.
+    const doctor = step(report, 'doctor');
+    expect(doctor.status, doctor.summary).toBe('pass');
+    expect(doctor.data).toMatchObject({ exitCode: 69, gpuCount: 0, findings: expect.arrayContaining([expect.objectContaining({ id: 'driver.nvml', status: 'fail' })]) });
+    expect(step(report, 'select').data).toMatchObject({ exitCode: 69, result: 'unavailable' });
+    expect(step(report, 'select').status).toBe('pass');
   }, 60_000);
 
   it('skips the process and race steps of a real run, saying why, when no CUDA context can be started', async (context) => {
@@ -331,7 +361,29 @@ describe('gpu-validate.sh without a GPU or a driver', () => {
     expect(processes.status).toBe('skip');
     expect(processes.summary).toMatch(/^skipped: no way to start a CUDA context: python \(exit 3\): .+; no nvcc$/);
     expect(step(report, 'race').summary).toBe('skipped: no holder is running (see the processes step)');
+    expect(step(report, 'doctor').status).toBe('pass');
+    expect(step(report, 'select').status).toBe('pass');
+    expect(step(report, 'select-lease').status).toBe('pass');
   }, 90_000);
+
+  it('skips doctor and select, saying why, for a gpugate that has no such commands', async () => {
+    // An older gpugate: the built CLI behind a wrapper that knows neither command, as such a version answers.
+    const dir = join(work, 'older-gpugate');
+    spawnSync('mkdir', ['-p', dir]);
+    const wrapper = join(dir, 'gpugate');
+    writeFileSync(wrapper, `#!/bin/sh\ncase "$1" in doctor|select) echo "gpugate: unknown command '$1'" >&2; exit 64 ;; esac\nexec "${process.execPath}" "${join(repo, 'dist', 'cli', 'main.js')}" "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    const scenario = join(dir, 'scenario.json');
+    expect(spawnSync(process.execPath, [join(helpers, 'sim-scenario.cjs'), 'write-base', scenario]).status).toBe(0);
+    const reportPath = join(dir, 'report.json');
+    const run = await runScript(['--gpugate', wrapper, '--nvidia-smi', join(helpers, 'nvidia-smi'), '--skip', 'processes,race,latency', '--report', reportPath],
+      { GPUGATE_NVML_LIBRARY: join(repo, 'build', 'Release', 'gpugate_sim.so'), GPUGATE_SIM_SCENARIO: scenario });
+    expect(run.code, run.stdout).toBe(0);
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
+    expect(step(report, 'doctor').summary).toBe("skipped: gpugate doctor unavailable (gpugate: unknown command 'doctor')");
+    expect(step(report, 'select').summary).toBe("skipped: gpugate select unavailable (gpugate: unknown command 'select')");
+    expect(step(report, 'select-lease').status).toBe('skip');
+  }, 60_000);
 
   it('leaves no holder process behind when it is stopped in the middle of a run', async () => {
     const scratch = join(work, 'stopped-tmp');

@@ -1,7 +1,8 @@
 'use strict';
 /**
  * The one place that knows the shape of gpugate's JSON output (`status --json`, `holders --json`,
- * `wait --json`) and of its `-v` logfmt progress lines, as gpu-validate reads them.
+ * `wait --json`, `doctor --json`, `select --json`) and of its `-v` logfmt progress lines, as
+ * gpu-validate reads them.
  */
 
 /** The per-GPU array of a gpugate JSON document (`gpus`, as `wait`/`check`/`status` print it). */
@@ -99,7 +100,38 @@ function holdersInLogLine(fields) {
   });
 }
 
-module.exports = { gpusOf, statusDevices, statusLibrary, holdersOf, benchFigures, parseLogLine, holdersInLogLine };
+/**
+ * The checks `gpugate doctor` makes of each reachable GPU from its health reading (the native
+ * health query), with the evidence fields a reading leaves; a query that failed leaves its NVML
+ * code (`evidence.code`) instead.
+ */
+const DOCTOR_HEALTH_READINGS = {
+  'gpu.mig-mode': ['current', 'pending'],
+  'gpu.remapped-rows': ['correctable', 'uncorrectable', 'pending', 'failureOccurred'],
+  'gpu.ecc-errors': ['volatileUncorrected'],
+  'gpu.retired-pages': ['pending'],
+  'gpu.clock-events': ['reasons', 'bits'],
+  'gpu.pcie-link': ['generation', 'maxGeneration', 'width', 'maxWidth'],
+  'gpu.fabric': ['state', 'status', 'cliqueId'],
+};
+
+/**
+ * The checks of `doctor --json` grouped by GPU (their subject is `GPU <index> (<uuid>)`), as
+ * `{ index, subject, checks }` in index order, `checks` keyed by check id.
+ */
+function doctorGpus(doc) {
+  const byIndex = new Map();
+  for (const check of Array.isArray(doc.checks) ? doc.checks : []) {
+    const match = /^GPU (\d+) \(/.exec(check.subject ?? '');
+    if (match === null) continue;
+    const index = Number(match[1]);
+    if (!byIndex.has(index)) byIndex.set(index, { index, subject: check.subject, checks: {} });
+    byIndex.get(index).checks[check.id] = check;
+  }
+  return [...byIndex.values()].sort((a, b) => a.index - b.index);
+}
+
+module.exports = { gpusOf, statusDevices, statusLibrary, holdersOf, benchFigures, parseLogLine, holdersInLogLine, DOCTOR_HEALTH_READINGS, doctorGpus };
 
 // As a command, for gpu-validate.sh:
 //   node gpugate-json.cjs gpu-field FILE INDEX FIELD   prints uuid|totalBytes|freeBytes|usedBytes of GPU INDEX
