@@ -13,6 +13,7 @@ import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, noth
 import { DEFAULT_INTERVAL_MS } from './gate-defaults';
 import { SnapshotPoller, snapshotOptionsFor, type PollResult, type ReadPlan } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
+import { ErrorCode, GpugateError } from '../gpugate-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from '../host/procfs';
 import { GPUGATE_MEMORY_IMPLAUSIBLE, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
@@ -101,14 +102,17 @@ export interface WaitResult {
   evaluation: Evaluation;
 }
 
-/** Rejection of waitForGpusFree when its signal aborts; carries the last evaluation if any. */
-export class GpuWaitAbortError extends Error {
+/**
+ * Rejection of waitForGpusFree when its signal aborts; carries the last evaluation if any, and the
+ * signal's reason as its `cause`. Named 'AbortError' like every abort on the platform.
+ */
+export class GpuWaitAbortError extends GpugateError {
   override readonly name = 'AbortError';
-  readonly code = 'ABORT_ERR';
+  declare readonly code: typeof ErrorCode.aborted;
   readonly evaluation: Evaluation | null;
 
   constructor(evaluation: Evaluation | null, reason?: unknown) {
-    super(`waiting for GPUs was aborted${reason instanceof Error ? `: ${reason.message}` : ''}`);
+    super(ErrorCode.aborted, `waiting for GPUs was aborted${reason instanceof Error ? `: ${reason.message}` : ''}`, { cause: reason });
     this.evaluation = evaluation;
   }
 }
