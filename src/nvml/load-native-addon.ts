@@ -16,7 +16,6 @@ type NodeGypBuild = (dir: string) => unknown;
  * @throws NativeLoadError when no binary matches; any other load error unchanged
  */
 export function loadNativeAddon(packageRoot: string): unknown {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const nodeGypBuild = require('node-gyp-build') as NodeGypBuild;
   try {
     return nodeGypBuild(packageRoot);

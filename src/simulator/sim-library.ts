@@ -41,7 +41,6 @@ interface ProfileTableModule {
 
 /** The driver profiles, oldest first, read from the package's sim/driver_profiles.h. */
 export function simDriverProfiles(packageRoot: string = PACKAGE_ROOT): SimDriverProfile[] {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const table = require(path.join(path.resolve(packageRoot), 'sim', 'profile-table.cjs')) as ProfileTableModule;
   return table.readProfileTable().profiles.map((p) => ({
     name: p.name,
