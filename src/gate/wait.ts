@@ -192,7 +192,8 @@ export interface WaitState {
   selection: DeviceSelection;
   criteria: Criteria;
   tracker: StabilityTracker;
-  ctx: InspectContext | null;
+  /** The holder-inspection context, read from /proc on first use (an idle GPU has no holder to inspect); null: not inspected. */
+  inspectContext: (() => Promise<InspectContext>) | null;
   startMs: number;
   polls: number;
   /** Which (index, MIG uuid) units to evaluate. */
@@ -284,7 +285,7 @@ async function holdersOf(processes: GpuProcess[] | null | undefined, index: numb
   const listed = listedProcesses([{ index, processes: processes ?? [] } as GpuDevice]);
   return Promise.all(
     listed.map(async (entry): Promise<Holder> => {
-      if (state.ctx) return classifyHolder(entry, takenAt, state.ctx);
+      if (state.inspectContext) return classifyHolder(entry, takenAt, await state.inspectContext());
       const info = await readProcess(entry.pid);
       return {
         pid: entry.pid,
@@ -480,16 +481,18 @@ export async function prepareWait(options: WaitOptions, session: NvmlSession, st
   const env = options.env ?? process.env;
   const { selection, devices } = await selectGpus(options, session, env);
   if (selection.indices.length === 0 && options.allowEmptySelection !== true) throw emptySelectionError(selection, options.gpus, env);
-  let ctx: InspectContext | null = null;
+  let inspectContext: (() => Promise<InspectContext>) | null = null;
   if (options.inspectHolders !== false) {
-    ctx = await prepareInspectContext(typeof options.inspectHolders === 'object' ? options.inspectHolders : {});
+    const inspectOptions = typeof options.inspectHolders === 'object' ? options.inspectHolders : {};
+    let prepared: Promise<InspectContext> | null = null;
+    inspectContext = () => (prepared ??= prepareInspectContext(inspectOptions));
   }
   const units = unitsOf(selection, devices);
   return {
     selection,
     criteria,
     tracker: new StabilityTracker(criteria.stableToleranceBytes),
-    ctx,
+    inspectContext,
     startMs,
     polls: 0,
     units,
