@@ -101,6 +101,12 @@ describe('exitCodeForError decides by class and code', () => {
     expect(exitCodeForError(new GpuWaitAbortError(null, new Error('caller gave up')))).toBe(ExitCode.sigterm);
   });
 
+  it('an NvmlError is "unavailable" whatever its code', () => {
+    const odd = new NvmlError({ code: 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE', nvmlReturn: null, fn: 'nvmlDeviceGetComputeRunningProcesses_v3', device: 0, message: 'odd list' });
+    expect(exitCodeForError(odd)).toBe(ExitCode.unavailable);
+    expect(exitCodeForError(Object.assign(new Error('unknown code'), { code: 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE' }))).toBe(ExitCode.software);
+  });
+
   it('a CliError ends with the exit code it carries', () => {
     expect(exitCodeForError(new CliError('refused', ExitCode.noPermission, 'no-permission'))).toBe(ExitCode.noPermission);
     expect(exitCodeForError(new CliError('stale', ExitCode.tempFail, 'stale'))).toBe(ExitCode.tempFail);

@@ -5,6 +5,7 @@
 import type { GateResult } from '../gate/gate-outcome';
 import { ErrorCode, type GpugateErrorCode } from '../gpugate-error';
 import { isOsError } from '../host/os-error';
+import { NvmlError } from '../nvml/nvml-error';
 import { CliError } from './cli-error';
 import { InterruptedError } from './interrupted-error';
 
@@ -85,6 +86,8 @@ const EXIT_CODE_OF_ERROR: Record<Exclude<GpugateErrorCode, typeof ErrorCode.comm
  */
 export function exitCodeForError(error: unknown): ExitCodeValue {
   if (error instanceof CliError) return error.exitCode;
+  // Every failure of the NVML layer, whatever its code (NVML's own, or one of gpugate's).
+  if (error instanceof NvmlError) return ExitCode.unavailable;
   if (typeof error !== 'object' || error === null) return ExitCode.software;
   const e = error as { code?: unknown; cause?: unknown };
   if (typeof e.code !== 'string') return ExitCode.software;
