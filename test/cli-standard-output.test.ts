@@ -18,7 +18,8 @@ const eightGpus = (): string => writeScenario({ devices: [0, 1, 2, 3, 4, 5, 6, 7
 
 /**
  * Runs gpugate with stdout on a pipe whose write end is O_NONBLOCK and holds one page (4 KiB),
- * read only once gpugate has exited or after a pause: its output (several KiB) cannot fit at once.
+ * read only after a pause: its output (several KiB) cannot fit at once, and gpugate is done
+ * (about to exit) before anything is read.
  */
 const SMALL_NONBLOCKING_PIPE = `
 import fcntl, os, subprocess, sys, time
@@ -27,7 +28,7 @@ fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
 fcntl.fcntl(w, 1031, 4096)  # F_SETPIPE_SZ
 child = subprocess.Popen(sys.argv[1:], stdout=w, stderr=subprocess.PIPE)
 os.close(w)
-time.sleep(0.3)
+time.sleep(1.0)
 chunks = []
 while True:
     chunk = os.read(r, 65536)

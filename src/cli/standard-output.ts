@@ -3,8 +3,9 @@
  * common path: the first touch of either builds a Node stream, which loads Node's stream and net
  * modules (a few milliseconds of every short command's start). A pipe, socket or file (systemd's
  * journal stream, a parent process) is written with writeSync, synchronous as Node's own stdio
- * is for pipes and files on Linux, so process.exit() still loses nothing. A terminal, or a
- * descriptor that would block (O_NONBLOCK: EAGAIN), gets the Node stream.
+ * is for pipes and files on Linux, so process.exit() loses nothing; a descriptor someone made
+ * non-blocking (O_NONBLOCK) that is full is waited on, as a blocking one would be, where a Node
+ * stream would queue the rest and lose it at exit. A terminal gets the Node stream.
  */
 import { fstatSync, writeSync } from 'node:fs';
 
@@ -16,6 +17,9 @@ export interface StandardOutput {
   /** The terminal's width, when it is one. */
   readonly columns: number | undefined;
 }
+
+/** What a full non-blocking descriptor waits on between tries (never notified: a 1 ms sleep). */
+const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** Opens fd 1 or 2; `stream` returns the Node stream for it (only called when needed). */
 function standardOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): StandardOutput {
@@ -37,15 +41,16 @@ function standardOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): StandardOu
       if (useStream) return stream().write(text);
       const bytes = Buffer.from(text);
       let written = 0;
-      try {
-        while (written < bytes.length) written += writeSync(fd, bytes, written);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        // The reader went away (`gpugate status | head -1`): its choice, not a failure.
-        if (code === 'EPIPE') return true;
-        if (code !== 'EAGAIN') throw error;
-        useStream = true;
-        return stream().write(bytes.subarray(written));
+      while (written < bytes.length) {
+        try {
+          written += writeSync(fd, bytes, written);
+        } catch (error) {
+          const code = (error as NodeJS.ErrnoException).code;
+          // The reader went away (`gpugate status | head -1`): its choice, not a failure.
+          if (code === 'EPIPE') return true;
+          if (code !== 'EAGAIN') throw error;
+          Atomics.wait(pause, 0, 0, 1);
+        }
       }
       return true;
     },
