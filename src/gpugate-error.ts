@@ -45,6 +45,8 @@ export const ErrorCode = {
   systemdUnavailable: 'GPUGATE_SYSTEMD_UNAVAILABLE',
   /** ForeignFileError: a file gpugate was to replace is not one it wrote (or changed meanwhile): left alone. */
   foreignFile: 'GPUGATE_FOREIGN_FILE',
+  /** GpuLeaseError: another `gpugate select` held the lease directory's lock too long (other lease failures carry the errno name). */
+  leaseLockTimeout: 'GPUGATE_LEASE_LOCK_TIMEOUT',
 } as const;
 
 /** One of gpugate's own error codes. */

@@ -17,6 +17,7 @@ import { ErrorCode, GpugateError } from '../src/gpugate-error';
 import * as api from '../src/index';
 import { NativeLoadError, describeNativeRuntime } from '../src/nvml/native-load-error';
 import { NvmlError } from '../src/nvml/nvml-error';
+import { GpuLeaseError } from '../src/host/gpu-lease';
 import { SimLibraryNotFoundError } from '../src/simulator/sim-library';
 import { UsageError } from '../src/usage-error';
 
@@ -41,6 +42,7 @@ const members: Array<[GpugateError, string, string]> = [
   [new CliError('refused', ExitCode.noPermission, 'no-permission', { cause }), 'CliError', ErrorCode.command],
   [new NativeLoadError(describeNativeRuntime(), [], cause), 'NativeLoadError', ErrorCode.noNativeBuild],
   [new SimLibraryNotFoundError('gpugate_sim', ['/nowhere/gpugate_sim.so'], { cause }), 'SimLibraryNotFoundError', ErrorCode.simLibraryNotFound],
+  [new GpuLeaseError(ErrorCode.leaseLockTimeout, '/run/gpugate/leases/.lock', 'held too long', { cause }), 'GpuLeaseError', ErrorCode.leaseLockTimeout],
   [new NvmlError({ code: 'NVML_ERROR_GPU_IS_LOST', nvmlReturn: 15, fn: 'nvmlDeviceGetMemoryInfo_v2', device: 0, message: 'lost', cause }), 'NvmlError', 'NVML_ERROR_GPU_IS_LOST'],
 ];
 
@@ -90,6 +92,7 @@ describe('exitCodeForError decides by class and code', () => {
       GPUGATE_WAIT_TIMEOUT: ExitCode.tempFail,
       GPUGATE_TIMEOUT: ExitCode.unavailable,
       GPUGATE_NO_NATIVE_BUILD: ExitCode.unavailable,
+      GPUGATE_LEASE_LOCK_TIMEOUT: ExitCode.tempFail,
     });
   });
 

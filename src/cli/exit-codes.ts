@@ -77,6 +77,7 @@ const EXIT_CODE_OF_ERROR: Record<Exclude<GpugateErrorCode, typeof ErrorCode.comm
   [ErrorCode.memoryImplausible]: ExitCode.unavailable,
   [ErrorCode.systemdUnavailable]: ExitCode.unavailable,
   [ErrorCode.foreignFile]: ExitCode.noPermission,
+  [ErrorCode.leaseLockTimeout]: ExitCode.tempFail,
 };
 
 /**
