@@ -18,6 +18,8 @@ import * as api from '../src/index';
 import { NativeLoadError, describeNativeRuntime } from '../src/nvml/native-load-error';
 import { NvmlError } from '../src/nvml/nvml-error';
 import { GpuLeaseError } from '../src/host/gpu-lease';
+import { ForeignFileError } from '../src/host/owned-file';
+import { SystemdUnavailableError } from '../src/host/systemd-unit';
 import { SimLibraryNotFoundError } from '../src/simulator/sim-library';
 import { UsageError } from '../src/usage-error';
 
@@ -43,6 +45,8 @@ const members: Array<[GpugateError, string, string]> = [
   [new NativeLoadError(describeNativeRuntime(), [], cause), 'NativeLoadError', ErrorCode.noNativeBuild],
   [new SimLibraryNotFoundError('gpugate_sim', ['/nowhere/gpugate_sim.so'], { cause }), 'SimLibraryNotFoundError', ErrorCode.simLibraryNotFound],
   [new GpuLeaseError(ErrorCode.leaseLockTimeout, '/run/gpugate/leases/.lock', 'held too long', { cause }), 'GpuLeaseError', ErrorCode.leaseLockTimeout],
+  [new SystemdUnavailableError('systemctl is not installed', { cause }), 'SystemdUnavailableError', ErrorCode.systemdUnavailable],
+  [new ForeignFileError('/etc/systemd/system/vllm.service.d/gpugate.conf', 'not ours: left alone', { cause }), 'ForeignFileError', ErrorCode.foreignFile],
   [new NvmlError({ code: 'NVML_ERROR_GPU_IS_LOST', nvmlReturn: 15, fn: 'nvmlDeviceGetMemoryInfo_v2', device: 0, message: 'lost', cause }), 'NvmlError', 'NVML_ERROR_GPU_IS_LOST'],
 ];
 
@@ -93,6 +97,8 @@ describe('exitCodeForError decides by class and code', () => {
       GPUGATE_TIMEOUT: ExitCode.unavailable,
       GPUGATE_NO_NATIVE_BUILD: ExitCode.unavailable,
       GPUGATE_LEASE_LOCK_TIMEOUT: ExitCode.tempFail,
+      GPUGATE_SYSTEMD_UNAVAILABLE: ExitCode.unavailable,
+      GPUGATE_FOREIGN_FILE: ExitCode.noPermission,
     });
   });
 
@@ -116,7 +122,7 @@ describe('exitCodeForError decides by class and code', () => {
   });
 
   it('a name alone decides nothing: an error that only borrows a family name is an internal error', () => {
-    for (const name of ['UsageError', 'ConfigError', 'DeviceSelectionError', 'GpuWaitTimeoutError', 'NvmlError', 'AbortError']) {
+    for (const name of ['UsageError', 'ConfigError', 'DeviceSelectionError', 'GpuWaitTimeoutError', 'NvmlError', 'AbortError', 'SystemdUnavailableError', 'ForeignFileError']) {
       expect(exitCodeForError(Object.assign(new Error('borrowed'), { name })), name).toBe(ExitCode.software);
     }
     // A plain object with an exitCode is not a CliError.
