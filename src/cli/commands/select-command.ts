@@ -170,10 +170,10 @@ export async function runSelect(context: CommandContext): Promise<number> {
     }
   } catch (caught) {
     const error = leaseFailure(caught) ?? caught;
-    const e = error as { name?: unknown };
     outcome.error = error;
     outcome.reason = error instanceof Error ? error.message : String(error);
-    if (e.name === 'AbortError') {
+    // Any abort (the wait's, or Node's own AbortError from a timer given the signal).
+    if ((error as { code?: unknown }).code === ErrorCode.aborted) {
       outcome.result = 'interrupted';
       outcome.exitCode = watch.exitCode();
       outcome.reason = `interrupted by ${watch.received ?? 'SIGTERM'} after ${formatDuration(performance.now() - startMs)}`;
