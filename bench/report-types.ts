@@ -86,6 +86,11 @@ export interface BenchReport {
     /** `gpugate check --stale ignore`: without the /proc scan of the stale pre-pass. */
     gpugateCheckNoStaleNs: LatencySummaryNs | null;
     standinNs: LatencySummaryNs | null;
+    /**
+     * `gpugate check` ÷ `node -e ''`, pair by pair (each pair spawned back to back in this run),
+     * so that a drift of the machine's speed between rounds cancels: the figure the goal judges.
+     */
+    checkRatio: { samples: number; median: number; min: number; max: number } | null;
     error: string | null;
   } | null;
   /** NVML calls of whole `gpugate wait` processes on 8 idle GPUs (null: dist/cli/main.js missing). */

@@ -106,6 +106,14 @@ function simEnv(scenario: string, statsFile?: string): NodeJS.ProcessEnv {
   return env;
 }
 
+/** The ratios a[i] ÷ b[i] of runs timed as pairs: median, least and greatest. */
+function pairRatios(a: readonly number[], b: readonly number[]): { samples: number; median: number; min: number; max: number } {
+  const ratios = a.map((value, i) => value / (b[i] as number)).sort((x, y) => x - y);
+  const middle = Math.floor(ratios.length / 2);
+  const median = ratios.length % 2 === 1 ? (ratios[middle] as number) : ((ratios[middle - 1] as number) + (ratios[middle] as number)) / 2;
+  return { samples: ratios.length, median, min: ratios[0] as number, max: ratios[ratios.length - 1] as number };
+}
+
 /** Run a program, return its stdout; fail with its stderr. */
 function runCapture(file: string, args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -363,9 +371,10 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
             gpugateCheckNs: summarize(check, 1),
             gpugateCheckNoStaleNs: summarize(checkNoStale, 1),
             standinNs: summarize(standin, 1),
+            checkRatio: pairRatios(check, nodeEmpty),
             error: null,
           }
-        : { nodeEmptyNs: null, gpugateCheckNs: null, gpugateCheckNoStaleNs: null, standinNs: null, error: checkError };
+        : { nodeEmptyNs: null, gpugateCheckNs: null, gpugateCheckNoStaleNs: null, standinNs: null, checkRatio: null, error: checkError };
   }
 
   // NVML calls of whole `gpugate wait` processes, counted by the simulator.

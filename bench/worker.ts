@@ -21,7 +21,6 @@ import { measureAsyncInterleaved, measureSync, type BatchPlan, type LatencySumma
 type OpenNvml = (options?: OpenNvmlOptions) => Promise<NvmlMemoryReader>;
 
 function loadGpugate(): { openNvml: OpenNvml } {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const gpugate = require(packageEntry()) as { openNvml?: OpenNvml };
   if (typeof gpugate.openNvml !== 'function') {
     throw new Error(`gpugate bench: ${packageEntry()} does not export openNvml (run npm run build:ts)`);

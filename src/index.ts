@@ -1,5 +1,6 @@
 /** gpugate: the public API. */
 export * from './types';
+export * from './gpugate-error';
 export * from './usage-error';
 export * from './config-error';
 export * from './units';

@@ -21,7 +21,6 @@ let holder = 0;
 let scenario = '';
 
 /** The raw control characters that must never reach a terminal. */
-// eslint-disable-next-line no-control-regex
 const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/;
 
 /** True while `holder` is still the process started here (its comm and argv[0] are the evil ones). */
@@ -105,7 +104,6 @@ describe('text output escapes control characters from names', () => {
 
   it('JSON keeps the names exact, C0 controls JSON-escaped (what JSON requires; other characters stay data)', async () => {
     const run = await runCli(['status', '--json'], { env: cliEnv(scenario) });
-    // eslint-disable-next-line no-control-regex
     expect(run.stdout.trimEnd()).not.toMatch(/[\u0000-\u001f]/);
     expect(run.stdout).toContain('\\u001b[8mhidden');
     const json = parseJsonOutput(run) as { devices?: Array<{ name: string }>; gpus?: Array<{ name: string }> };

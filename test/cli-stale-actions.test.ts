@@ -2,18 +2,22 @@
  * Stale handling from the command line, with real processes and real /dev/shm files:
  * --stale fail ends at once (75) on an orphaned engine worker; --kill-stale never signals a
  * holder that is not proven to be this service's leftover; --clean-shm removes only unreferenced
- * matching files, and --dry-run removes nothing.
+ * matching files, removes nothing while some process cannot be inspected, and --dry-run removes
+ * nothing. The /dev/shm cases run in their own PID namespace with its own /proc and /dev/shm, so
+ * which processes exist (and whether each can be inspected) is known rather than whatever the
+ * machine runs.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
+import { cliEnv, cliPath, parseJsonOutput, runCli } from './helpers/cli';
 import { isAlive } from './helpers/processes';
-import { simDevice, writeScenario } from './helpers/sim';
+import { repoRoot, simDevice, writeScenario } from './helpers/sim';
+import { makeTestTempDir } from './helpers/temp-root';
 
 const GiB = 1024 ** 3;
 const orphans: number[] = [];
-const shmFiles: string[] = [];
 
 afterAll(() => {
   for (const pid of orphans) {
@@ -23,7 +27,6 @@ afterAll(() => {
       // gone
     }
   }
-  for (const file of shmFiles) rmSync(file, { force: true });
 });
 
 /** A real reparented process titled like a vLLM worker. */
@@ -81,51 +84,100 @@ describe('stale handling', () => {
   });
 });
 
-/** Whether every process's open files and mappings can be read here (else cleanShm must refuse to remove anything). */
-function everyProcessInspectable(): boolean {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      readdirSync(`/proc/${entry}/fd`);
-      readFileSync(`/proc/${entry}/maps`);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return false;
+/** One gpugate run inside the namespace: its exit status and stdout, written to the out folder by the script. */
+interface NamespacedRun {
+  code: number;
+  json: Record<string, unknown>;
+}
+
+/**
+ * Runs `steps` (sh) as PID 1's child in a new PID namespace with its own /proc and a private
+ * tmpfs on /dev/shm, so that every process that could hold a /dev/shm file is known: unshare's
+ * shell, gpugate, and what the steps start. In the steps, `run NAME ARGS…` runs
+ * `gpugate ARGS… --json` (as `$AS` when set) and records it as NAME, `mark WORD` records WORD;
+ * `$SHM_FILE` is the test file.
+ */
+function inPrivatePidNamespace(steps: string, name: string): { runs: Record<string, NamespacedRun>; marks: string[]; present: boolean } {
+  const out = makeTestTempDir('gpugate-shm-ns-');
+  const scenario = writeScenario({ devices: [simDevice(0)] });
+  const script = `
+    mount -t tmpfs -o mode=1777 gpugate-test-shm /dev/shm
+    SHM_FILE=/dev/shm/${name}
+    head -c 65536 /dev/zero > "$SHM_FILE"
+    mark() { touch "$OUT/$1.mark"; }
+    run() { what=$1; shift; set +e; $AS $GPUGATE "$@" --json > "$OUT/$what.json"; echo $? > "$OUT/$what.code"; set -e; }
+    ${steps}
+    if test -e "$SHM_FILE"; then echo present > "$OUT/after"; else echo absent > "$OUT/after"; fi
+  `;
+  const env = cliEnv(scenario, { GPUGATE: `${process.execPath} ${cliPath()}`, OUT: out, AS: '', REPO: repoRoot() });
+  try {
+    const run = spawnSync('unshare', ['--pid', '--fork', '--mount', '--propagation', 'private', '--mount-proc', 'sh', '-euc', script], { encoding: 'utf8', env, timeout: 60_000 });
+    if (run.status !== 0) throw new Error(`unshare failed (${run.status}): ${run.stderr}\n${run.stdout}`);
+    const runs: Record<string, NamespacedRun> = {};
+    for (const file of readdirSync(out).filter((f) => f.endsWith('.json'))) {
+      const what = file.slice(0, -'.json'.length);
+      const text = readFileSync(path.join(out, file), 'utf8').trim();
+      runs[what] = { code: Number(readFileSync(path.join(out, `${what}.code`), 'utf8')), json: JSON.parse(text) as Record<string, unknown> };
     }
+    const marks = readdirSync(out).filter((f) => f.endsWith('.mark')).map((f) => f.slice(0, -'.mark'.length));
+    return { runs, marks, present: readFileSync(path.join(out, 'after'), 'utf8').trim() === 'present' };
+  } finally {
+    rmSync(out, { recursive: true, force: true });
   }
-  return true;
+}
+
+function shmActions(run: NamespacedRun | undefined): unknown[] {
+  return (run?.json.actions as { shm: unknown[] } | undefined)?.shm ?? [];
 }
 
 describe('--clean-shm', () => {
-  it('removes an unreferenced matching /dev/shm file (or refuses when it cannot prove that), and --dry-run only says it would', async () => {
+  it('removes an unreferenced matching /dev/shm file when every process is inspectable, and --dry-run only says it would', () => {
     const name = `nccl-gpugate-cli-test-${process.pid}`;
-    const file = `/dev/shm/${name}`;
-    shmFiles.push(file);
-    writeFileSync(file, Buffer.alloc(64 * 1024, 1));
-    const idle = writeScenario({ devices: [simDevice(0)] });
-    const provable = everyProcessInspectable();
-
-    const dry = await runCli(['check', '--clean-shm', name, '--dry-run', '--json'], { env: cliEnv(idle) });
-    expect(dry.code).toBe(0);
-    expect(existsSync(file)).toBe(true);
-    const dryResult = provable ? { path: file, result: 'would-remove' } : { path: file, result: 'skipped', reason: expect.stringContaining('cannot prove it unused') };
-    expect((parseJsonOutput(dry).actions as { shm: unknown[] }).shm).toEqual([expect.objectContaining(dryResult)]);
-
-    const real = await runCli(['check', '--clean-shm', name, '--json'], { env: cliEnv(idle) });
-    expect(real.code).toBe(0);
-    expect(existsSync(file)).toBe(!provable);
-    const realResult = provable ? { path: file, result: 'removed' } : { path: file, result: 'skipped' };
-    expect((parseJsonOutput(real).actions as { shm: unknown[] }).shm).toEqual([expect.objectContaining(realResult)]);
+    const { runs, marks, present } = inPrivatePidNamespace(
+      `run dry check --clean-shm ${name} --dry-run
+       if test -e "$SHM_FILE"; then mark kept-by-dry-run; fi
+       run real check --clean-shm ${name}`,
+      name,
+    );
+    expect(runs.dry?.code).toBe(0);
+    expect(shmActions(runs.dry)).toEqual([expect.objectContaining({ path: `/dev/shm/${name}`, result: 'would-remove' })]);
+    expect(marks).toContain('kept-by-dry-run');
+    expect(runs.real?.code).toBe(0);
+    expect(shmActions(runs.real)).toEqual([expect.objectContaining({ path: `/dev/shm/${name}`, result: 'removed' })]);
+    expect(present).toBe(false);
   });
 
-  it('lists an unreferenced engine file as leaked shm with its size', async () => {
+  it('removes nothing while a process it cannot inspect exists, and names it', () => {
+    const name = `nccl-gpugate-cli-test-blind-${process.pid}`;
+    // A root-owned process whose open files an unprivileged gpugate cannot read; the reader runs
+    // the command and the simulator from a bind mount (the checkout may sit below a root-only folder).
+    const { runs, present } = inPrivatePidNamespace(
+      `sleep 60 & BLIND=$!
+       mount -t tmpfs -o mode=0755 gpugate-test-repo /mnt
+       cp "$GPUGATE_SIM_SCENARIO" /mnt/scenario.json && chmod 0644 /mnt/scenario.json
+       export GPUGATE_SIM_SCENARIO=/mnt/scenario.json
+       mkdir /mnt/repo && mount --bind "$REPO" /mnt/repo
+       export GPUGATE_NVML_LIBRARY="/mnt/repo/\${GPUGATE_NVML_LIBRARY#"$REPO"/}"
+       GPUGATE="${process.execPath} /mnt/repo/${path.relative(repoRoot(), cliPath())}"
+       chmod 0777 "$OUT"
+       AS="setpriv --reuid 65534 --regid 65534 --clear-groups"
+       run real check --clean-shm ${name}
+       kill $BLIND`,
+      name,
+    );
+    expect(runs.real?.code).toBe(0);
+    expect(shmActions(runs.real)).toEqual([
+      expect.objectContaining({ path: `/dev/shm/${name}`, result: 'skipped', reason: expect.stringMatching(/^cannot prove it unused: the open files of \d+ process\(es\) are unreadable/) }),
+    ]);
+    expect(present).toBe(true);
+  });
+
+  it('lists an unreferenced engine file as leaked shm with its size', () => {
     const name = `nccl-gpugate-cli-leak-${process.pid}`;
-    const file = `/dev/shm/${name}`;
-    shmFiles.push(file);
-    writeFileSync(file, Buffer.alloc(128 * 1024, 1));
-    const run = await runCli(['holders', '--json'], { env: cliEnv(writeScenario({ devices: [simDevice(0)] })) });
-    expect(run.code).toBe(0);
-    const shm = (parseJsonOutput(run).stale as { shm: { leaked: Array<{ path: string; sizeBytes: number }>; tmpfsFreeBytes: number | null } }).shm;
-    if (everyProcessInspectable()) expect(shm.leaked).toContainEqual(expect.objectContaining({ path: file, sizeBytes: 128 * 1024 }));
+    const { runs } = inPrivatePidNamespace('run holders holders', name);
+    expect(runs.holders?.code).toBe(0);
+    const shm = (runs.holders?.json.stale as { shm: { leaked: Array<{ path: string; sizeBytes: number }>; tmpfsFreeBytes: number | null } }).shm;
+    expect(shm.leaked).toContainEqual(expect.objectContaining({ path: `/dev/shm/${name}`, sizeBytes: 64 * 1024 }));
     expect(shm.tmpfsFreeBytes).toBeGreaterThan(0);
   });
 

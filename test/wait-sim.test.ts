@@ -204,4 +204,23 @@ describe('waitForGpusFree on the simulator', () => {
     expect(evaluation.devices[0]).toMatchObject({ index: 0, reasons: ['memory'], maxUsedBytes: GiB, unattributedBytes: 0 });
     expect(evaluation.devices[0]!.holders.map((h) => h.class)).toEqual(['gone']);
   });
+
+  it('reads the holder-inspection context from /proc only once a GPU has a holder to classify', async () => {
+    let procReads = 0;
+    // prepareInspectContext starts from options.procRoot: count how often the context is built.
+    const inspectHolders = {
+      get procRoot(): string {
+        procReads += 1;
+        return '/proc';
+      },
+    };
+    useScenario({ devices: [gpu(0, 0), gpu(1, 0)] });
+    const idle = await checkGpusOnce({ libraryPath: freshSimulator(), inspectHolders, env: {} });
+    expect(idle.ok).toBe(true);
+    expect(procReads).toBe(0);
+    useScenario({ devices: [gpu(0, 0), gpu(1, 2 * GiB, [{ pid: 4_194_304, usedBytes: 2 * GiB }])] });
+    const held = await checkGpusOnce({ libraryPath: freshSimulator(), inspectHolders, env: {} });
+    expect(held.devices[1]!.holders.map((h) => h.class)).toEqual(['gone']);
+    expect(procReads).toBe(1);
+  });
 });

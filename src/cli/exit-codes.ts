@@ -2,9 +2,12 @@
  * The exit codes of the `gpugate` command: BSD sysexits, so systemd shows e.g.
  * `status=75/TEMPFAIL`. This file is the one place where a code is chosen for an outcome.
  */
-
 import type { GateResult } from '../gate/gate-outcome';
+import { ErrorCode, type GpugateErrorCode } from '../gpugate-error';
 import { isOsError } from '../host/os-error';
+import { NvmlError } from '../nvml/nvml-error';
+import { CliError } from './cli-error';
+import { InterruptedError } from './interrupted-error';
 
 /** Every exit code the command can end with. */
 export const ExitCode = {
@@ -58,40 +61,49 @@ export function exitCodeName(code: number): string {
   }
 }
 
+/** The exit code of each of gpugate's own error codes (the command layer's and aborts are decided below). */
+const EXIT_CODE_OF_ERROR: Record<Exclude<GpugateErrorCode, typeof ErrorCode.command | typeof ErrorCode.aborted>, ExitCodeValue> = {
+  [ErrorCode.usage]: ExitCode.usage,
+  [ErrorCode.config]: ExitCode.config,
+  [ErrorCode.deviceSelection]: ExitCode.config,
+  [ErrorCode.waitTimeout]: ExitCode.tempFail,
+  [ErrorCode.noNativeBuild]: ExitCode.unavailable,
+  [ErrorCode.simLibraryNotFound]: ExitCode.unavailable,
+  [ErrorCode.libraryNotFound]: ExitCode.unavailable,
+  [ErrorCode.timeout]: ExitCode.unavailable,
+  [ErrorCode.sessionClosed]: ExitCode.unavailable,
+  [ErrorCode.queueFull]: ExitCode.unavailable,
+  [ErrorCode.nativeFailure]: ExitCode.unavailable,
+  [ErrorCode.memoryImplausible]: ExitCode.unavailable,
+  [ErrorCode.systemdUnavailable]: ExitCode.unavailable,
+  [ErrorCode.foreignFile]: ExitCode.noPermission,
+  [ErrorCode.leaseLockTimeout]: ExitCode.tempFail,
+};
 
 /**
- * The exit code for an error that ended a command. Error classes are recognised by name so
- * that this module loads nothing heavy; each library error class sets its `name`, and
- * `instanceof`-free matching also survives two copies of the package in one process.
+ * The exit code for an error that ended a command, decided by its class or its stable `code`
+ * (never by its name or message): codes also match an error raised by a second copy of the
+ * package in the same process, where `instanceof` would not.
  */
 export function exitCodeForError(error: unknown): ExitCodeValue {
+  if (error instanceof CliError) return error.exitCode;
+  // Every failure of the NVML layer, whatever its code (NVML's own, or one of gpugate's).
+  if (error instanceof NvmlError) return ExitCode.unavailable;
   if (typeof error !== 'object' || error === null) return ExitCode.software;
-  const e = error as { name?: unknown; code?: unknown; syscall?: unknown; exitCode?: unknown; signal?: unknown };
-  const name = typeof e.name === 'string' ? e.name : '';
-  if (typeof e.exitCode === 'number' && isKnownExitCode(e.exitCode)) return e.exitCode;
-  switch (name) {
-    case 'UsageError': return ExitCode.usage;
-    case 'ConfigError':
-    case 'DeviceSelectionError': return ExitCode.config;
-    case 'GpuWaitTimeoutError': return ExitCode.tempFail;
-    case 'NvmlError':
-    case 'SystemdUnavailableError': return ExitCode.unavailable;
-    case 'ForeignFileError': return ExitCode.noPermission;
-    case 'AbortError': return e.signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
-    default: break;
+  const e = error as { code?: unknown; cause?: unknown };
+  if (typeof e.code !== 'string') return ExitCode.software;
+  if (e.code === ErrorCode.aborted) {
+    // An abort ends with the signal that caused it: the interruption itself, or the reason of a wait it aborted.
+    const interruption = error instanceof InterruptedError ? error : e.cause instanceof InterruptedError ? e.cause : null;
+    return exitCodeForSignal(interruption?.signal ?? 'SIGTERM');
   }
-  if (typeof e.code === 'string' && e.code.startsWith('ERR_PARSE_ARGS_')) return ExitCode.usage;
-  if (typeof e.code === 'string' && (e.code.startsWith('NVML_ERROR_') || e.code.startsWith('GPUGATE_'))) {
-    return ExitCode.unavailable;
-  }
-  if (isOsError(error)) {
-    return ExitCode.osError;
-  }
+  if (Object.hasOwn(EXIT_CODE_OF_ERROR, e.code)) return EXIT_CODE_OF_ERROR[e.code as keyof typeof EXIT_CODE_OF_ERROR];
+  // A failed NVML call: NvmlError carries NVML's name of the return value.
+  if (e.code.startsWith('NVML_ERROR_')) return ExitCode.unavailable;
+  // node:util parseArgs.
+  if (e.code.startsWith('ERR_PARSE_ARGS_')) return ExitCode.usage;
+  if (isOsError(error)) return ExitCode.osError;
   return ExitCode.software;
-}
-
-function isKnownExitCode(code: number): code is ExitCodeValue {
-  return (Object.values(ExitCode) as number[]).includes(code);
 }
 
 /** The signals that interrupt a command. */

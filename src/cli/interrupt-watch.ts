@@ -4,23 +4,13 @@
  * driver), run the caller's last words and exit anyway. A second signal exits at once.
  */
 
-import { ExitCode, exitCodeForSignal, type InterruptSignal } from './exit-codes';
+import { exitCodeForSignal, type InterruptSignal } from './exit-codes';
+import { InterruptedError } from './interrupted-error';
 
 export type { InterruptSignal } from './exit-codes';
 
 /** The signals that interrupt a command, in one list. */
 export const INTERRUPT_SIGNALS: readonly InterruptSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-
-/** The error a wait rejects with when interrupted. */
-export class InterruptedError extends Error {
-  override readonly name = 'AbortError';
-  readonly signal: InterruptSignal;
-
-  constructor(signal: InterruptSignal) {
-    super(`interrupted by ${signal}`);
-    this.signal = signal;
-  }
-}
 
 /** Watches for SIGINT / SIGTERM / SIGHUP while a command runs. */
 export class InterruptWatch {
@@ -50,7 +40,7 @@ export class InterruptWatch {
 
   /** The exit code for the received signal. */
   exitCode(): number {
-    return this.received === null ? ExitCode.sigterm : exitCodeForSignal(this.received);
+    return exitCodeForSignal(this.received ?? 'SIGTERM');
   }
 
   /** Stop watching (e.g. before handing signals to a wrapped command). */

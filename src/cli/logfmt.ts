@@ -10,9 +10,7 @@ export type LogfmtValue = string | number | boolean | null | undefined;
 export function logfmtValue(value: string | number | boolean): string {
   const text = String(value);
   if (text === '') return '""';
-  // eslint-disable-next-line no-control-regex
   if (!/[\s"=\\\u0000-\u001f\u007f]/.test(text)) return text;
-  // eslint-disable-next-line no-control-regex
   const escaped = text.replace(/["\\]/g, (c) => `\\${c}`).replace(/[\u0000-\u001f\u007f]/g, (c) => {
     if (c === '\n') return '\\n';
     if (c === '\t') return '\\t';

@@ -15,6 +15,7 @@ import { isJournalStream } from './journal-stream';
 import { Logger, type Verbosity } from './logger';
 import type { CommandName } from './option-table';
 import { parseCommandLine } from './parse-command-line';
+import { standardError, standardOut } from './standard-output';
 import { colourEnabled, terminalWidth } from './terminal-style';
 
 function loadCommand(command: CommandName): CommandRunner {
@@ -50,12 +51,15 @@ export interface Presentation {
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, presentation: Presentation = {}): Promise<number> {
   const journal = isJournalStream(env);
   // A person reads a terminal: multi-line messages keep their lines there, long ones are wrapped.
-  const terminal = presentation.terminal ?? process.stderr.isTTY === true;
+  const stderr = standardError();
+  const terminal = presentation.terminal ?? stderr.isTTY;
   const style = {
     terminal,
-    width: presentation.width ?? terminalWidth(process.stderr),
-    colour: presentation.colour ?? colourEnabled(process.stderr, env),
+    width: presentation.width ?? terminalWidth(stderr),
+    colour: presentation.colour ?? colourEnabled(stderr, env),
+    sink: stderr,
   };
+  const stdout = presentation.stdout ?? standardOut();
   let parsed;
   try {
     parsed = parseCommandLine(argv);
@@ -66,17 +70,17 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (parsed.kind === 'top-help') {
     const { topLevelHelp } = require('./help-text') as typeof import('./help-text');
     const { packageVersion } = require('./package-info') as typeof import('./package-info');
-    process.stdout.write(topLevelHelp(packageVersion()));
+    stdout.write(topLevelHelp(packageVersion()));
     return ExitCode.ok;
   }
   if (parsed.kind === 'version') {
     const { packageVersion } = require('./package-info') as typeof import('./package-info');
-    process.stdout.write(`gpugate ${packageVersion()}\n`);
+    stdout.write(`gpugate ${packageVersion()}\n`);
     return ExitCode.ok;
   }
   if (parsed.values.help === true) {
     const { commandHelp } = require('./help-text') as typeof import('./help-text');
-    process.stdout.write(commandHelp(parsed.command));
+    stdout.write(commandHelp(parsed.command));
     return ExitCode.ok;
   }
   const verbosity: Verbosity = parsed.values.quiet === true ? 'quiet' : parsed.values.verbose === true ? 'verbose' : 'normal';
@@ -90,7 +94,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     wrapped: parsed.wrapped,
     env,
     logger,
-    stdout: presentation.stdout ?? process.stdout,
+    stdout,
     journal,
   };
   try {
@@ -108,19 +112,16 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
 }
 
 if (require.main === module) {
-  // `gpugate status | head -1`: a closed stdout is the reader's choice, not a crash.
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
-  });
+  // (`gpugate status | head -1`: a closed stdout is the reader's choice, not a crash; standardOut ignores it.)
   // A promise abandoned with a stuck NVML call may reject after the outcome is decided: never
   // let that turn the chosen exit code into Node's generic 1.
   process.on('unhandledRejection', (reason: unknown) => {
-    process.stderr.write(`gpugate: ignored a late failure: ${reason instanceof Error ? reason.message : String(reason)}\n`);
+    standardError().write(`gpugate: ignored a late failure: ${reason instanceof Error ? reason.message : String(reason)}\n`);
   });
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {
-      process.stderr.write(`gpugate: internal error (a bug in gpugate, please report it): ${error instanceof Error ? error.stack : String(error)}\n`);
+      standardError().write(`gpugate: internal error (a bug in gpugate, please report it): ${error instanceof Error ? error.stack : String(error)}\n`);
       process.exit(ExitCode.software);
     },
   );

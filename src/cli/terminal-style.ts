@@ -6,8 +6,8 @@
 
 /** A stream as far as its terminal-ness goes. */
 export interface MaybeTerminal {
-  isTTY?: boolean;
-  columns?: number;
+  isTTY?: boolean | undefined;
+  columns?: number | undefined;
 }
 
 /** Whether to colour what goes to `stream`. */

@@ -9,7 +9,6 @@
 
 // C0 controls (tab and newline included), DEL, C1 controls (0x9b is a one-byte CSI), the Unicode
 // line and paragraph separators, and the bidirectional marks, embeddings, overrides and isolates.
-// eslint-disable-next-line no-control-regex
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
 
 /** `text` with every character a terminal would interpret written as a visible escape. */

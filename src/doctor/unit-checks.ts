@@ -3,7 +3,8 @@
  * crash loop ends? One finding per concern (restart limits, the gate, the start timeout, notify
  * access, kill mode, vLLM's memory fraction against the gate's), each with the values it rests on.
  */
-import { readUnitProperties, type UnitProperties, type UnitSource } from '../host/systemd-unit';
+import { ConfigError } from '../config-error';
+import { readUnitProperties, SystemdUnavailableError, type UnitProperties, type UnitSource } from '../host/systemd-unit';
 import { normaliseUnitName } from '../host/systemd-unit-name';
 import { formatTimeSpanUsec } from '../host/systemd-time-span';
 import type { DoctorCheck, DoctorStatus } from './doctor-check';
@@ -49,11 +50,11 @@ export async function checkUnitNamed(nameText: string, source: UnitSource): Prom
   try {
     unit = await readUnitProperties(name, source);
   } catch (error) {
-    const e = error as { name?: unknown; message?: unknown };
-    if (e.name !== 'ConfigError' && e.name !== 'SystemdUnavailableError' && !(typeof (error as NodeJS.ErrnoException).syscall === 'string')) throw error;
+    const readFailure = error instanceof ConfigError || error instanceof SystemdUnavailableError || typeof (error as NodeJS.ErrnoException).syscall === 'string';
+    if (!readFailure) throw error;
     return [{
       id: 'unit.readable', subject: `unit ${name}`, status: 'fail',
-      summary: `cannot read unit ${name}: ${typeof e.message === 'string' ? e.message : String(error)}`,
+      summary: `cannot read unit ${name}: ${(error as Error).message}`,
       evidence: { source: source.kind === 'systemctl' ? 'systemctl show' : source.directory },
       advice: source.kind === 'systemctl' ? 'check the name (systemctl list-unit-files), or read its files with --unit-path DIR' : 'check the name and the directory',
     }];

@@ -3,16 +3,19 @@
  * a UUID prefix matched several. The CLI maps it to exit code 78.
  */
 
+import { ErrorCode, GpugateError } from '../gpugate-error';
+
 /** Thrown when a selector matches nothing or is ambiguous; the message lists what exists. */
-export class DeviceSelectionError extends Error {
+export class DeviceSelectionError extends GpugateError {
   override readonly name = 'DeviceSelectionError';
+  declare readonly code: typeof ErrorCode.deviceSelection;
   /** The selector at fault, as given. */
   readonly selector: string;
   /** What could have matched: the candidates of an ambiguous prefix, or every device that exists. */
   readonly available: string[];
 
-  constructor(selector: string, available: string[], message: string) {
-    super(message);
+  constructor(selector: string, available: string[], message: string, options?: ErrorOptions) {
+    super(ErrorCode.deviceSelection, message, options);
     this.selector = selector;
     this.available = available;
   }

@@ -267,7 +267,7 @@ async function staleScan(snapshot: Snapshot, state: WaitState, options: GateOpti
     ...(typeof options.inspectHolders === 'object' ? options.inspectHolders : {}),
     devices: state.selection.indices,
     shmPatterns: [...DEFAULT_SHM_PATTERNS, ...cleanGlobs],
-    ...(state.ctx !== null ? { context: state.ctx } : {}),
+    ...(state.inspectContext !== null ? { context: await state.inspectContext() } : {}),
   });
   const stale = report.holders.filter(isStaleHolder);
   outcome.stale = { holders: stale, shm: report.shm, report };

@@ -7,6 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_INTERVAL_MS, GpuWaitAbortError, checkGpusOnce, waitForGpusFree, type Evaluation, type WaitOptions } from './wait';
+import { GpuWaitTimeoutError } from './wait-timeout-error';
 
 /** How an evaluation run ended. */
 export type EvaluationRunEnd =
@@ -75,7 +76,7 @@ export async function evaluateUntilAccepted(options: WaitOptions, poll: boolean,
       unhook();
       // Our own stop after an acceptance, not the caller's abort.
       if (error instanceof GpuWaitAbortError && stop.signal.aborted && options.signal?.aborted !== true) ended = 'resolved';
-      else if ((error as { name?: unknown }).name === 'GpuWaitTimeoutError') ended = 'timeout';
+      else if (error instanceof GpuWaitTimeoutError) ended = 'timeout';
       else {
         await (pump as Promise<void> | null);
         if (accepted !== null) return { kind: 'accepted', evaluation: accepted };

@@ -5,20 +5,21 @@
  */
 import type { Evaluation } from './wait';
 import { describeFailures } from './failure-text';
+import { ErrorCode, GpugateError } from '../gpugate-error';
 import { formatDuration } from '../units';
 
 /** Rejection of waitForGpusFree when timeoutMs passes before every GPU is free and stable. */
-export class GpuWaitTimeoutError extends Error {
+export class GpuWaitTimeoutError extends GpugateError {
   override readonly name = 'GpuWaitTimeoutError';
-  readonly code = 'GPU_WAIT_TIMEOUT';
+  declare readonly code: typeof ErrorCode.waitTimeout;
   /** The last evaluation, or null when no poll completed in time. */
   readonly evaluation: Evaluation | null;
   /** The timeout that passed. */
   readonly timeoutMs: number;
 
-  constructor(timeoutMs: number, evaluation: Evaluation | null) {
+  constructor(timeoutMs: number, evaluation: Evaluation | null, options?: ErrorOptions) {
     const detail = evaluation === null ? 'no poll completed' : describeFailures(evaluation.devices);
-    super(`GPUs not free after ${formatDuration(timeoutMs)}: ${detail}`);
+    super(ErrorCode.waitTimeout, `GPUs not free after ${formatDuration(timeoutMs)}: ${detail}`, options);
     this.evaluation = evaluation;
     this.timeoutMs = timeoutMs;
   }

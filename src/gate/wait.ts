@@ -13,6 +13,7 @@ import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, noth
 import { DEFAULT_INTERVAL_MS } from './gate-defaults';
 import { SnapshotPoller, snapshotOptionsFor, type PollResult, type ReadPlan } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
+import { ErrorCode, GpugateError } from '../gpugate-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from '../host/procfs';
 import { GPUGATE_MEMORY_IMPLAUSIBLE, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
@@ -101,14 +102,17 @@ export interface WaitResult {
   evaluation: Evaluation;
 }
 
-/** Rejection of waitForGpusFree when its signal aborts; carries the last evaluation if any. */
-export class GpuWaitAbortError extends Error {
+/**
+ * Rejection of waitForGpusFree when its signal aborts; carries the last evaluation if any, and the
+ * signal's reason as its `cause`. Named 'AbortError' like every abort on the platform.
+ */
+export class GpuWaitAbortError extends GpugateError {
   override readonly name = 'AbortError';
-  readonly code = 'ABORT_ERR';
+  declare readonly code: typeof ErrorCode.aborted;
   readonly evaluation: Evaluation | null;
 
   constructor(evaluation: Evaluation | null, reason?: unknown) {
-    super(`waiting for GPUs was aborted${reason instanceof Error ? `: ${reason.message}` : ''}`);
+    super(ErrorCode.aborted, `waiting for GPUs was aborted${reason instanceof Error ? `: ${reason.message}` : ''}`, { cause: reason });
     this.evaluation = evaluation;
   }
 }
@@ -188,7 +192,8 @@ export interface WaitState {
   selection: DeviceSelection;
   criteria: Criteria;
   tracker: StabilityTracker;
-  ctx: InspectContext | null;
+  /** The holder-inspection context, read from /proc on first use (an idle GPU has no holder to inspect); null: not inspected. */
+  inspectContext: (() => Promise<InspectContext>) | null;
   startMs: number;
   polls: number;
   /** Which (index, MIG uuid) units to evaluate. */
@@ -280,7 +285,7 @@ async function holdersOf(processes: GpuProcess[] | null | undefined, index: numb
   const listed = listedProcesses([{ index, processes: processes ?? [] } as GpuDevice]);
   return Promise.all(
     listed.map(async (entry): Promise<Holder> => {
-      if (state.ctx) return classifyHolder(entry, takenAt, state.ctx);
+      if (state.inspectContext) return classifyHolder(entry, takenAt, await state.inspectContext());
       const info = await readProcess(entry.pid);
       return {
         pid: entry.pid,
@@ -476,16 +481,18 @@ export async function prepareWait(options: WaitOptions, session: NvmlSession, st
   const env = options.env ?? process.env;
   const { selection, devices } = await selectGpus(options, session, env);
   if (selection.indices.length === 0 && options.allowEmptySelection !== true) throw emptySelectionError(selection, options.gpus, env);
-  let ctx: InspectContext | null = null;
+  let inspectContext: (() => Promise<InspectContext>) | null = null;
   if (options.inspectHolders !== false) {
-    ctx = await prepareInspectContext(typeof options.inspectHolders === 'object' ? options.inspectHolders : {});
+    const inspectOptions = typeof options.inspectHolders === 'object' ? options.inspectHolders : {};
+    let prepared: Promise<InspectContext> | null = null;
+    inspectContext = () => (prepared ??= prepareInspectContext(inspectOptions));
   }
   const units = unitsOf(selection, devices);
   return {
     selection,
     criteria,
     tracker: new StabilityTracker(criteria.stableToleranceBytes),
-    ctx,
+    inspectContext,
     startMs,
     polls: 0,
     units,

@@ -18,6 +18,7 @@ import { closeSync, constants, fstatSync, linkSync, lstatSync, mkdirSync, openSy
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ErrorCode, GpugateError } from '../gpugate-error';
 import { loadBinding } from '../nvml/binding';
 import { parseStat } from './procfs';
 
@@ -83,15 +84,13 @@ export interface LeaseStatus {
 }
 
 /** Failure to use the lease directory; `code` is the errno name, or GPUGATE_LEASE_LOCK_TIMEOUT. */
-export class GpuLeaseError extends Error {
+export class GpuLeaseError extends GpugateError {
   override readonly name = 'GpuLeaseError';
-  readonly code: string;
   /** The file or directory involved. */
   readonly path: string;
 
-  constructor(code: string, filePath: string, message: string) {
-    super(message);
-    this.code = code;
+  constructor(code: string, filePath: string, message: string, options?: ErrorOptions) {
+    super(code, message, options);
     this.path = filePath;
   }
 }
@@ -197,7 +196,7 @@ export class LeaseDirectory {
       const deadline = performance.now() + timeoutMs;
       while (!binding.flockExclusive(fd)) {
         if (performance.now() >= deadline) {
-          throw new GpuLeaseError('GPUGATE_LEASE_LOCK_TIMEOUT', lockPath, `another gpugate select has held ${lockPath} for more than ${timeoutMs} ms`);
+          throw new GpuLeaseError(ErrorCode.leaseLockTimeout, lockPath, `another gpugate select has held ${lockPath} for more than ${timeoutMs} ms`);
         }
         await sleep(LOCK_RETRY_MS);
       }

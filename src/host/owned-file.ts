@@ -10,15 +10,17 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { ErrorCode, GpugateError } from '../gpugate-error';
 
 /** The file at the path is not one gpugate wrote (or changed while it was being replaced). */
-export class ForeignFileError extends Error {
+export class ForeignFileError extends GpugateError {
   override readonly name = 'ForeignFileError';
+  declare readonly code: typeof ErrorCode.foreignFile;
   /** The path that was left alone. */
   readonly path: string;
 
-  constructor(path: string, message: string) {
-    super(message);
+  constructor(path: string, message: string, options?: ErrorOptions) {
+    super(ErrorCode.foreignFile, message, options);
     this.path = path;
   }
 }

@@ -13,6 +13,7 @@
  */
 import { execFile } from 'node:child_process';
 import { ConfigError } from '../config-error';
+import { ErrorCode, GpugateError } from '../gpugate-error';
 import type { ExecCommand } from './systemd-exec-line';
 import { parseTimeSpanUsec } from './systemd-time-span';
 import { readUnitFiles } from './systemd-unit-files';
@@ -62,8 +63,13 @@ export type UnitSource =
 export const UNIT_PATH_ENV = 'GPUGATE_SYSTEMD_UNIT_PATH';
 
 /** systemctl could not be asked (not installed, systemd not running, no answer in time). */
-export class SystemdUnavailableError extends Error {
+export class SystemdUnavailableError extends GpugateError {
   override readonly name = 'SystemdUnavailableError';
+  declare readonly code: typeof ErrorCode.systemdUnavailable;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.systemdUnavailable, message, options);
+  }
 }
 
 /** The properties `systemctl show` is asked for. */

@@ -8,6 +8,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { ErrorCode, GpugateError } from '../gpugate-error';
 
 /** The N-API version gpugate's addon is built for (binding.gyp's NAPI_VERSION; package.json binary.napi_versions). */
 export const REQUIRED_NAPI_VERSION = 8;
@@ -32,16 +33,15 @@ export interface NativeRuntimeInfo {
 }
 
 /** Thrown when no native build of the gpugate addon matches this machine. `instanceof` works. */
-export class NativeLoadError extends Error {
-  /** Stable code for programs. */
-  readonly code = 'GPUGATE_NO_NATIVE_BUILD';
+export class NativeLoadError extends GpugateError {
+  override readonly name = 'NativeLoadError';
+  declare readonly code: typeof ErrorCode.noNativeBuild;
   readonly runtime: NativeRuntimeInfo;
   /** Every place that was searched, in search order. */
   readonly searched: NativeSearchPlace[];
 
   constructor(runtime: NativeRuntimeInfo, searched: NativeSearchPlace[], cause: unknown) {
-    super(formatMessage(runtime, searched), { cause });
-    this.name = 'NativeLoadError';
+    super(ErrorCode.noNativeBuild, formatMessage(runtime, searched), { cause });
     this.runtime = runtime;
     this.searched = searched;
   }

@@ -2,6 +2,7 @@
  * NvmlError: every failure of the NVML layer, with a stable `code` and an actionable message.
  */
 import * as fs from 'node:fs';
+import { ErrorCode, GpugateError } from '../gpugate-error';
 
 const CODE_NAMES: Record<number, string> = {
   0: 'NVML_SUCCESS',
@@ -38,18 +39,18 @@ const CODE_NAMES: Record<number, string> = {
   999: 'NVML_ERROR_UNKNOWN',
 };
 
-/** gpugate's own codes (no NVML return value behind them). */
-export const GPUGATE_LIBRARY_NOT_FOUND = 'GPUGATE_LIBRARY_NOT_FOUND';
+/** gpugate's own codes of the NVML layer (no NVML return value behind them); see {@link ErrorCode}. */
+export const GPUGATE_LIBRARY_NOT_FOUND = ErrorCode.libraryNotFound;
 /** An NVML call missed its deadline; the session is poisoned. */
-export const GPUGATE_TIMEOUT = 'GPUGATE_TIMEOUT';
+export const GPUGATE_TIMEOUT = ErrorCode.timeout;
 /** The session was closed (or poisoned earlier). */
-export const GPUGATE_SESSION_CLOSED = 'GPUGATE_SESSION_CLOSED';
+export const GPUGATE_SESSION_CLOSED = ErrorCode.sessionClosed;
 /** A session already holds its limit of pending calls; this one was refused at once (the session is fine). */
-export const GPUGATE_QUEUE_FULL = 'GPUGATE_QUEUE_FULL';
+export const GPUGATE_QUEUE_FULL = ErrorCode.queueFull;
 /** The addon failed inside one call (e.g. out of memory) and reported it instead of crashing. */
-export const GPUGATE_NATIVE_FAILURE = 'GPUGATE_NATIVE_FAILURE';
+export const GPUGATE_NATIVE_FAILURE = ErrorCode.nativeFailure;
 /** A memory reading whose numbers do not add up (see implausibleMemory): the GPU cannot be judged. */
-export const GPUGATE_MEMORY_IMPLAUSIBLE = 'GPUGATE_MEMORY_IMPLAUSIBLE';
+export const GPUGATE_MEMORY_IMPLAUSIBLE = ErrorCode.memoryImplausible;
 
 /** The stable name of an nvmlReturn_t value: 'NVML_ERROR_GPU_IS_LOST', or 'NVML_ERROR_<n>' when unlisted. */
 export function nvmlCodeName(nvmlReturn: number): string {
@@ -68,9 +69,10 @@ export interface NvmlErrorOptions {
 }
 
 /** A failure of the NVML layer. `instanceof NvmlError` works; `code` is stable for programs. */
-export class NvmlError extends Error {
+export class NvmlError extends GpugateError {
+  override readonly name = 'NvmlError';
   /** 'NVML_ERROR_GPU_IS_LOST', 'NVML_ERROR_<n>', or one of gpugate's own codes ('GPUGATE_TIMEOUT'...). */
-  readonly code: string;
+  declare readonly code: string;
   /** The raw nvmlReturn_t, or null for gpugate's own codes. */
   readonly nvmlReturn: number | null;
   /** The NVML function (exported symbol) or gpugate phase that failed. */
@@ -81,9 +83,7 @@ export class NvmlError extends Error {
   readonly dlerrors?: string[];
 
   constructor(options: NvmlErrorOptions) {
-    super(options.message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = 'NvmlError';
-    this.code = options.code;
+    super(options.code, options.message, { cause: options.cause });
     this.nvmlReturn = options.nvmlReturn;
     this.fn = options.fn;
     this.device = options.device ?? null;

@@ -11,6 +11,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { ErrorCode, GpugateError } from '../gpugate-error';
 import { PACKAGE_ROOT } from '../package-root';
 
 /** The simulator libraries gpugate builds: gpugate_sim (the current driver), gpugate_sim_<profile>. */
@@ -40,7 +41,6 @@ interface ProfileTableModule {
 
 /** The driver profiles, oldest first, read from the package's sim/driver_profiles.h. */
 export function simDriverProfiles(packageRoot: string = PACKAGE_ROOT): SimDriverProfile[] {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const table = require(path.join(path.resolve(packageRoot), 'sim', 'profile-table.cjs')) as ProfileTableModule;
   return table.readProfileTable().profiles.map((p) => ({
     name: p.name,
@@ -94,18 +94,20 @@ export interface FindSimLibraryOptions {
 }
 
 /** Thrown when the simulator library is in none of the places searched. */
-export class SimLibraryNotFoundError extends Error {
-  readonly code = 'GPUGATE_SIM_LIBRARY_NOT_FOUND';
+export class SimLibraryNotFoundError extends GpugateError {
+  override readonly name = 'SimLibraryNotFoundError';
+  declare readonly code: typeof ErrorCode.simLibraryNotFound;
   /** Every path that was tried, in order. */
   readonly tried: string[];
 
-  constructor(name: string, tried: string[]) {
+  constructor(name: string, tried: string[], options?: ErrorOptions) {
     super(
+      ErrorCode.simLibraryNotFound,
       `gpugate: the simulator library ${name}.so was not found; tried:\n` +
         tried.map((p) => `  ${p}`).join('\n') +
         '\nBuild it with `npx node-gyp rebuild` (or `npm run build:cmake`), or install a package with prebuilds.',
+      options,
     );
-    this.name = 'SimLibraryNotFoundError';
     this.tried = tried;
   }
 }

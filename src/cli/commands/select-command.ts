@@ -6,8 +6,10 @@
 
 import { performance } from 'node:perf_hooks';
 import type { SelectCandidate, SelectResult, SelectedGpu } from '../../gate/select';
+import { GpuLeaseError } from '../../host/gpu-lease';
 import type { NvmlSession } from '../../types';
 import { formatDuration } from '../../units';
+import { ErrorCode } from '../../gpugate-error';
 import { CliError } from '../cli-error';
 import type { CommandContext } from '../command-context';
 import { ExitCode, exitCodeForError, exitCodeName } from '../exit-codes';
@@ -87,13 +89,13 @@ function candidateJson(candidate: SelectCandidate, selection: SelectResult): Can
 
 /** The lease directory's failures: no permission is 77, a lock held too long 75, the rest OS errors. */
 function leaseFailure(error: unknown): CliError | null {
-  const e = error as { name?: unknown; code?: unknown; message?: unknown };
-  if (e.name !== 'GpuLeaseError') return null;
-  const message = `lease: ${String(e.message)}`;
+  if (!(error instanceof GpuLeaseError)) return null;
+  const e = error;
+  const message = `lease: ${e.message}`;
   if (e.code === 'EACCES' || e.code === 'EPERM' || e.code === 'EROFS') {
     return new CliError(`${message} (run as root, or point GPUGATE_LEASE_DIR at a directory you may write)`, ExitCode.noPermission, 'no-permission');
   }
-  if (e.code === 'GPUGATE_LEASE_LOCK_TIMEOUT') return new CliError(message, ExitCode.tempFail, 'lease-busy');
+  if (e.code === ErrorCode.leaseLockTimeout) return new CliError(message, ExitCode.tempFail, 'lease-busy');
   if (e.code === 'ESRCH') return new CliError(message, ExitCode.usage, 'usage-error');
   return new CliError(message, ExitCode.osError, 'os-error');
 }
@@ -168,10 +170,10 @@ export async function runSelect(context: CommandContext): Promise<number> {
     }
   } catch (caught) {
     const error = leaseFailure(caught) ?? caught;
-    const e = error as { name?: unknown };
     outcome.error = error;
     outcome.reason = error instanceof Error ? error.message : String(error);
-    if (e.name === 'AbortError') {
+    // Any abort (the wait's, or Node's own AbortError from a timer given the signal).
+    if ((error as { code?: unknown }).code === ErrorCode.aborted) {
       outcome.result = 'interrupted';
       outcome.exitCode = watch.exitCode();
       outcome.reason = `interrupted by ${watch.received ?? 'SIGTERM'} after ${formatDuration(performance.now() - startMs)}`;

@@ -1,0 +1,65 @@
+/**
+ * GpugateError: the base of every error gpugate raises, and the one list of gpugate's own error
+ * codes. Each subclass sets its own `name`, passes one stable `code` (programs compare codes;
+ * messages may be reworded), keeps the facts of the failure in readonly fields, and accepts the
+ * standard `{ cause }` as its last constructor argument.
+ */
+
+/**
+ * gpugate's own error codes. An {@link NvmlError} for a failed NVML call carries NVML's name for
+ * the return value instead ('NVML_ERROR_GPU_IS_LOST', 'NVML_ERROR_<n>').
+ */
+export const ErrorCode = {
+  /** UsageError: a flag, option or environment value could not be parsed. */
+  usage: 'GPUGATE_USAGE',
+  /** ConfigError: options that the GPUs can never meet (a threshold above total memory, a fraction outside 0..1). */
+  config: 'GPUGATE_CONFIG',
+  /** DeviceSelectionError: a GPU selector matched nothing, or a UUID prefix matched several. */
+  deviceSelection: 'GPUGATE_DEVICE_SELECTION',
+  /** GpuWaitTimeoutError: the wait ran out of time. */
+  waitTimeout: 'GPUGATE_WAIT_TIMEOUT',
+  /**
+   * GpuWaitAbortError and the CLI's InterruptedError: the platform's own code for an abort (Node's
+   * AbortError carries it too), so code that handles any abort handles these.
+   */
+  aborted: 'ABORT_ERR',
+  /** CliError: a failure decided by the command layer, with its own exit code. */
+  command: 'GPUGATE_COMMAND',
+  /** NativeLoadError: no build of the addon matches this platform, architecture and runtime. */
+  noNativeBuild: 'GPUGATE_NO_NATIVE_BUILD',
+  /** SimLibraryNotFoundError: the simulator library is in none of the places searched. */
+  simLibraryNotFound: 'GPUGATE_SIM_LIBRARY_NOT_FOUND',
+  /** NvmlError: no NVML library could be loaded from any place tried. */
+  libraryNotFound: 'GPUGATE_LIBRARY_NOT_FOUND',
+  /** NvmlError: an NVML call missed its deadline; the session is poisoned. */
+  timeout: 'GPUGATE_TIMEOUT',
+  /** NvmlError: the session was closed (or poisoned earlier). */
+  sessionClosed: 'GPUGATE_SESSION_CLOSED',
+  /** NvmlError: a session already holds its limit of pending calls; this one was refused at once (the session is fine). */
+  queueFull: 'GPUGATE_QUEUE_FULL',
+  /** NvmlError: the addon failed inside one call (e.g. out of memory) and reported it instead of crashing. */
+  nativeFailure: 'GPUGATE_NATIVE_FAILURE',
+  /** NvmlError: a memory reading whose numbers do not add up: the GPU cannot be judged. */
+  memoryImplausible: 'GPUGATE_MEMORY_IMPLAUSIBLE',
+  /** SystemdUnavailableError: systemctl could not be asked (not installed, systemd not running, no answer in time). */
+  systemdUnavailable: 'GPUGATE_SYSTEMD_UNAVAILABLE',
+  /** ForeignFileError: a file gpugate was to replace is not one it wrote (or changed meanwhile): left alone. */
+  foreignFile: 'GPUGATE_FOREIGN_FILE',
+  /** GpuLeaseError: another `gpugate select` held the lease directory's lock too long (other lease failures carry the errno name). */
+  leaseLockTimeout: 'GPUGATE_LEASE_LOCK_TIMEOUT',
+} as const;
+
+/** One of gpugate's own error codes. */
+export type GpugateErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** The base of gpugate's errors: `instanceof GpugateError` holds for each of them. */
+export class GpugateError extends Error {
+  override name = 'GpugateError';
+  /** Stable code for programs: one of {@link ErrorCode}, or NVML's name for a failed call. */
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+  }
+}
