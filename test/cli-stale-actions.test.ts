@@ -91,13 +91,14 @@ interface NamespacedRun {
 }
 
 /**
- * Runs `steps` (sh) as PID 1's child in a new PID namespace with its own /proc and a private
- * tmpfs on /dev/shm, so that every process that could hold a /dev/shm file is known: unshare's
- * shell, gpugate, and what the steps start. In the steps, `run NAME ARGS…` runs
- * `gpugate ARGS… --json` (as `$AS` when set) and records it as NAME, `mark WORD` records WORD;
- * `$SHM_FILE` is the test file.
+ * Runs `steps` (sh) with a private tmpfs on /dev/shm in a new mount namespace, so that every
+ * process that could hold a /dev/shm file is known: unshare's shell, gpugate, and what the steps
+ * start. `namespaces` 'mount' keeps the host's PID namespace and /proc (the only view in which
+ * gpugate may prove a file unused); 'pid' adds a new PID namespace with its own /proc, as in a
+ * container. In the steps, `run NAME ARGS…` runs `gpugate ARGS… --json` (as `$AS` when set) and
+ * records it as NAME, `mark WORD` records WORD; `$SHM_FILE` is the test file.
  */
-function inPrivatePidNamespace(steps: string, name: string): { runs: Record<string, NamespacedRun>; marks: string[]; present: boolean } {
+function inPrivateShm(namespaces: 'mount' | 'pid', steps: string, name: string): { runs: Record<string, NamespacedRun>; marks: string[]; present: boolean } {
   const out = makeTestTempDir('gpugate-shm-ns-');
   const scenario = writeScenario({ devices: [simDevice(0)] });
   const script = `
@@ -111,7 +112,7 @@ function inPrivatePidNamespace(steps: string, name: string): { runs: Record<stri
   `;
   const env = cliEnv(scenario, { GPUGATE: `${process.execPath} ${cliPath()}`, OUT: out, AS: '', REPO: repoRoot() });
   try {
-    const run = spawnSync('unshare', ['--pid', '--fork', '--mount', '--propagation', 'private', '--mount-proc', 'sh', '-euc', script], { encoding: 'utf8', env, timeout: 60_000 });
+    const run = spawnSync('unshare', [...(namespaces === 'pid' ? ['--pid', '--fork', '--mount-proc'] : []), '--mount', '--propagation', 'private', 'sh', '-euc', script], { encoding: 'utf8', env, timeout: 60_000 });
     if (run.status !== 0) throw new Error(`unshare failed (${run.status}): ${run.stderr}\n${run.stdout}`);
     const runs: Record<string, NamespacedRun> = {};
     for (const file of readdirSync(out).filter((f) => f.endsWith('.json'))) {
@@ -131,27 +132,30 @@ function shmActions(run: NamespacedRun | undefined): unknown[] {
 }
 
 describe('--clean-shm', () => {
-  it('removes an unreferenced matching /dev/shm file when every process is inspectable, and --dry-run only says it would', () => {
-    const name = `nccl-gpugate-cli-test-${process.pid}`;
-    const { runs, marks, present } = inPrivatePidNamespace(
+  it('removes nothing from a nested PID namespace, not even with --dry-run: processes outside it may hold the file unseen', () => {
+    const name = `nccl-gpugate-cli-test-nested-${process.pid}`;
+    const { runs, marks, present } = inPrivateShm(
+      'pid',
       `run dry check --clean-shm ${name} --dry-run
        if test -e "$SHM_FILE"; then mark kept-by-dry-run; fi
        run real check --clean-shm ${name}`,
       name,
     );
+    const refusal = expect.objectContaining({ path: `/dev/shm/${name}`, result: 'skipped', reason: expect.stringMatching(/^cannot prove it unused: gpugate runs in a nested PID namespace/) });
     expect(runs.dry?.code).toBe(0);
-    expect(shmActions(runs.dry)).toEqual([expect.objectContaining({ path: `/dev/shm/${name}`, result: 'would-remove' })]);
+    expect(shmActions(runs.dry)).toEqual([refusal]);
     expect(marks).toContain('kept-by-dry-run');
     expect(runs.real?.code).toBe(0);
-    expect(shmActions(runs.real)).toEqual([expect.objectContaining({ path: `/dev/shm/${name}`, result: 'removed' })]);
-    expect(present).toBe(false);
+    expect(shmActions(runs.real)).toEqual([refusal]);
+    expect(present).toBe(true);
   });
 
   it('removes nothing while a process it cannot inspect exists, and names it', () => {
     const name = `nccl-gpugate-cli-test-blind-${process.pid}`;
     // A root-owned process whose open files an unprivileged gpugate cannot read; the reader runs
     // the command and the simulator from a bind mount (the checkout may sit below a root-only folder).
-    const { runs, present } = inPrivatePidNamespace(
+    const { runs, present } = inPrivateShm(
+      'mount',
       `sleep 60 & BLIND=$!
        mount -t tmpfs -o mode=0755 gpugate-test-repo /mnt
        cp "$GPUGATE_SIM_SCENARIO" /mnt/scenario.json && chmod 0644 /mnt/scenario.json
@@ -172,9 +176,32 @@ describe('--clean-shm', () => {
     expect(present).toBe(true);
   });
 
+  it('removes nothing when procfs hides other users\' processes (hidepid=2) from an unprivileged gpugate', () => {
+    const name = `nccl-gpugate-cli-test-hidepid-${process.pid}`;
+    const { runs, present } = inPrivateShm(
+      'mount',
+      `mount -t proc -o hidepid=2 proc /proc
+       mount -t tmpfs -o mode=0755 gpugate-test-repo /mnt
+       cp "$GPUGATE_SIM_SCENARIO" /mnt/scenario.json && chmod 0644 /mnt/scenario.json
+       export GPUGATE_SIM_SCENARIO=/mnt/scenario.json
+       mkdir /mnt/repo && mount --bind "$REPO" /mnt/repo
+       export GPUGATE_NVML_LIBRARY="/mnt/repo/\${GPUGATE_NVML_LIBRARY#"$REPO"/}"
+       GPUGATE="${process.execPath} /mnt/repo/${path.relative(repoRoot(), cliPath())}"
+       chmod 0777 "$OUT"
+       AS="setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all --bounding-set=-all"
+       run real check --clean-shm ${name}`,
+      name,
+    );
+    expect(runs.real?.code).toBe(0);
+    expect(shmActions(runs.real)).toEqual([
+      expect.objectContaining({ path: `/dev/shm/${name}`, result: 'skipped', reason: expect.stringMatching(/^cannot prove it unused: procfs is mounted with hidepid=(2|invisible) and gpugate lacks CAP_SYS_PTRACE/) }),
+    ]);
+    expect(present).toBe(true);
+  });
+
   it('lists an unreferenced engine file as leaked shm with its size', () => {
     const name = `nccl-gpugate-cli-leak-${process.pid}`;
-    const { runs } = inPrivatePidNamespace('run holders holders', name);
+    const { runs } = inPrivateShm('pid', 'run holders holders', name);
     expect(runs.holders?.code).toBe(0);
     const shm = (runs.holders?.json.stale as { shm: { leaked: Array<{ path: string; sizeBytes: number }>; tmpfsFreeBytes: number | null } }).shm;
     expect(shm.leaked).toContainEqual(expect.objectContaining({ path: `/dev/shm/${name}`, sizeBytes: 64 * 1024 }));

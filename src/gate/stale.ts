@@ -12,8 +12,6 @@ import {
   PF_EXITING,
   environValue,
   parseBootTime,
-  parseMountinfo,
-  parseNSpid,
   listPids,
   readFdTargets,
   readMappedPaths,
@@ -26,6 +24,7 @@ import {
   type OpenFiles,
   type ProcessInfo,
 } from '../host/procfs';
+import { pidNamespaceObstacle, procHidepid } from '../host/proc-visibility';
 import { ownerOf, PASSWD_PATH, readUserNames, type ProcessOwner, type UserNames } from '../host/process-owner';
 import { DEFAULT_SHM_PATTERNS, findLeakedShm, type ShmEntry } from '../host/shm';
 
@@ -263,22 +262,13 @@ export async function prepareInspectContext(options: InspectOptions = {}): Promi
   const selfPid = options.selfPid ?? process.pid;
   const deviceNodes = fsp.access(path.join(options.devRoot ?? '/dev', 'nvidiactl')).then(() => true, () => false);
   const userNames = readUserNames(options.passwdPath ?? PASSWD_PATH);
-  const [self, status, procStat, mountinfo, ancestors] = await Promise.all([
+  const [self, procStat, hidepid, pidView, ancestors] = await Promise.all([
     readProcess(selfPid, procRoot),
-    readProcText(path.join(procRoot, String(selfPid), 'status')),
     readProcText(path.join(procRoot, 'stat')),
-    readProcText(path.join(procRoot, String(selfPid), 'mountinfo')),
+    procHidepid(procRoot, selfPid),
+    pidNamespaceObstacle(procRoot, selfPid, 'NVML reports host pids, which cannot be looked up here'),
     ancestorsOf(selfPid, procRoot),
   ]);
-  const nspid = status.kind === 'ok' ? parseNSpid(status.text) : [];
-  let hidepid: string | null = null;
-  if (mountinfo.kind === 'ok') {
-    // The procfs that paths under /proc reach is the one mounted last there (mounts stack).
-    const procMount = parseMountinfo(mountinfo.text).filter((m) => m.fsType === 'proc' && m.mountPoint === '/proc').pop();
-    const option = procMount?.superOptions.find((o) => o.startsWith('hidepid=') && o !== 'hidepid=0' && o !== 'hidepid=off');
-    if (option) hidepid = option;
-  }
-  const pidView = await pidLookupObstacle(procRoot, selfPid, nspid);
   let unitCgroup: string | null;
   if (options.unitCgroup !== undefined) unitCgroup = options.unitCgroup;
   else unitCgroup = unitCgroupFromPath(self.kind === 'ok' ? self.cgroup : null);
@@ -298,33 +288,6 @@ export async function prepareInspectContext(options: InspectOptions = {}): Promi
     activation: await readActivation(selfPid, ancestors, unitCgroup, procRoot, bootTimeMs),
     userNames: await userNames.then((read) => (read.kind === 'ok' ? read.names : new Map<number, string>())),
   };
-}
-
-/** The inode of the initial PID namespace (the kernel's PROC_PID_INIT_INO): every other one is nested. */
-const INITIAL_PID_NAMESPACE = 'pid:[4026531836]';
-
-/**
- * Why NVML's pids (host pids) cannot be looked up under procRoot, or null when they can: gpugate
- * runs in a nested PID namespace (NSpid lists several ids, or its namespace is not the initial
- * one: a procfs of the nested namespace shows one NSpid only), or the procfs there belongs to
- * another PID namespace than gpugate's (its `self` does not name gpugate). A missing pid then
- * says nothing about the holder ("gone" would be a guess).
- */
-async function pidLookupObstacle(procRoot: string, selfPid: number, nspid: number[]): Promise<string | null> {
-  const consequence = 'NVML reports host pids, which cannot be looked up here';
-  if (nspid.length > 1) return `gpugate runs in a nested PID namespace (NSpid ${nspid.join(' ')}): ${consequence}`;
-  const namespace = await fsp.readlink(path.join(procRoot, String(selfPid), 'ns', 'pid')).catch(() => null);
-  if (namespace !== null && namespace !== INITIAL_PID_NAMESPACE) {
-    return `gpugate runs in a nested PID namespace (${namespace}, not the initial ${INITIAL_PID_NAMESPACE}): ${consequence}`;
-  }
-  // Only a real procfs has `self`; a prepared test tree does not.
-  const selfLink = path.join(procRoot, 'self');
-  if ((await fsp.lstat(selfLink).catch(() => null)) === null) return null;
-  const seen = await fsp.readlink(selfLink).catch(() => null);
-  if (seen !== String(process.pid)) {
-    return `the procfs at ${procRoot} belongs to another PID namespace (its self is ${seen ?? 'not this process'}, this process is pid ${process.pid}): ${consequence}`;
-  }
-  return null;
 }
 
 /** What NVML says about one pid across the selected GPUs. */

@@ -7,6 +7,7 @@
  */
 import { promises as fsp, type BigIntStats } from 'node:fs';
 import * as path from 'node:path';
+import { hiddenProcessesReason } from './proc-visibility';
 import { identityOfStat, scanOpenFiles, type FileIdentity, type OpenFiles } from './procfs';
 
 /** The engines' shared-memory names (NCCL, PSM, vLLM, SGLang). */
@@ -227,6 +228,8 @@ export async function cleanShm(
   const openFiles = await scanOf(options);
   const referenced = referencedFiles(openFiles);
   const uninspectable = uninspectablePidsOf(openFiles);
+  // A process /proc does not list may hold any of these files: then nothing is proven unused.
+  const hidden = await hiddenProcessesReason(options.procRoot ?? '/proc', process.pid, 'a file they hold looks unused');
   const results: ShmCleanResult[] = [];
   for (const candidate of candidates) {
     const filePath = candidate.shown;
@@ -255,6 +258,7 @@ export async function cleanShm(
     else if (!stats.isFile()) skip('not a regular file');
     else if (!matchesAny(name.raw, patterns)) skip(`name matches none of ${patterns.join(', ')}`);
     else if (referenced.has(identityOf(stats))) skip('a live process has it open or mapped');
+    else if (hidden !== null) skip(`cannot prove it unused: ${hidden}`);
     else if (uninspectable.length > 0) {
       skip(`cannot prove it unused: the open files of ${uninspectable.length} process(es) are unreadable (e.g. pid ${uninspectable[0]})`);
     } else if (options.dryRun) {
