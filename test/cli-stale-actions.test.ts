@@ -127,6 +127,20 @@ function inPrivateShm(namespaces: 'mount' | 'pid', steps: string, name: string):
   }
 }
 
+/**
+ * Steps that prepare an unprivileged gpugate (run it with `AS="$AS_NOBODY"`): it runs the command
+ * and the simulator from a bind mount, as the checkout may sit below a root-only folder.
+ */
+const UNPRIVILEGED_READER = `
+       mount -t tmpfs -o mode=0755 gpugate-test-repo /mnt
+       cp "$GPUGATE_SIM_SCENARIO" /mnt/scenario.json && chmod 0644 /mnt/scenario.json
+       export GPUGATE_SIM_SCENARIO=/mnt/scenario.json
+       mkdir /mnt/repo && mount --bind "$REPO" /mnt/repo
+       export GPUGATE_NVML_LIBRARY="/mnt/repo/\${GPUGATE_NVML_LIBRARY#"$REPO"/}"
+       GPUGATE="${process.execPath} /mnt/repo/${path.relative(repoRoot(), cliPath())}"
+       chmod 0777 "$OUT"
+       AS_NOBODY="setpriv --reuid 65534 --regid 65534 --clear-groups"`;
+
 function shmActions(run: NamespacedRun | undefined): unknown[] {
   return (run?.json.actions as { shm: unknown[] } | undefined)?.shm ?? [];
 }
@@ -152,19 +166,12 @@ describe('--clean-shm', () => {
 
   it('removes nothing while a process it cannot inspect exists, and names it', () => {
     const name = `nccl-gpugate-cli-test-blind-${process.pid}`;
-    // A root-owned process whose open files an unprivileged gpugate cannot read; the reader runs
-    // the command and the simulator from a bind mount (the checkout may sit below a root-only folder).
+    // A root-owned process whose open files an unprivileged gpugate cannot read.
     const { runs, present } = inPrivateShm(
       'mount',
       `sleep 60 & BLIND=$!
-       mount -t tmpfs -o mode=0755 gpugate-test-repo /mnt
-       cp "$GPUGATE_SIM_SCENARIO" /mnt/scenario.json && chmod 0644 /mnt/scenario.json
-       export GPUGATE_SIM_SCENARIO=/mnt/scenario.json
-       mkdir /mnt/repo && mount --bind "$REPO" /mnt/repo
-       export GPUGATE_NVML_LIBRARY="/mnt/repo/\${GPUGATE_NVML_LIBRARY#"$REPO"/}"
-       GPUGATE="${process.execPath} /mnt/repo/${path.relative(repoRoot(), cliPath())}"
-       chmod 0777 "$OUT"
-       AS="setpriv --reuid 65534 --regid 65534 --clear-groups"
+       ${UNPRIVILEGED_READER}
+       AS="$AS_NOBODY"
        run real check --clean-shm ${name}
        kill $BLIND`,
       name,
@@ -181,14 +188,8 @@ describe('--clean-shm', () => {
     const { runs, present } = inPrivateShm(
       'mount',
       `mount -t proc -o hidepid=2 proc /proc
-       mount -t tmpfs -o mode=0755 gpugate-test-repo /mnt
-       cp "$GPUGATE_SIM_SCENARIO" /mnt/scenario.json && chmod 0644 /mnt/scenario.json
-       export GPUGATE_SIM_SCENARIO=/mnt/scenario.json
-       mkdir /mnt/repo && mount --bind "$REPO" /mnt/repo
-       export GPUGATE_NVML_LIBRARY="/mnt/repo/\${GPUGATE_NVML_LIBRARY#"$REPO"/}"
-       GPUGATE="${process.execPath} /mnt/repo/${path.relative(repoRoot(), cliPath())}"
-       chmod 0777 "$OUT"
-       AS="setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps=-all --bounding-set=-all"
+       ${UNPRIVILEGED_READER}
+       AS="$AS_NOBODY --inh-caps=-all --bounding-set=-all"
        run real check --clean-shm ${name}`,
       name,
     );

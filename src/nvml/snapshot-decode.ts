@@ -87,17 +87,11 @@ const UNKNOWN_DEVICE: Omit<ConstantDeviceFields, 'index'> = {
 };
 
 function constantFields(identity: NativeDeviceIdentity): ConstantDeviceFields {
-  const fieldErrors = identity.fieldErrors.map((error) => [error.field, fromNativeCallError(error)] as const);
-  const capability = identity.computeCapability;
+  const { error, ...fields } = identityOf(identity);
   return {
-    index: identity.index,
-    uuid: identity.uuid,
-    name: identity.name,
-    pciBusId: identity.pciBusId,
-    minorNumber: identity.minorNumber,
-    computeCapability: capability === null ? null : `${capability[0]}.${capability[1]}`,
-    fieldErrors,
-    usable: identity.error === null,
+    ...fields,
+    fieldErrors: identity.fieldErrors.map((fieldError) => [fieldError.field, fromNativeCallError(fieldError)] as const),
+    usable: error === null,
   };
 }
 
