@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../src/config-error';
 import { gate, type GateEvent } from '../src/gate/gate';
 import type { Evaluation } from '../src/gate/wait';
 import { NvmlError } from '../src/nvml/nvml-error';
@@ -126,10 +127,98 @@ describe('gate() on the simulator', () => {
     expect(outcome.error).toBeNull();
   });
 
+  it('accept: a check is ready when the predicate takes its one read, busy when it declines, whatever the GPUs are', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }]), gpu(1, 0)] });
+    const libraryPath = freshSimulator();
+    const seen: Evaluation[] = [];
+    const some = await gate({ mode: 'check', libraryPath, env: {}, accept: (e) => (seen.push(e), e.devices.some((d) => d.ok)) });
+    expect(some).toMatchObject({ result: 'ready', reason: 'GPUs 1 free', polls: 1 });
+    expect(seen).toEqual([some.evaluation]);
+    expect(some.evaluation?.ok).toBe(false);
+    useScenario({ devices: [gpu(0, 0), gpu(1, 0)] });
+    const declined = await gate({ mode: 'check', libraryPath: freshSimulator(), env: {}, accept: async () => false });
+    expect(declined).toMatchObject({ result: 'busy', reason: 'GPUs not free: every GPU free, but not accepted' });
+    expect(declined.evaluation?.ok).toBe(true);
+  });
+
+  it('accept: a wait goes on polling while the predicate declines, asks one poll at a time, and ends when it accepts', async () => {
+    useScenario({ devices: [gpu(0, 0), gpu(1, 0)] });
+    const asked: number[] = [];
+    let deciding = 0;
+    let overlapped = false;
+    const outcome = await gate({
+      libraryPath: freshSimulator(),
+      stableMs: 0,
+      intervalMs: 20,
+      timeoutMs: 20_000,
+      env: {},
+      accept: async (evaluation) => {
+        overlapped ||= deciding > 0;
+        deciding += 1;
+        asked.push(evaluation.polls);
+        // Slower than the interval: polls arrive while it decides.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        deciding -= 1;
+        return asked.length === 4;
+      },
+    });
+    expect(outcome.result).toBe('ready');
+    expect(overlapped).toBe(false);
+    expect(asked).toHaveLength(4);
+    // One wait throughout (no restart): poll numbers only grow, and the accepted one is the outcome's.
+    expect(asked.every((n, i) => i === 0 || n > asked[i - 1]!)).toBe(true);
+    expect(outcome.polls).toBe(asked[3]);
+    expect(outcome.reason).toMatch(/^GPUs 0,1 free and stable after /);
+  });
+
+  it('accept: an answer still pending when the timeout comes decides the outcome; a decline then times out', async () => {
+    useScenario({ devices: [gpu(0, 0)] });
+    const late = (answer: boolean) => () => new Promise<boolean>((resolve) => setTimeout(() => resolve(answer), 300));
+    const accepted = await gate({ libraryPath: freshSimulator(), stableMs: 0, intervalMs: 20, timeoutMs: 100, env: {}, accept: late(true) });
+    expect(accepted).toMatchObject({ result: 'ready', polls: 1 });
+    const declined = await gate({ libraryPath: freshSimulator(), stableMs: 0, intervalMs: 20, timeoutMs: 100, env: {}, accept: late(false) });
+    expect(declined).toMatchObject({ result: 'timeout', polls: 1 });
+    expect(declined.reason).toMatch(/^GPUs not free after 100ms/);
+  });
+
+  it('accept: an error it throws ends the gate with that error, as its class says', async () => {
+    useScenario({ devices: [gpu(0, 0)] });
+    const failure = new ConfigError('count', 'needs more GPUs than there are');
+    for (const mode of ['check', 'wait'] as const) {
+      const outcome = await gate({ mode, libraryPath: freshSimulator(), stableMs: 0, env: {}, accept: () => { throw failure; } });
+      expect(outcome).toMatchObject({ result: 'config-error', error: failure });
+    }
+  });
+
+  it('accept: a GPU that frees among busy ones is read afresh (compute mode included) before the predicate is asked', async () => {
+    // GPU 1 frees at 300 ms and at the same moment becomes prohibited: its memory alone would pass,
+    // with the compute mode of the first read carried over.
+    useScenario({
+      devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }]), gpu(1, 50 * GiB, [{ pid: 4_194_305, usedBytes: 50 * GiB }])],
+      timeline: [{ atMs: 300, device: 1, set: { memory: { usedBytes: 0 }, processes: [], computeMode: 'prohibited' } }],
+    });
+    let passed = 0;
+    const outcome = await gate({
+      libraryPath: freshSimulator(),
+      stableMs: 0,
+      intervalMs: 20,
+      timeoutMs: 1500,
+      env: {},
+      accept: (e) => {
+        passed += e.devices.filter((d) => d.ok).length;
+        return e.devices.some((d) => d.ok);
+      },
+    });
+    expect(outcome.result).toBe('timeout');
+    expect(passed).toBe(0);
+    expect(outcome.evaluation?.devices[1]).toMatchObject({ computeMode: 'prohibited', reasons: ['compute-mode'] });
+  });
+
   it('rejects an option of the wrong type with a TypeError naming it, before any NVML call', async () => {
     await expect(gate({ mode: 'sometimes' } as never)).rejects.toThrow(/option mode must be 'wait' or 'check'/);
     await expect(gate({ stale: 'ignore', killStale: true })).rejects.toThrow(TypeError);
     await expect(gate({ cleanShm: ['a/b'] })).rejects.toThrow(/option cleanShm/);
+    await expect(gate({ accept: true } as never)).rejects.toThrow(/option accept must be a function/);
   });
 });
 
