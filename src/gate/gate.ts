@@ -13,6 +13,7 @@ import { readProcess } from '../host/procfs';
 import { reapStale, type ReapAction } from '../host/reap';
 import { cleanShm, DEFAULT_SHM_PATTERNS, type ShmCleanResult } from '../host/shm';
 import { GPUGATE_TIMEOUT, NvmlError } from '../nvml/nvml-error';
+import { withCallBackstop } from '../nvml/call-backstop';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
 import type { Snapshot } from '../types';
 import { formatBytes, formatDuration } from '../units';
@@ -148,16 +149,11 @@ function indicesOf(evaluation: Evaluation): string {
   return evaluation.devices.filter((gpu) => gpu.ok).map((gpu) => gpu.index).join(',') || '(none selected)';
 }
 
-/** Races `promise` against a deadline a little past the NVML call deadline: a session that never settles still ends the gate. */
+/** Races `promise` against the call backstop: a session that never settles still ends the gate. */
 function withBackstop<T>(promise: Promise<T>, callTimeoutMs: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const backstop = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new NvmlError({ code: GPUGATE_TIMEOUT, nvmlReturn: null, fn: what, message: `${what}: NVML did not answer within ${callTimeoutMs} ms (callTimeoutMs, --nvml-timeout); the driver may be hung` }));
-    }, callTimeoutMs + 750);
-    timer.unref();
-  });
-  return Promise.race([promise, backstop]).finally(() => clearTimeout(timer));
+  return withCallBackstop(promise, callTimeoutMs, () =>
+    new NvmlError({ code: GPUGATE_TIMEOUT, nvmlReturn: null, fn: what, message: `${what}: NVML did not answer within ${callTimeoutMs} ms (callTimeoutMs, --nvml-timeout); the driver may be hung` }),
+  );
 }
 
 /**
