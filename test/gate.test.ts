@@ -241,6 +241,33 @@ describe('the NVML calls of a gate (simulator call statistics)', () => {
     expect(sum(calls)).toBeLessThanOrEqual(100);
   });
 
+  it('an idle wait ready at its second poll (the window closes at once: nothing left to free) reads memory twice per GPU, no confirming read', async () => {
+    useScenario({ devices: Array.from({ length: 8 }, (_, i) => gpu(i, 0)) });
+    const stats = path.join(tempDir(), `gate-second-${process.pid}.json`);
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    const outcome = await gate({ libraryPath: freshSimulator(), minFree: { fraction: 0.9 }, intervalMs: 100, env: {} });
+    expect(outcome).toMatchObject({ result: 'ready', polls: 2 });
+    expect(outcome.evaluation?.devices.every((d) => d.settled)).toBe(true);
+    const calls = callsOf(stats);
+    // The second poll may end the wait, so it reads every field it decides on itself.
+    expect(calls['nvmlDeviceGetMemoryInfo_v2']).toBe(16);
+    expect(calls['nvmlDeviceGetComputeMode']).toBe(16);
+  });
+
+  it('a wait that sits out its stability window reads memory once per poll, every field on the poll that may end it', async () => {
+    // 1 GiB in use by no listed process: never "nothing left to free", so the 350 ms window is waited out.
+    useScenario({ devices: Array.from({ length: 8 }, (_, i) => gpu(i, GiB)) });
+    const stats = path.join(tempDir(), `gate-window-${process.pid}.json`);
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    const outcome = await gate({ libraryPath: freshSimulator(), minFree: { fraction: 0.9 }, stableMs: 350, intervalMs: 100, timeoutMs: 20_000, env: {} });
+    expect(outcome.result).toBe('ready');
+    expect(outcome.polls).toBeGreaterThan(2);
+    const calls = callsOf(stats);
+    expect(calls['nvmlDeviceGetMemoryInfo_v2']).toBe(8 * outcome.polls);
+    // The first read, and the one poll after which the window could be over.
+    expect(calls['nvmlDeviceGetComputeMode']).toBe(16);
+  });
+
   it('a further poll on an unchanged idle host reads memory only', async () => {
     // 1 GiB in use by no listed process: free enough, but not "nothing left to free", so the
     // window of an hour is waited out and every poll finds the same memory.

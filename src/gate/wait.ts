@@ -435,15 +435,40 @@ export function confirmingPlan(state: WaitState): ReadPlan {
 }
 
 /**
+ * True when the next poll may pass `gpu` if its memory reads as in this one: nothing but the
+ * stability window or carried-over fields holds it back, and the window ends by then (it will
+ * have lasted one interval more) or nothing is left to free.
+ */
+function mayPassNextPoll(gpu: GpuEvaluation, state: WaitState, intervalMs: number): boolean {
+  if (!gpu.reasons.every((reason) => reason === 'unstable' || CARRIED_REASONS.has(reason))) return false;
+  if (!gpu.reasons.includes('unstable') || gpu.stableForMs + intervalMs >= state.criteria.stableMs) return true;
+  const known = state.known.get(gpu.migUuid ?? String(gpu.index));
+  if (gpu.memory === null || known === undefined || known.processes === null) return false;
+  const ignoredBytes = known.all.filter((holder) => !gpu.holders.includes(holder)).map((holder) => holder.usedBytes);
+  return nothingLeftToFree(gpu.memory.usedBytes, gpu.holders, ignoredBytes, state.criteria.stableToleranceBytes);
+}
+
+/** What the poll after the latest one may decide on. */
+export interface ReadAhead {
+  intervalMs: number;
+  /** The verdict may rest on some of the GPUs (a caller's accept predicate), not all. */
+  partial: boolean;
+}
+
+/**
  * What the next poll reads. Memory always. Process lists when the decision or its explanation
  * needs them: before anything is known, with noProcesses, while a GPU's memory is not free (who
  * holds it), for an exclusive-process GPU, and when used memory moved since the list was read
- * (the holders may have changed). The compute mode only on the first read: a decision that
- * would end the wait is confirmed with a fresh one (see needsConfirmation).
+ * (the holders may have changed). The compute mode only on the first read, and on a poll that
+ * may end the wait if memory holds still (every field then, so that no confirming read re-reads
+ * memory); any other decision that would end the wait is confirmed with a fresh read (see
+ * needsConfirmation).
  */
-export function nextReadPlan(state: WaitState): ReadPlan {
+export function nextReadPlan(state: WaitState, ahead: ReadAhead): ReadPlan {
   const last = state.last;
   if (last === null) return confirmingPlan(state);
+  const mayPass = (gpu: GpuEvaluation): boolean => mayPassNextPoll(gpu, state, ahead.intervalMs);
+  if (ahead.partial ? last.devices.some(mayPass) : last.devices.every(mayPass)) return confirmingPlan(state);
   const tolerance = state.criteria.stableToleranceBytes;
   const processes =
     state.criteria.noProcesses ||
@@ -728,7 +753,7 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
           pending = result;
           if (!busy) void drain();
         },
-        () => nextReadPlan(state),
+        () => nextReadPlan(state, { intervalMs: options.intervalMs, partial: accept !== undefined }),
         firstDelayMs,
       );
     };
