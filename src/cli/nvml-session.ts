@@ -1,8 +1,8 @@
 /**
  * Opening and closing the command's one NVML session. The session enforces the per-call
- * deadline itself; this module adds a backstop so that even an open that never settles ends
- * the command with exit 69 within --nvml-timeout plus the call backstop's slack, and closes without waiting
- * on a call that is stuck in the driver.
+ * deadline itself; this module adds the call backstop (src/nvml/call-backstop.ts) so that even
+ * an open that never settles ends the command with exit 69 shortly after --nvml-timeout, and
+ * closes without waiting on a call that is stuck in the driver.
  */
 
 import { withCallBackstop } from '../nvml/call-backstop';
