@@ -3,7 +3,8 @@
  * `check` (with `wait`, also stability, as `wait` judges it), has no stale holder, and is not
  * leased to a live process; among the eligible ones the nearest N on the PCI tree are taken
  * (see placement.ts) and leased (see host/gpu-lease.ts) in one decision under the lease lock,
- * so concurrent selectors never hand out the same GPU.
+ * so concurrent selectors never hand out the same GPU. gate() evaluates; that decision is its
+ * `accept`, so a wait goes on polling while too few GPUs are eligible or unleased.
  */
 import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../config-error';
