@@ -86,6 +86,7 @@ export interface GateOptions extends WaitOptions {
    * is awaited even when the timeout or the abort comes meanwhile, and a true answer then wins, so
    * what it did for an accepted evaluation (such as taking leases) is never reported as undone. An
    * error it throws ends the gate like any other (in `error`, with the result its class stands for).
+   * A selection of no GPU (allowEmptySelection) is ready without asking it: there is nothing to judge.
    */
   accept?: (evaluation: Evaluation) => boolean | Promise<boolean>;
 }
