@@ -11,6 +11,7 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../src/cli/json-document';
 import { COMMAND_NAMES, optionsFor, type CommandName } from '../src/cli/option-table';
+import { HOLDER_CLASSES } from '../src/gate/stale';
 import { cliEnv, runCli } from './helpers/cli';
 import { bundledScenario, freshBundledScenario, repoRoot, simDevice, simLibraryFor, writeScenario } from './helpers/sim';
 
@@ -93,6 +94,11 @@ describe('the shipped JSON Schemas', () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot(), 'package.json'), 'utf8')) as { files: string[]; exports: Record<string, unknown> };
     expect(pkg.files).toContain('schemas');
     expect(pkg.exports['./schemas/*']).toBe('./schemas/*');
+  });
+
+  it("list the holder classes of the classifier's catalogue, in its order", () => {
+    const common = loadSchemas().get('common') as { definitions: { holderClass: { enum: string[] } } };
+    expect(common.definitions.holderClass.enum).toEqual([...HOLDER_CLASSES]);
   });
 
   it('reject a document that breaks them (a renamed field, a wrong type)', () => {

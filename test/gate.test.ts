@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../src/config-error';
 import { gate, type GateEvent } from '../src/gate/gate';
 import type { Evaluation } from '../src/gate/wait';
 import { NvmlError } from '../src/nvml/nvml-error';
@@ -126,10 +127,98 @@ describe('gate() on the simulator', () => {
     expect(outcome.error).toBeNull();
   });
 
+  it('accept: a check is ready when the predicate takes its one read, busy when it declines, whatever the GPUs are', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }]), gpu(1, 0)] });
+    const libraryPath = freshSimulator();
+    const seen: Evaluation[] = [];
+    const some = await gate({ mode: 'check', libraryPath, env: {}, accept: (e) => (seen.push(e), e.devices.some((d) => d.ok)) });
+    expect(some).toMatchObject({ result: 'ready', reason: 'GPUs 1 free', polls: 1 });
+    expect(seen).toEqual([some.evaluation]);
+    expect(some.evaluation?.ok).toBe(false);
+    useScenario({ devices: [gpu(0, 0), gpu(1, 0)] });
+    const declined = await gate({ mode: 'check', libraryPath: freshSimulator(), env: {}, accept: async () => false });
+    expect(declined).toMatchObject({ result: 'busy', reason: 'GPUs not free: every GPU free, but not accepted' });
+    expect(declined.evaluation?.ok).toBe(true);
+  });
+
+  it('accept: a wait goes on polling while the predicate declines, asks one poll at a time, and ends when it accepts', async () => {
+    useScenario({ devices: [gpu(0, 0), gpu(1, 0)] });
+    const asked: number[] = [];
+    let deciding = 0;
+    let overlapped = false;
+    const outcome = await gate({
+      libraryPath: freshSimulator(),
+      stableMs: 0,
+      intervalMs: 20,
+      timeoutMs: 20_000,
+      env: {},
+      accept: async (evaluation) => {
+        overlapped ||= deciding > 0;
+        deciding += 1;
+        asked.push(evaluation.polls);
+        // Slower than the interval: polls arrive while it decides.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        deciding -= 1;
+        return asked.length === 4;
+      },
+    });
+    expect(outcome.result).toBe('ready');
+    expect(overlapped).toBe(false);
+    expect(asked).toHaveLength(4);
+    // One wait throughout (no restart): poll numbers only grow, and the accepted one is the outcome's.
+    expect(asked.every((n, i) => i === 0 || n > asked[i - 1]!)).toBe(true);
+    expect(outcome.polls).toBe(asked[3]);
+    expect(outcome.reason).toMatch(/^GPUs 0,1 free and stable after /);
+  });
+
+  it('accept: an answer still pending when the timeout comes decides the outcome; a decline then times out', async () => {
+    useScenario({ devices: [gpu(0, 0)] });
+    const late = (answer: boolean) => () => new Promise<boolean>((resolve) => setTimeout(() => resolve(answer), 300));
+    const accepted = await gate({ libraryPath: freshSimulator(), stableMs: 0, intervalMs: 20, timeoutMs: 100, env: {}, accept: late(true) });
+    expect(accepted).toMatchObject({ result: 'ready', polls: 1 });
+    const declined = await gate({ libraryPath: freshSimulator(), stableMs: 0, intervalMs: 20, timeoutMs: 100, env: {}, accept: late(false) });
+    expect(declined).toMatchObject({ result: 'timeout', polls: 1 });
+    expect(declined.reason).toMatch(/^GPUs not free after 100ms/);
+  });
+
+  it('accept: an error it throws ends the gate with that error, as its class says', async () => {
+    useScenario({ devices: [gpu(0, 0)] });
+    const failure = new ConfigError('count', 'needs more GPUs than there are');
+    for (const mode of ['check', 'wait'] as const) {
+      const outcome = await gate({ mode, libraryPath: freshSimulator(), stableMs: 0, env: {}, accept: () => { throw failure; } });
+      expect(outcome).toMatchObject({ result: 'config-error', error: failure });
+    }
+  });
+
+  it('accept: a GPU that frees among busy ones is read afresh (compute mode included) before the predicate is asked', async () => {
+    // GPU 1 frees at 300 ms and at the same moment becomes prohibited: its memory alone would pass,
+    // with the compute mode of the first read carried over.
+    useScenario({
+      devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }]), gpu(1, 50 * GiB, [{ pid: 4_194_305, usedBytes: 50 * GiB }])],
+      timeline: [{ atMs: 300, device: 1, set: { memory: { usedBytes: 0 }, processes: [], computeMode: 'prohibited' } }],
+    });
+    let passed = 0;
+    const outcome = await gate({
+      libraryPath: freshSimulator(),
+      stableMs: 0,
+      intervalMs: 20,
+      timeoutMs: 1500,
+      env: {},
+      accept: (e) => {
+        passed += e.devices.filter((d) => d.ok).length;
+        return e.devices.some((d) => d.ok);
+      },
+    });
+    expect(outcome.result).toBe('timeout');
+    expect(passed).toBe(0);
+    expect(outcome.evaluation?.devices[1]).toMatchObject({ computeMode: 'prohibited', reasons: ['compute-mode'] });
+  });
+
   it('rejects an option of the wrong type with a TypeError naming it, before any NVML call', async () => {
     await expect(gate({ mode: 'sometimes' } as never)).rejects.toThrow(/option mode must be 'wait' or 'check'/);
     await expect(gate({ stale: 'ignore', killStale: true })).rejects.toThrow(TypeError);
     await expect(gate({ cleanShm: ['a/b'] })).rejects.toThrow(/option cleanShm/);
+    await expect(gate({ accept: true } as never)).rejects.toThrow(/option accept must be a function/);
   });
 });
 
@@ -150,6 +239,33 @@ describe('the NVML calls of a gate (simulator call statistics)', () => {
       expect(calls[fn] ?? 0, fn).toBe(0);
     }
     expect(sum(calls)).toBeLessThanOrEqual(100);
+  });
+
+  it('an idle wait ready at its second poll (the window closes at once: nothing left to free) reads memory twice per GPU, no confirming read', async () => {
+    useScenario({ devices: Array.from({ length: 8 }, (_, i) => gpu(i, 0)) });
+    const stats = path.join(tempDir(), `gate-second-${process.pid}.json`);
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    const outcome = await gate({ libraryPath: freshSimulator(), minFree: { fraction: 0.9 }, intervalMs: 100, env: {} });
+    expect(outcome).toMatchObject({ result: 'ready', polls: 2 });
+    expect(outcome.evaluation?.devices.every((d) => d.settled)).toBe(true);
+    const calls = callsOf(stats);
+    // The second poll may end the wait, so it reads every field it decides on itself.
+    expect(calls['nvmlDeviceGetMemoryInfo_v2']).toBe(16);
+    expect(calls['nvmlDeviceGetComputeMode']).toBe(16);
+  });
+
+  it('a wait that sits out its stability window reads memory once per poll, every field on the poll that may end it', async () => {
+    // 1 GiB in use by no listed process: never "nothing left to free", so the 350 ms window is waited out.
+    useScenario({ devices: Array.from({ length: 8 }, (_, i) => gpu(i, GiB)) });
+    const stats = path.join(tempDir(), `gate-window-${process.pid}.json`);
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    const outcome = await gate({ libraryPath: freshSimulator(), minFree: { fraction: 0.9 }, stableMs: 350, intervalMs: 100, timeoutMs: 20_000, env: {} });
+    expect(outcome.result).toBe('ready');
+    expect(outcome.polls).toBeGreaterThan(2);
+    const calls = callsOf(stats);
+    expect(calls['nvmlDeviceGetMemoryInfo_v2']).toBe(8 * outcome.polls);
+    // The first read, and the one poll after which the window could be over.
+    expect(calls['nvmlDeviceGetComputeMode']).toBe(16);
   });
 
   it('a further poll on an unchanged idle host reads memory only', async () => {

@@ -86,6 +86,8 @@ describe('selectGpus on the simulator', () => {
     expect(result.result).toBe('selected');
     expect(result.gpus.map((gpu) => gpu.index)).toEqual([0]);
     expect(result.candidates[0]!.lease).toMatchObject({ state: 'stale', holderPid: holder });
+    // One pipeline throughout: every poll it evaluated is counted, none lost to a restarted wait.
+    expect(result.polls).toBe(polls);
   });
 
   it('rejects bad options with TypeErrors that name them', async () => {

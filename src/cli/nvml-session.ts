@@ -1,16 +1,14 @@
 /**
  * Opening and closing the command's one NVML session. The session enforces the per-call
- * deadline itself; this module adds a backstop so that even an open that never settles ends
- * the command with exit 69 within --nvml-timeout plus a second, and closes without waiting
- * on a call that is stuck in the driver.
+ * deadline itself; this module adds the call backstop (src/nvml/call-backstop.ts) so that even
+ * an open that never settles ends the command with exit 69 shortly after --nvml-timeout, and
+ * closes without waiting on a call that is stuck in the driver.
  */
 
+import { withCallBackstop } from '../nvml/call-backstop';
 import type { NvmlSession } from '../types';
 import { CliError } from './cli-error';
 import { ExitCode } from './exit-codes';
-
-/** Slack on top of the NVML deadline before the command stops waiting for the session itself. */
-const BACKSTOP_MS = 750;
 
 /** Open NVML (lazily loading the addon). Rejects with the NvmlError, or a CliError (69) from the backstop. */
 export async function openSession(libraryPath: string | undefined, callTimeoutMs: number): Promise<NvmlSession> {
@@ -19,16 +17,11 @@ export async function openSession(libraryPath: string | undefined, callTimeoutMs
   return withBackstop(opening, callTimeoutMs, 'opening NVML');
 }
 
-/** Settle with `promise`, or reject with exit 69 once `callTimeoutMs` plus a little has passed. */
+/** Settle with `promise`, or reject with exit 69 once the call backstop has passed. */
 export function withBackstop<T>(promise: Promise<T>, callTimeoutMs: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const backstop = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new CliError(`${what}: NVML did not answer within ${callTimeoutMs} ms (--nvml-timeout); the driver may be hung`, ExitCode.unavailable, 'unavailable'));
-    }, callTimeoutMs + BACKSTOP_MS);
-    timer.unref();
-  });
-  return Promise.race([promise, backstop]).finally(() => clearTimeout(timer));
+  return withCallBackstop(promise, callTimeoutMs, () =>
+    new CliError(`${what}: NVML did not answer within ${callTimeoutMs} ms (--nvml-timeout); the driver may be hung`, ExitCode.unavailable, 'unavailable'),
+  );
 }
 
 /** Close the session; never waits more than a second (a poisoned session may hold a stuck thread). */

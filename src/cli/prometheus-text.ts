@@ -9,7 +9,7 @@
  */
 
 import type { GpuDevice, LibraryInfo } from '../types';
-import type { Holder } from '../gate/stale';
+import { HOLDER_CLASSES, type Holder } from '../gate/stale';
 import type { ShmEntry } from '../host/shm';
 
 /** What the exposition is made from. */
@@ -76,14 +76,13 @@ function formatValue(value: number): string {
   return String(value);
 }
 
-/** Holder classes always exported (as 0 when absent), so alert rules see a series. */
-const HOLDER_CLASSES = ['active', 'draining', 'zombie', 'zombie_live_threads', 'gone', 'unverifiable', 'leftover', 'orphan', 'foreign'];
 
 /**
  * Holders by class, then by unit. Every class has the series of holders without a known unit
  * (`""`, 0 when there are none), so an alert rule always finds one; units follow by name.
  */
 function holderCounts(holders: readonly Holder[]): Map<string, Map<string, number>> {
+  // Every class is exported (as 0 when absent), so alert rules see a series.
   const counts = new Map<string, Map<string, number>>(HOLDER_CLASSES.map((name) => [name, new Map([['', 0]])]));
   for (const holder of holders) {
     const byUnit = counts.get(holder.class) ?? new Map([['', 0]]);

@@ -13,6 +13,7 @@ import { readProcess } from '../host/procfs';
 import { reapStale, type ReapAction } from '../host/reap';
 import { cleanShm, DEFAULT_SHM_PATTERNS, type ShmCleanResult } from '../host/shm';
 import { GPUGATE_TIMEOUT, NvmlError } from '../nvml/nvml-error';
+import { withCallBackstop } from '../nvml/call-backstop';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
 import type { Snapshot } from '../types';
 import { formatBytes, formatDuration } from '../units';
@@ -76,6 +77,18 @@ export interface GateOptions extends WaitOptions {
   dryRun?: boolean;
   /** Called with everything the gate does or finds before its verdict. */
   onEvent?: (event: GateEvent) => void;
+  /**
+   * Decides whether an evaluation is enough for the result 'ready' (default: every selected GPU
+   * ok), for a caller that needs only some of the GPUs (selectGpus). A check asks it about its one
+   * read ('busy' when it declines); a wait about every poll, one at a time and the newest first,
+   * until it accepts one or the wait times out. A GPU that may pass on process lists or a compute
+   * mode carried over from an earlier poll is read afresh before it is asked. Once asked, its answer
+   * is awaited even when the timeout or the abort comes meanwhile, and a true answer then wins, so
+   * what it did for an accepted evaluation (such as taking leases) is never reported as undone. An
+   * error it throws ends the gate like any other (in `error`, with the result its class stands for).
+   * A selection of no GPU (allowEmptySelection) is ready without asking it: there is nothing to judge.
+   */
+  accept?: (evaluation: Evaluation) => boolean | Promise<boolean>;
 }
 
 const STALE_POLICIES: ReadonlySet<unknown> = new Set(['report', 'fail', 'ignore']);
@@ -98,7 +111,9 @@ function checkGateOptions(options: GateOptions): void {
   if (options.cleanShm !== undefined && (!Array.isArray(options.cleanShm) || options.cleanShm.some((glob) => typeof glob !== 'string' || glob === '' || glob.includes('/')))) {
     throw new TypeError(`option cleanShm must be an array of file-name globs inside /dev/shm such as 'nccl-*' (no slashes), got ${JSON.stringify(options.cleanShm)}`);
   }
-  if (options.onEvent !== undefined && typeof options.onEvent !== 'function') throw new TypeError('option onEvent must be a function');
+  for (const name of ['onEvent', 'accept'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`option ${name} must be a function`);
+  }
   const stale = options.stale ?? 'report';
   if (stale === 'ignore' && (options.killStale === true || (options.cleanShm ?? []).length > 0)) {
     throw new TypeError("option stale 'ignore' skips the scan that killStale and cleanShm need");
@@ -130,20 +145,16 @@ function abortedBy(signal: AbortSignal | undefined): string {
   return 'an abort';
 }
 
+/** The GPUs that passed (every selected one in a ready verdict without `accept`). */
 function indicesOf(evaluation: Evaluation): string {
-  return evaluation.devices.map((gpu) => gpu.index).join(',') || '(none selected)';
+  return evaluation.devices.filter((gpu) => gpu.ok).map((gpu) => gpu.index).join(',') || '(none selected)';
 }
 
-/** Races `promise` against a deadline a little past the NVML call deadline: a session that never settles still ends the gate. */
+/** Races `promise` against the call backstop: a session that never settles still ends the gate. */
 function withBackstop<T>(promise: Promise<T>, callTimeoutMs: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const backstop = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new NvmlError({ code: GPUGATE_TIMEOUT, nvmlReturn: null, fn: what, message: `${what}: NVML did not answer within ${callTimeoutMs} ms (callTimeoutMs, --nvml-timeout); the driver may be hung` }));
-    }, callTimeoutMs + 750);
-    timer.unref();
-  });
-  return Promise.race([promise, backstop]).finally(() => clearTimeout(timer));
+  return withCallBackstop(promise, callTimeoutMs, () =>
+    new NvmlError({ code: GPUGATE_TIMEOUT, nvmlReturn: null, fn: what, message: `${what}: NVML did not answer within ${callTimeoutMs} ms (callTimeoutMs, --nvml-timeout); the driver may be hung` }),
+  );
 }
 
 /**
@@ -212,7 +223,9 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     if (mode === 'check') {
       const evaluation = await evaluateFirstRead(first ?? (await withBackstop(readOnce(session, state, confirmingPlan(state)), callTimeoutMs, 'reading the GPUs')), state, false);
       outcome.evaluation = evaluation;
-      throw evaluation.ok ? new Verdict('ready', `GPUs ${indicesOf(evaluation)} free`) : new Verdict('busy', `GPUs not free: ${describeFailures(evaluation.devices)}`);
+      const accepted = options.accept === undefined ? evaluation.ok : await options.accept(evaluation);
+      if (accepted) throw new Verdict('ready', `GPUs ${indicesOf(evaluation)} free`);
+      throw new Verdict('busy', `GPUs not free: ${describeFailures(evaluation.devices) || 'every GPU free, but not accepted'}`);
     }
     const result = await pollUntilFree(session, state, {
       intervalMs: options.intervalMs ?? DEFAULT_INTERVAL_MS,
@@ -220,6 +233,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
       ...(options.onPoll !== undefined ? { onPoll: options.onPoll } : {}),
       ...(first !== undefined ? { first } : {}),
+      ...(options.accept !== undefined ? { accept: options.accept } : {}),
     });
     outcome.evaluation = result.evaluation;
     outcome.result = 'ready';

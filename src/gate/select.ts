@@ -3,23 +3,25 @@
  * `check` (with `wait`, also stability, as `wait` judges it), has no stale holder, and is not
  * leased to a live process; among the eligible ones the nearest N on the PCI tree are taken
  * (see placement.ts) and leased (see host/gpu-lease.ts) in one decision under the lease lock,
- * so concurrent selectors never hand out the same GPU.
+ * so concurrent selectors never hand out the same GPU. gate() evaluates; that decision is its
+ * `accept`, so a wait goes on polling while too few GPUs are eligible or unleased.
  */
 import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../config-error';
 import { DEFAULT_LEASE_DIR, DEFAULT_LEASE_LOCK_TIMEOUT_MS, LEASE_DIR_ENV, LeaseDirectory, type LeaseRecord, type LeaseState, type LeaseStatus } from '../host/gpu-lease';
 import { DEFAULT_SYSFS_ROOT, SYSFS_ROOT_ENV, readPciPlacement, type PciPlacement } from '../host/pci-topology';
 import { formatDuration } from '../units';
+import { gate, type GateOptions } from './gate';
+import { DEFAULT_TIMEOUT_MS } from './gate-defaults';
 import { chooseNearest } from './placement';
-import { evaluateUntilAccepted } from './select-evaluation';
-import { STALE_HOLDER_CLASSES } from './stale';
-import type { Evaluation, GpuEvaluation, GpuFailureReason, WaitOptions } from './wait';
+import { isStaleHolder } from './stale-holders';
+import { GpuWaitAbortError, type Evaluation, type GpuEvaluation, type GpuFailureReason, type WaitOptions } from './wait';
 
 /** Options of selectGpus: the criteria and selection of waitForGpusFree, plus how many and how to lease. */
 export interface SelectOptions extends Omit<WaitOptions, 'allowEmptySelection'> {
   /** How many GPUs to choose (an integer >= 1). */
   count: number;
-  /** Poll (with stability, like waitForGpusFree, until timeoutMs) until `count` are eligible; default false: one sample, like checkGpusOnce. */
+  /** Poll (with stability, as gate() waits, until timeoutMs, default DEFAULT_TIMEOUT_MS) until `count` are eligible; default false: one sample, as gate() checks. */
   wait?: boolean;
   /** Take a lease on each chosen GPU (default true); false only reports what would be chosen now. */
   lease?: boolean;
@@ -112,7 +114,7 @@ function checkSelectOptions(options: SelectOptions): void {
 
 function exclusionsOf(gpu: GpuEvaluation): SelectExclusion[] {
   const exclusions: SelectExclusion[] = [...gpu.reasons];
-  if (gpu.holders.some((holder) => STALE_HOLDER_CLASSES.has(holder.class))) exclusions.push('stale-holder');
+  if (gpu.holders.some(isStaleHolder)) exclusions.push('stale-holder');
   return exclusions;
 }
 
@@ -136,8 +138,8 @@ function shortfall(candidates: readonly SelectCandidate[], count: number): strin
 }
 
 /**
- * Chooses `count` GPUs that meet the criteria (as checkGpusOnce judges them, or with `wait` as
- * waitForGpusFree does, stability included), carry no stale holder and are not leased to a live
+ * Chooses `count` GPUs that meet the criteria (as gate() judges them in a check, or with `wait`
+ * in a wait, stability included), carry no stale holder and are not leased to a live
  * process; prefers GPUs behind one PCIe switch, then one host bridge, then one NUMA node; leases
  * them (unless `lease: false`). Resolves with result 'selected', or 'busy' / 'timeout' when too
  * few were eligible. Rejects with ConfigError when the selection holds fewer than `count` GPUs,
@@ -221,20 +223,23 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
     }, options.leaseLockTimeoutMs ?? DEFAULT_LEASE_LOCK_TIMEOUT_MS);
   };
 
-  const waitOptions: WaitOptions = { ...options };
-  delete (waitOptions as { count?: unknown }).count;
-  const end = await evaluateUntilAccepted(waitOptions, options.wait === true, accept);
+  const { count: _count, wait, lease: _lease, leaseDir: _leaseDir, leaseHolderPid: _holder, leaseDurationMs: _duration, leaseLockTimeoutMs: _lockTimeout, sysfsRoot: _sysfs, ...criteria } = options;
+  // gate() evaluates (criteria, holder classes, stability); `accept` decides when enough GPUs are eligible and leased.
+  const gateOptions: GateOptions = { ...criteria, mode: wait === true ? 'wait' : 'check', stale: 'ignore', inspectHolders: options.inspectHolders ?? true, accept };
+  const end = await gate(gateOptions);
+  if (end.result === 'interrupted') throw new GpuWaitAbortError(end.evaluation, options.signal?.reason);
+  if (end.result !== 'ready' && end.result !== 'busy' && end.result !== 'timeout') throw end.error ?? new Error(end.reason);
   const elapsedMs = performance.now() - startMs;
-  const polls = end.evaluation?.polls ?? 0;
-  if (end.kind === 'accepted') {
+  const polls = end.polls;
+  if (end.result === 'ready') {
     const holder = terms.holderPid === null ? '' : ` to pid ${terms.holderPid}${chosen[0]?.lease?.holderComm ? ` (${chosen[0].lease.holderComm})` : ''}`;
     const until = terms.durationMs === null ? '' : ` for ${formatDuration(terms.durationMs)}`;
     const leased = leasing ? `, leased${holder}${until}` : ', not leased';
     return { result: 'selected', count, gpus: chosen, candidates, reason: `GPUs ${chosen.map((gpu) => gpu.index).join(',')} selected${leased}`, evaluation: end.evaluation, elapsedMs, polls };
   }
-  if (end.kind === 'timeout') {
+  if (end.result === 'timeout') {
     const detail = end.evaluation === null ? 'no poll completed' : shortfall(candidates, count);
-    return { result: 'timeout', count, gpus: [], candidates, reason: `not enough GPUs after ${formatDuration(options.timeoutMs ?? elapsedMs)}: ${detail}`, evaluation: end.evaluation, elapsedMs, polls };
+    return { result: 'timeout', count, gpus: [], candidates, reason: `not enough GPUs after ${formatDuration(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}: ${detail}`, evaluation: end.evaluation, elapsedMs, polls };
   }
   return { result: 'busy', count, gpus: [], candidates, reason: `not enough GPUs free: ${shortfall(candidates, count)}`, evaluation: end.evaluation, elapsedMs, polls };
 }

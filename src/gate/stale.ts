@@ -28,20 +28,11 @@ import { pidNamespaceObstacle, procHidepid } from '../host/proc-visibility';
 import { ownerOf, PASSWD_PATH, readUserNames, type ProcessOwner, type UserNames } from '../host/process-owner';
 import { DEFAULT_SHM_PATTERNS, findLeakedShm, type ShmEntry } from '../host/shm';
 
-/** The catalogue classes of a process NVML lists as holding a GPU. */
-export type HolderClass =
-  | 'active'
-  | 'draining'
-  | 'zombie'
-  | 'zombie_live_threads'
-  | 'gone'
-  | 'unverifiable'
-  | 'leftover'
-  | 'orphan'
-  | 'foreign';
+/** The catalogue classes of a process NVML lists as holding a GPU (the stale ones: stale-holders.ts). */
+export const HOLDER_CLASSES = ['active', 'draining', 'zombie', 'zombie_live_threads', 'gone', 'unverifiable', 'leftover', 'orphan', 'foreign'] as const;
 
-/** Classes of a holder that is a leftover of something that should be gone (what `--stale` reports). */
-export const STALE_HOLDER_CLASSES: ReadonlySet<HolderClass> = new Set<HolderClass>(['leftover', 'orphan', 'zombie', 'zombie_live_threads']);
+/** One of {@link HOLDER_CLASSES}. */
+export type HolderClass = (typeof HOLDER_CLASSES)[number];
 
 /** One process NVML lists on a selected GPU, classified. */
 export interface Holder {

@@ -420,9 +420,13 @@ const CARRIED_REASONS: ReadonlySet<GpuFailureReason> = new Set(['compute-mode', 
 /**
  * True when `read` would make the verdict "ready" but rests on process lists or a compute mode
  * carried over from an earlier read: the decision is then confirmed by a read of every field.
+ * `partial`: the verdict may rest on some of the GPUs (a caller's accept predicate), so one GPU
+ * that may pass on carried-over fields is enough to confirm.
  */
-export function needsConfirmation(read: EvaluatedRead): boolean {
-  return !read.confirmed && read.evaluation.devices.every((gpu) => gpu.reasons.every((reason) => CARRIED_REASONS.has(reason)));
+export function needsConfirmation(read: EvaluatedRead, partial = false): boolean {
+  if (read.confirmed) return false;
+  const mayPass = (gpu: GpuEvaluation): boolean => gpu.reasons.every((reason) => CARRIED_REASONS.has(reason));
+  return partial ? read.evaluation.devices.some(mayPass) : read.evaluation.devices.every(mayPass);
 }
 
 /** The read that confirms a decision: memory, compute mode and process lists. */
@@ -431,15 +435,40 @@ export function confirmingPlan(state: WaitState): ReadPlan {
 }
 
 /**
+ * True when the next poll may pass `gpu` if its memory reads as in this one: nothing but the
+ * stability window or carried-over fields holds it back, and the window ends by then (it will
+ * have lasted one interval more) or nothing is left to free.
+ */
+function mayPassNextPoll(gpu: GpuEvaluation, state: WaitState, intervalMs: number): boolean {
+  if (!gpu.reasons.every((reason) => reason === 'unstable' || CARRIED_REASONS.has(reason))) return false;
+  if (!gpu.reasons.includes('unstable') || gpu.stableForMs + intervalMs >= state.criteria.stableMs) return true;
+  const known = state.known.get(gpu.migUuid ?? String(gpu.index));
+  if (gpu.memory === null || known === undefined || known.processes === null) return false;
+  const ignoredBytes = known.all.filter((holder) => !gpu.holders.includes(holder)).map((holder) => holder.usedBytes);
+  return nothingLeftToFree(gpu.memory.usedBytes, gpu.holders, ignoredBytes, state.criteria.stableToleranceBytes);
+}
+
+/** What the poll after the latest one may decide on. */
+export interface ReadAhead {
+  intervalMs: number;
+  /** The verdict may rest on some of the GPUs (a caller's accept predicate), not all. */
+  partial: boolean;
+}
+
+/**
  * What the next poll reads. Memory always. Process lists when the decision or its explanation
  * needs them: before anything is known, with noProcesses, while a GPU's memory is not free (who
  * holds it), for an exclusive-process GPU, and when used memory moved since the list was read
- * (the holders may have changed). The compute mode only on the first read: a decision that
- * would end the wait is confirmed with a fresh one (see needsConfirmation).
+ * (the holders may have changed). The compute mode only on the first read, and on a poll that
+ * may end the wait if memory holds still (every field then, so that no confirming read re-reads
+ * memory); any other decision that would end the wait is confirmed with a fresh read (see
+ * needsConfirmation).
  */
-export function nextReadPlan(state: WaitState): ReadPlan {
+export function nextReadPlan(state: WaitState, ahead: ReadAhead): ReadPlan {
   const last = state.last;
   if (last === null) return confirmingPlan(state);
+  const mayPass = (gpu: GpuEvaluation): boolean => mayPassNextPoll(gpu, state, ahead.intervalMs);
+  if (ahead.partial ? last.devices.some(mayPass) : last.devices.every(mayPass)) return confirmingPlan(state);
   const tolerance = state.criteria.stableToleranceBytes;
   const processes =
     state.criteria.noProcesses ||
@@ -604,6 +633,12 @@ export interface PollLoopOptions {
   onPoll?: (evaluation: Evaluation) => void;
   /** The first read, taken by the caller: evaluated as poll 1 before the shared poll starts. */
   first?: { snapshot: Snapshot; receivedAtMs: number };
+  /**
+   * Decides whether an evaluation ends the loop (default: every selected GPU ok). Offered one
+   * evaluation at a time, the newest when several arrived meanwhile; one in flight when the
+   * timeout or the abort comes is still decided, and a true answer then wins.
+   */
+  accept?: (evaluation: Evaluation) => boolean | Promise<boolean>;
 }
 
 /**
@@ -620,8 +655,16 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
     let pending: PollResult | null = null;
     let timer: NodeJS.Timeout | null = null;
     let unsubscribe: () => void = () => {};
+    const accept = options.accept;
+    let accepting = false;
+    /** A timeout or abort that came while `accept` was deciding: settles once it declines. */
+    let stopping: (() => void) | null = null;
+    const stop = (settle: () => void): void => {
+      if (accepting) stopping ??= settle;
+      else finish(settle);
+    };
 
-    const onAbort = (): void => finish(() => reject(new GpuWaitAbortError(state.last, options.signal?.reason)));
+    const onAbort = (): void => stop(() => reject(new GpuWaitAbortError(state.last, options.signal?.reason)));
     const finish = (settle: () => void): void => {
       if (settled) return;
       settled = true;
@@ -639,7 +682,7 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
       let read = await evaluateRead(result.snapshot, result.plan, result.receivedAtMs, state, true, polls);
       if (read === null || settled) return settled;
       state.polls = polls;
-      if (needsConfirmation(read)) {
+      if (needsConfirmation(read, accept !== undefined)) {
         const confirming = await poller.refine(state.selection.indices, confirmingPlan(state));
         if (settled) return true;
         if (confirming.kind === 'error') {
@@ -652,7 +695,19 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
       }
       state.last = read.evaluation;
       options.onPoll?.(read.evaluation);
-      if (read.evaluation.ok) succeed(read.evaluation);
+      if (accept === undefined) {
+        if (read.evaluation.ok) succeed(read.evaluation);
+        return settled;
+      }
+      accepting = true;
+      let accepted: boolean;
+      try {
+        accepted = await accept(read.evaluation);
+      } finally {
+        accepting = false;
+      }
+      if (accepted) succeed(read.evaluation);
+      else if (stopping !== null) finish(stopping);
       return settled;
     };
 
@@ -678,7 +733,7 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.timeoutMs !== undefined) {
       const timeoutMs = options.timeoutMs;
-      timer = setTimeout(() => finish(() => reject(new GpuWaitTimeoutError(timeoutMs, state.last))), Math.max(0, timeoutMs - (performance.now() - state.startMs)));
+      timer = setTimeout(() => stop(() => reject(new GpuWaitTimeoutError(timeoutMs, state.last))), Math.max(0, timeoutMs - (performance.now() - state.startMs)));
     }
     if (state.units.length === 0) {
       // Nothing selected, and the caller said that is acceptable (allowEmptySelection).
@@ -698,7 +753,7 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
           pending = result;
           if (!busy) void drain();
         },
-        () => nextReadPlan(state),
+        () => nextReadPlan(state, { intervalMs: options.intervalMs, partial: accept !== undefined }),
         firstDelayMs,
       );
     };
