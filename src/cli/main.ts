@@ -45,14 +45,16 @@ export interface Presentation {
   colour?: boolean;
   /** Where results (JSON, tables) go; default stdout. */
   stdout?: { write(text: string): unknown };
+  /** Where the log goes; default stderr (its terminal-ness then decides `terminal` and `colour`). */
+  stderr?: { write(text: string): unknown; readonly isTTY?: boolean; readonly columns?: number | undefined };
 }
 
 /** Run the command line; resolves to the exit code. Exported for in-process use by `demo`. */
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, presentation: Presentation = {}): Promise<number> {
   const journal = isJournalStream(env);
   // A person reads a terminal: multi-line messages keep their lines there, long ones are wrapped.
-  const stderr = standardError();
-  const terminal = presentation.terminal ?? stderr.isTTY;
+  const stderr = presentation.stderr ?? standardError();
+  const terminal = presentation.terminal ?? stderr.isTTY === true;
   const style = {
     terminal,
     width: presentation.width ?? terminalWidth(stderr),

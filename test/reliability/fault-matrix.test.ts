@@ -326,7 +326,9 @@ describe('memory faults that start in the middle of a wait (from the same table)
         const expected = expectedOutcome(row, code);
         const label = `${symbol} x ${FAULT_CODE_NAMES[code]} from the second poll`;
         try {
-          await waitForGpusFree({ session, stableMs: 60_000, intervalMs: 50, timeoutMs: 1500, inspectHolders: false });
+          // A limit below the GPUs' 3 MiB keeps them busy, so the wait polls on into the fault
+          // (an idle GPU with nothing left to free would end the wait at its first poll).
+          await waitForGpusFree({ session, maxUsed: { bytes: 2 ** 20 }, stableMs: 60_000, intervalMs: 50, timeoutMs: 1500, inspectHolders: false });
           failures.push(`${label}: the wait succeeded`);
         } catch (error) {
           const e = error as { name?: string; code?: string; device?: number | null; evaluation?: { polls: number; devices: Array<{ index: number; reasons: string[]; error: FieldError | null; memory: { source: string } | null }> } | null };

@@ -132,7 +132,8 @@ const vectors: fc.Arbitrary<{ argv: string[]; case: Malformed }> = malformed.cha
   });
 });
 
-type Main = (argv: readonly string[], env?: NodeJS.ProcessEnv) => Promise<number>;
+type Output = { write(text: string): unknown };
+type Main = (argv: readonly string[], env?: NodeJS.ProcessEnv, presentation?: { stdout?: Output; stderr?: Output }) => Promise<number>;
 let main: Main;
 
 beforeAll(() => {
@@ -144,17 +145,11 @@ beforeAll(() => {
 async function runInProcess(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const realOut = process.stdout.write.bind(process.stdout);
-  const realErr = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((chunk: string | Uint8Array) => ((stdout += String(chunk)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => ((stderr += String(chunk)), true)) as typeof process.stderr.write;
-  try {
-    const code = await main(argv, cliEnv(null, { GPUGATE_NVML_LIBRARY: process.env['GPUGATE_NVML_LIBRARY'] }));
-    return { code, stdout, stderr };
-  } finally {
-    process.stdout.write = realOut;
-    process.stderr.write = realErr;
-  }
+  const code = await main(argv, cliEnv(null, { GPUGATE_NVML_LIBRARY: process.env['GPUGATE_NVML_LIBRARY'] }), {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+  });
+  return { code, stdout, stderr };
 }
 
 function checkRun(run: { code: number | null; stdout: string; stderr: string }, vector: { argv: string[]; case: Malformed }): void {
