@@ -4,6 +4,7 @@
  * wrong here is a usage error (exit 64) that names the flag, the value and what was expected.
  */
 
+import type { CriteriaOptions } from '../gate/criteria';
 import { parseSelectorList } from '../gate/devices';
 import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from '../gate/gate-defaults';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
@@ -55,6 +56,18 @@ export interface WaitSettings extends CriteriaSettings {
   stableToleranceBytes: number;
   timeoutMs: number;
   intervalMs: number;
+}
+
+/** The GPU selection and the per-GPU criteria of the settings, as the library's options take them. */
+export function criteriaOptionsOf(settings: CriteriaSettings): Pick<CriteriaOptions, 'minFree' | 'marginBytes' | 'maxUsed' | 'noProcesses' | 'ignore'> & { gpus?: string[] } {
+  return {
+    ...(settings.gpus !== undefined ? { gpus: settings.gpus } : {}),
+    ...(settings.minFree !== undefined ? { minFree: settings.minFree } : {}),
+    ...(settings.marginBytes !== undefined ? { marginBytes: settings.marginBytes } : {}),
+    ...(settings.maxUsed !== undefined ? { maxUsed: settings.maxUsed } : {}),
+    noProcesses: settings.noProcesses,
+    ignore: settings.ignore,
+  };
 }
 
 /** Parse a flag's value with `parse`, turning a parse failure into a usage error naming the flag. */

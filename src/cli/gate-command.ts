@@ -10,7 +10,7 @@ import type { GateEvent } from '../gate/gate';
 import type { GateOutcome } from '../gate/gate-outcome';
 import { formatBytes, formatDuration } from '../units';
 import type { CommandContext } from './command-context';
-import type { CriteriaSettings, WaitSettings } from './criteria-settings';
+import { criteriaOptionsOf, type CriteriaSettings, type WaitSettings } from './criteria-settings';
 import { ExitCode, exitCodeForResult, exitCodeName } from './exit-codes';
 import { InterruptWatch } from './interrupt-watch';
 import { errorJson, gpuJson, staleJson, type ResultJson } from './json-result';
@@ -68,12 +68,7 @@ export async function runGateCommand(kind: 'wait' | 'check', context: CommandCon
     mode: kind,
     ...(settings.libraryPath !== undefined ? { libraryPath: settings.libraryPath } : {}),
     callTimeoutMs: settings.callTimeoutMs,
-    ...(settings.gpus !== undefined ? { gpus: settings.gpus } : {}),
-    ...(settings.minFree !== undefined ? { minFree: settings.minFree } : {}),
-    ...(settings.marginBytes !== undefined ? { marginBytes: settings.marginBytes } : {}),
-    ...(settings.maxUsed !== undefined ? { maxUsed: settings.maxUsed } : {}),
-    noProcesses: settings.noProcesses,
-    ignore: settings.ignore,
+    ...criteriaOptionsOf(settings),
     allowEmptySelection: settings.allowEmpty,
     stale: settings.stale,
     killStale: settings.killStale,

@@ -11,6 +11,7 @@ import type { NvmlSession } from '../../types';
 import { formatDuration } from '../../units';
 import { ErrorCode } from '../../gpugate-error';
 import { CliError } from '../cli-error';
+import { criteriaOptionsOf } from '../criteria-settings';
 import type { CommandContext } from '../command-context';
 import { ExitCode, exitCodeForError, exitCodeName } from '../exit-codes';
 import { InterruptWatch } from '../interrupt-watch';
@@ -141,12 +142,7 @@ export async function runSelect(context: CommandContext): Promise<number> {
       // gpugate exits once it has printed: by default the lease is for its parent (the shell, the prolog).
       leaseHolderPid: settings.leasePid === undefined ? process.ppid : settings.leasePid,
       leaseDurationMs: settings.leaseMs,
-      ...(settings.gpus !== undefined ? { gpus: settings.gpus } : {}),
-      ...(settings.minFree !== undefined ? { minFree: settings.minFree } : {}),
-      ...(settings.marginBytes !== undefined ? { marginBytes: settings.marginBytes } : {}),
-      ...(settings.maxUsed !== undefined ? { maxUsed: settings.maxUsed } : {}),
-      noProcesses: settings.noProcesses,
-      ignore: settings.ignore,
+      ...criteriaOptionsOf(settings),
       env: context.env,
       signal: watch.signal,
       ...(settings.wait
