@@ -317,15 +317,21 @@ export async function readProcess(pid: number, procRoot = '/proc'): Promise<Proc
   };
 }
 
-/** Reads the targets of /proc/PID/fd/* (symlink texts). */
-export async function readFdTargets(pid: number, procRoot = '/proc'): Promise<{ kind: 'ok'; targets: string[] } | ReadFailure> {
-  const dir = path.join(procRoot, String(pid), 'fd');
-  let names: string[];
+/** The entries of a /proc directory, or why they cannot be listed. */
+async function readDirNames(dir: string): Promise<{ kind: 'ok'; names: string[] } | ReadFailure> {
   try {
-    names = await fsp.readdir(dir);
+    return { kind: 'ok', names: await fsp.readdir(dir) };
   } catch (error) {
     return failureOf(error, dir);
   }
+}
+
+/** Reads the targets of /proc/PID/fd/* (symlink texts). */
+export async function readFdTargets(pid: number, procRoot = '/proc'): Promise<{ kind: 'ok'; targets: string[] } | ReadFailure> {
+  const dir = path.join(procRoot, String(pid), 'fd');
+  const listing = await readDirNames(dir);
+  if (listing.kind !== 'ok') return listing;
+  const names = listing.names;
   const targets: string[] = [];
   await Promise.all(
     names.map(async (name) => {
@@ -362,12 +368,9 @@ export interface FdFiles {
  */
 export async function readFdFiles(pid: number, procRoot = '/proc'): Promise<FdFiles | ReadFailure> {
   const dir = path.join(procRoot, String(pid), 'fd');
-  let names: string[];
-  try {
-    names = await fsp.readdir(dir);
-  } catch (error) {
-    return failureOf(error, dir);
-  }
+  const listing = await readDirNames(dir);
+  if (listing.kind !== 'ok') return listing;
+  const names = listing.names;
   const targets: string[] = [];
   const identities: FileIdentity[] = [];
   // A descriptor closed between readdir and reading its link is gone; any other failure means
@@ -424,12 +427,9 @@ export async function readMappedFiles(pid: number, procRoot = '/proc'): Promise<
 /** The states of the threads in /proc/PID/task other than the leader, or a failure. */
 export async function readOtherThreadStates(pid: number, procRoot = '/proc'): Promise<{ kind: 'ok'; states: string[] } | ReadFailure> {
   const dir = path.join(procRoot, String(pid), 'task');
-  let names: string[];
-  try {
-    names = await fsp.readdir(dir);
-  } catch (error) {
-    return failureOf(error, dir);
-  }
+  const listing = await readDirNames(dir);
+  if (listing.kind !== 'ok') return listing;
+  const names = listing.names;
   const states: string[] = [];
   for (const name of names) {
     if (name === String(pid) || !/^\d+$/.test(name)) continue;
