@@ -5,7 +5,6 @@
  * calls a gate makes, counted by the simulator: a further poll on an unchanged idle host reads
  * memory only.
  */
-import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/config-error';
@@ -13,27 +12,13 @@ import { gate, type GateEvent } from '../src/gate/gate';
 import type { Evaluation } from '../src/gate/wait';
 import { NvmlError } from '../src/nvml/nvml-error';
 import { killSpawned, spawnSleeper } from './helpers/processes';
-import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
+import { bundledScenario, freshSimulator, GiB, rtxProDevice, simCallsOf, tempDir, useScenario } from './session-helpers';
 
-const TOTAL = 96 * GiB;
 const MEMORY_READS = new Set(['nvmlDeviceGetMemoryInfo_v2', 'nvmlDeviceGetMemoryInfo']);
 
-function gpu(index: number, usedBytes: number, processes: Array<{ pid: number; usedBytes: number }> = []): Record<string, unknown> {
-  return {
-    name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition',
-    uuid: `GPU-${String(index).padStart(8, '0')}-1111-2222-3333-444455556666`,
-    pciBusId: `00000000:${(0x18 + index * 0x10).toString(16).toUpperCase()}:00.0`,
-    minorNumber: index,
-    computeCapability: [12, 0],
-    memory: { totalBytes: TOTAL, reservedBytes: 0, usedBytes },
-    computeMode: 'default',
-    processes: processes.map((p) => ({ ...p, kinds: ['compute'] })),
-  };
-}
+const gpu = rtxProDevice;
 
-function callsOf(file: string): Record<string, number> {
-  return (JSON.parse(readFileSync(file, 'utf8')) as { calls: Record<string, number> }).calls;
-}
+const callsOf = simCallsOf;
 
 function sum(calls: Record<string, number>): number {
   return Object.values(calls).reduce((total, n) => total + n, 0);

@@ -9,7 +9,8 @@ import * as path from 'node:path';
 import type { SimLibraryName } from '../src/simulator/sim-library';
 import { bundledScenario as bundledScenarioPath, repoRoot as repoRootDir, simProfileLibraryPath, testTempDir, writeScenario } from './helpers/sim';
 
-export { GiB } from './helpers/fake-snapshot';
+import { GiB } from './helpers/fake-snapshot';
+export { GiB };
 
 export const repoRoot = repoRootDir();
 
@@ -43,4 +44,28 @@ export function useScenario(scenario: unknown): string {
   const file = writeScenario(JSON.stringify(scenario, null, 2));
   process.env['GPUGATE_SIM_SCENARIO'] = file;
   return file;
+}
+
+/** A simulated RTX PRO 6000 (96 GiB) at NVML index `index` with `usedBytes` in use and these compute processes. */
+export function rtxProDevice(index: number, usedBytes: number, processes: Array<{ pid: number; usedBytes: number }> = []): Record<string, unknown> {
+  return {
+    name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition',
+    uuid: `GPU-${String(index).padStart(8, '0')}-1111-2222-3333-444455556666`,
+    pciBusId: `00000000:${(0x18 + index * 0x10).toString(16).toUpperCase()}:00.0`,
+    minorNumber: index,
+    computeCapability: [12, 0],
+    memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes },
+    persistenceMode: true,
+    computeMode: 'default',
+    migMode: false,
+    utilization: { gpu: 0, memory: 0 },
+    temperatureC: 30,
+    powerWatts: 60,
+    processes: processes.map((p) => ({ ...p, kinds: ['compute'] })),
+  };
+}
+
+/** The NVML calls per function that a simulator wrote to its GPUGATE_SIM_STATS file. */
+export function simCallsOf(file: string): Record<string, number> {
+  return (JSON.parse(fs.readFileSync(file, 'utf8')) as { calls: Record<string, number> }).calls;
 }

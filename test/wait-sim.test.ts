@@ -5,36 +5,17 @@
  * GPU rejects at once, abort is prompt, and two waiters share one poll per interval.
  */
 import { describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { checkGpusOnce, waitForGpusFree, type Evaluation } from '../src/gate/wait';
 import { GpuWaitTimeoutError } from '../src/gate/wait-timeout-error';
 import { NvmlError } from '../src/nvml/nvml-error';
-import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
+import { bundledScenario, freshSimulator, GiB, rtxProDevice, simCallsOf, tempDir, useScenario } from './session-helpers';
 
-const TOTAL = 96 * GiB;
 
-function gpu(index: number, usedBytes: number, processes: Array<{ pid: number; usedBytes: number }> = []): Record<string, unknown> {
-  return {
-    name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition',
-    uuid: `GPU-${String(index).padStart(8, '0')}-1111-2222-3333-444455556666`,
-    pciBusId: `00000000:${(0x18 + index * 0x10).toString(16).toUpperCase()}:00.0`,
-    minorNumber: index,
-    computeCapability: [12, 0],
-    memory: { totalBytes: TOTAL, reservedBytes: 0, usedBytes },
-    persistenceMode: true,
-    computeMode: 'default',
-    migMode: false,
-    utilization: { gpu: 0, memory: 0 },
-    temperatureC: 30,
-    powerWatts: 60,
-    processes: processes.map((p) => ({ ...p, kinds: ['compute'] })),
-  };
-}
+const gpu = rtxProDevice;
 
-function statsOf(file: string): Record<string, number> {
-  return (JSON.parse(readFileSync(file, 'utf8')) as { calls: Record<string, number> }).calls;
-}
+const statsOf = simCallsOf;
 
 describe('waitForGpusFree on the simulator', () => {
   it('gpus: [1, 2] (numbers, as NVML users write them) selects those NVML indices through the real addon', async () => {
