@@ -241,7 +241,7 @@ describe('gpugate select: leases', () => {
     const ownTicks = Number(ownStat.slice(ownStat.lastIndexOf(')') + 2).split(' ')[19]);
     const namespace = readlinkSync('/proc/self/ns/pid');
     const record = (index: number, fields: Record<string, unknown>): void => {
-      const body = { kind: 'gpugate-lease', uuid: uuidOf(index), holderPid: process.pid, holderStartTicks: ownTicks, holderComm: 'node', pidNamespace: namespace, bootId: null, createdAt: Date.now(), expiresAt: null, selectorPid: 1, ...fields };
+      const body = { kind: 'gpugate-lease', uuid: uuidOf(index), parentUuid: null, holderPid: process.pid, holderStartTicks: ownTicks, holderComm: 'node', pidNamespace: namespace, bootId: null, createdAt: Date.now(), expiresAt: null, sinceBootMs: null, expiresSinceBootMs: null, selectorPid: 1, ...fields };
       writeFileSync(path.join(leases, `${uuidOf(index)}.lease`), JSON.stringify(body));
     };
     record(0, { holderPid: await goneProcessPid() }); // the holder has exited

@@ -88,7 +88,7 @@ function candidateJson(candidate: SelectCandidate, selection: SelectResult): Can
   };
 }
 
-/** The lease directory's failures: no permission is 77, a lock held too long 75, the rest OS errors. */
+/** The lease directory's failures: no permission is 77, a lock held too long 75, a holder the host cannot check 78, the rest OS errors. */
 function leaseFailure(error: unknown): CliError | null {
   if (!(error instanceof GpuLeaseError)) return null;
   const e = error;
@@ -97,6 +97,7 @@ function leaseFailure(error: unknown): CliError | null {
     return new CliError(`${message} (run as root, or point GPUGATE_LEASE_DIR at a directory you may write)`, ExitCode.noPermission, 'no-permission');
   }
   if (e.code === ErrorCode.leaseLockTimeout) return new CliError(message, ExitCode.tempFail, 'lease-busy');
+  if (e.code === ErrorCode.leaseNamespace) return new CliError(message, ExitCode.config, 'config-error');
   if (e.code === 'ESRCH') return new CliError(message, ExitCode.usage, 'usage-error');
   return new CliError(message, ExitCode.osError, 'os-error');
 }
@@ -139,8 +140,9 @@ export async function runSelect(context: CommandContext): Promise<number> {
       count: settings.count,
       wait: settings.wait,
       lease: settings.lease,
-      // gpugate exits once it has printed: by default the lease is for its parent (the shell, the prolog).
-      leaseHolderPid: settings.leasePid === undefined ? process.ppid : settings.leasePid,
+      // gpugate exits once it has printed: without --lease the lease is for its parent (the shell, the prolog);
+      // with --lease alone the duration bounds it, so a parent that exits at once (a subshell) cannot end it early.
+      leaseHolderPid: settings.leasePid !== undefined ? settings.leasePid : settings.leaseMs === null ? process.ppid : null,
       leaseDurationMs: settings.leaseMs,
       ...criteriaOptionsOf(settings),
       env: context.env,
@@ -194,6 +196,8 @@ function finalReport(context: CommandContext, settings: SelectSettings, outcome:
   const chosen = selection?.gpus ?? [];
   // e.g. CUDA_VISIBLE_DEVICES ordinals read as NVML indices.
   for (const warning of selection?.evaluation?.selection.warnings ?? []) logger.warning(warning);
+  // e.g. a lease whose holder the host cannot check.
+  for (const warning of selection?.warnings ?? []) logger.warning(`lease: ${warning}`);
   if (outcome.exitCode === ExitCode.ok && selection !== null) {
     const lease = chosen[0]?.lease ?? null;
     logger.notice(`selected ${logfmt([
