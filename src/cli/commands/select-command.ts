@@ -102,6 +102,22 @@ function leaseFailure(error: unknown): CliError | null {
   return new CliError(message, ExitCode.osError, 'os-error');
 }
 
+/**
+ * The process the lease is for: --lease-pid; else, without --lease, gpugate's parent (the shell,
+ * the prolog), since gpugate exits once it has printed; with --lease alone, none: the duration
+ * bounds it, so a parent that exits at once (a subshell) cannot end it early.
+ */
+function leaseHolderOf(settings: SelectSettings): number | null {
+  if (!settings.lease) return null; // --no-lease takes none
+  if (settings.leasePid !== undefined) return settings.leasePid;
+  if (settings.leaseMs !== null) return null;
+  // getppid() is 0 when the parent is outside gpugate's PID namespace (gpugate is the namespace's first process).
+  if (process.ppid < 1) {
+    throw new CliError("gpugate select: gpugate's parent is outside its PID namespace (getppid() is 0), so the lease cannot be bound to it: name the process with --lease-pid PID, or give --lease DUR", ExitCode.usage, 'usage-error');
+  }
+  return process.ppid;
+}
+
 function resultWord(error: unknown, code: number): string {
   if (error instanceof CliError) return error.result;
   if (code === ExitCode.unavailable) return 'unavailable';
@@ -140,9 +156,7 @@ export async function runSelect(context: CommandContext): Promise<number> {
       count: settings.count,
       wait: settings.wait,
       lease: settings.lease,
-      // gpugate exits once it has printed: without --lease the lease is for its parent (the shell, the prolog);
-      // with --lease alone the duration bounds it, so a parent that exits at once (a subshell) cannot end it early.
-      leaseHolderPid: settings.leasePid !== undefined ? settings.leasePid : settings.leaseMs === null ? process.ppid : null,
+      leaseHolderPid: leaseHolderOf(settings),
       leaseDurationMs: settings.leaseMs,
       ...criteriaOptionsOf(settings),
       env: context.env,
