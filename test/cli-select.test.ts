@@ -287,7 +287,8 @@ describe('gpugate select: leases', () => {
     const refused = await select(['--count', '1'], scenario, leases);
     expect(refused.code).toBe(75);
     expect(refused.stderr).toMatch(/leased until /);
-    await until('the lease to expire', () => Date.now() > lease.expiresAt!, 20_000);
+    const expiresSinceBootMs = (lease as StoredLease).expiresSinceBootMs!;
+    await until('the lease to run out on the boot clock', () => bootClockMs() > expiresSinceBootMs, 20_000);
     const after = await select(['--count', '1'], scenario, leases);
     expect(after.code, after.stderr).toBe(0);
   });
