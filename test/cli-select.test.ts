@@ -4,7 +4,10 @@
  * (leasing nothing) when too few are eligible, waits with --wait; and its leases hold against
  * concurrent selectors (started together, none shares a GPU), end when the holder process is
  * killed, when the pid names another process, or after --lease DUR, and never remove a file
- * that is not a lease.
+ * that is not a lease. A lease is exclusive: a MIG instance's covers its whole GPU and the
+ * reverse, a wall-clock step frees none, --no-lease passes over others' leases, --lease alone
+ * outlives a parent that exits, and in real PID namespaces (unshare) a lease the host could never
+ * check is refused while one on the host's /proc names the holder's host pid.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
