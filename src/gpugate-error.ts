@@ -47,6 +47,8 @@ export const ErrorCode = {
   foreignFile: 'GPUGATE_FOREIGN_FILE',
   /** GpuLeaseError: another `gpugate select` held the lease directory's lock too long (other lease failures carry the errno name). */
   leaseLockTimeout: 'GPUGATE_LEASE_LOCK_TIMEOUT',
+  /** GpuLeaseError: a lease bound only to a process whose pid the host cannot check (gpugate reads a nested PID namespace's /proc); give it a duration. */
+  leaseNamespace: 'GPUGATE_LEASE_NAMESPACE',
 } as const;
 
 /** One of gpugate's own error codes. */

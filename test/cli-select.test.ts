@@ -4,14 +4,17 @@
  * (leasing nothing) when too few are eligible, waits with --wait; and its leases hold against
  * concurrent selectors (started together, none shares a GPU), end when the holder process is
  * killed, when the pid names another process, or after --lease DUR, and never remove a file
- * that is not a lease.
+ * that is not a lease. A lease is exclusive: a MIG instance's covers its whole GPU and the
+ * reverse, a wall-clock step frees none, --no-lease passes over others' leases, --lease alone
+ * outlives a parent that exits, and in real PID namespaces (unshare) a lease the host could never
+ * check is refused while one on the host's /proc names the holder's host pid.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { cliEnv, cliPath, runCli, startCli, type CliRun } from './helpers/cli';
-import { goneProcessPid, isAlive, killSpawned, spawnOrphan, spawnSleeper, until } from './helpers/processes';
+import { goneProcessPid, isAlive, killSpawned, procPpid, spawnOrphan, spawnSleeper, until } from './helpers/processes';
 import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
 
@@ -241,7 +244,7 @@ describe('gpugate select: leases', () => {
     const ownTicks = Number(ownStat.slice(ownStat.lastIndexOf(')') + 2).split(' ')[19]);
     const namespace = readlinkSync('/proc/self/ns/pid');
     const record = (index: number, fields: Record<string, unknown>): void => {
-      const body = { kind: 'gpugate-lease', uuid: uuidOf(index), holderPid: process.pid, holderStartTicks: ownTicks, holderComm: 'node', pidNamespace: namespace, bootId: null, createdAt: Date.now(), expiresAt: null, selectorPid: 1, ...fields };
+      const body = { kind: 'gpugate-lease', uuid: uuidOf(index), parentUuid: null, holderPid: process.pid, holderStartTicks: ownTicks, holderComm: 'node', pidNamespace: namespace, bootId: null, createdAt: Date.now(), expiresAt: null, sinceBootMs: null, expiresSinceBootMs: null, selectorPid: 1, ...fields };
       writeFileSync(path.join(leases, `${uuidOf(index)}.lease`), JSON.stringify(body));
     };
     record(0, { holderPid: await goneProcessPid() }); // the holder has exited
@@ -287,7 +290,8 @@ describe('gpugate select: leases', () => {
     const refused = await select(['--count', '1'], scenario, leases);
     expect(refused.code).toBe(75);
     expect(refused.stderr).toMatch(/leased until /);
-    await until('the lease to expire', () => Date.now() > lease.expiresAt!, 20_000);
+    const expiresSinceBootMs = (lease as StoredLease).expiresSinceBootMs!;
+    await until('the lease to run out on the boot clock', () => bootClockMs() > expiresSinceBootMs, 20_000);
     const after = await select(['--count', '1'], scenario, leases);
     expect(after.code, after.stderr).toBe(0);
   });
@@ -332,3 +336,228 @@ describe('gpugate select: leases', () => {
     expect(run.stderr).toMatch(/cannot create the lease directory .*a-file\/leases: ENOTDIR/);
   });
 });
+
+/** Milliseconds since boot now (CLOCK_BOOTTIME, as /proc/uptime shows it): the clock lease durations run on. */
+function bootClockMs(): number {
+  return Math.round(Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 1000);
+}
+
+interface StoredLease extends LeaseJson {
+  uuid: string;
+  parentUuid: string | null;
+  createdAt: number;
+  sinceBootMs: number | null;
+  expiresSinceBootMs: number | null;
+}
+
+/** Rewrites fields of a lease record in place (what another clock, or an earlier writer, would have put there). */
+function editLease(dir: string, uuid: string, change: (record: StoredLease) => Partial<StoredLease>): void {
+  const file = path.join(dir, `${uuid}.lease`);
+  const record = JSON.parse(readFileSync(file, 'utf8')) as StoredLease;
+  writeFileSync(file, JSON.stringify({ ...record, ...change(record) }));
+}
+
+interface SelectJson {
+  gpus: Array<{ index: number; uuid: string }>;
+  candidates: Array<{ index: number; uuid: string; exclusions: string[]; lease: { state: string; reason: string } | null }>;
+}
+
+/** A shell script (or unshare running one) to completion, its output collected. */
+function runScript(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(killer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const MIG_A = 'MIG-4a1c7e92-3b5d-5f08-9c2e-6d1a8b4f7e30';
+const MIG_B = 'MIG-b83e05d1-7c4a-5e19-a2f6-0e9d3c7b5a41';
+
+/** GPU 0 in MIG mode with two idle instances (MIG_A, MIG_B), GPU 1 a plain one. */
+function migHost(): string {
+  const instance = (slot: number, uuid: string): Record<string, unknown> => ({
+    slot, uuid, name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb', gpuInstanceId: 3 + slot, computeInstanceId: 0,
+    memory: { totalBytes: 25098715136, reservedBytes: 0, usedBytes: 0 }, processes: [],
+  });
+  return writeScenario({ devices: [simDevice(0, { migMode: true, maxMigDevices: 4, migDevices: [instance(0, MIG_A), instance(1, MIG_B)] }), simDevice(1)] });
+}
+
+describe('gpugate select: a lease is exclusive', () => {
+  it('a lease on a MIG instance covers its whole GPU and the reverse, also between selectors started together; a sibling instance stays free', async () => {
+    const scenario = migHost();
+    const whole = uuidOf(0);
+    const holder = await spawnSleeper();
+    // Started together, one selector for the instance and one for its whole GPU: only one may have it.
+    const raced = leaseDir();
+    const race = await Promise.all([
+      select(['-n', '1', '--gpus', MIG_A, '--lease-pid', String(holder)], scenario, raced),
+      select(['-n', '1', '--gpus', whole, '--lease-pid', String(holder)], scenario, raced),
+    ]);
+    expect(race.map((run) => run.code).sort(), race.map((run) => run.stderr).join('')).toEqual([0, 75]);
+    expect(leaseFiles(raced)).toHaveLength(1);
+
+    // The instance leased: its whole GPU is taken, its sibling is not.
+    const leases = leaseDir();
+    const instance = await select(['-n', '1', '--gpus', MIG_A, '--lease-pid', String(holder)], scenario, leases);
+    expect(chosen(instance)).toEqual([MIG_A]);
+    expect(JSON.parse(readFileSync(path.join(leases, `${MIG_A}.lease`), 'utf8'))).toMatchObject({ uuid: MIG_A, parentUuid: whole, holderPid: holder });
+    const wholeRefused = await select(['-n', '1', '--gpus', whole], scenario, leases);
+    expect(wholeRefused.code).toBe(75);
+    expect(wholeRefused.stderr).toMatch(new RegExp(`not-eligible gpu=0 .*excluded=leased lease="covered by the lease on its MIG instance ${MIG_A}: leased to pid ${holder} \\(sleep\\)"`));
+    const sibling = await select(['-n', '1', '--gpus', MIG_B, '--no-lease'], scenario, leases);
+    expect(chosen(sibling)).toEqual([MIG_B]);
+    process.kill(holder, 'SIGKILL');
+    await until(`holder ${holder} to die`, () => !isAlive(holder));
+
+    // The whole GPU leased: each of its instances is taken.
+    const second = await spawnSleeper();
+    const gpu = await select(['-n', '1', '--gpus', whole, '--lease-pid', String(second)], scenario, leases);
+    expect(chosen(gpu)).toEqual([whole]);
+    for (const uuid of [MIG_A, MIG_B]) {
+      const refused = await select(['-n', '1', '--gpus', uuid, '--no-lease'], scenario, leases);
+      expect(refused.code, uuid).toBe(75);
+      expect(refused.stderr).toMatch(new RegExp(`lease="covered by the lease on its whole GPU ${whole}: leased to pid ${second} \\(sleep\\)"`));
+    }
+    process.kill(second, 'SIGKILL');
+    await until(`holder ${second} to die`, () => !isAlive(second));
+    const freed = await select(['-n', '1', '--gpus', MIG_A, '--lease-pid', String(process.pid)], scenario, leases);
+    expect(chosen(freed)).toEqual([MIG_A]);
+  });
+
+  it('a wall-clock step frees no lease: a live holder keeps its GPUs and durations run on the boot clock', async () => {
+    const scenario = host(2);
+    const leases = leaseDir();
+    const holder = await spawnSleeper();
+    expect((await select(['-n', '1', '--gpus', '0', '--lease', '1h', '--lease-pid', String(holder)], scenario, leases)).code).toBe(0);
+    expect((await select(['-n', '1', '--gpus', '1', '--lease', '1h', '--lease-pid', 'none'], scenario, leases)).code).toBe(0);
+    // The wall clock stepped two hours forward since: both leases' wall-clock times now lie well in the past.
+    const stepMs = 2 * 3_600_000;
+    for (const index of [0, 1]) editLease(leases, uuidOf(index), (record) => ({ createdAt: record.createdAt - stepMs, expiresAt: record.expiresAt! - stepMs }));
+    const stepped = await select(['-n', '1', '--json'], scenario, leases);
+    expect(stepped.code, stepped.stderr).toBe(75);
+    const document = JSON.parse(stepped.stdout) as SelectJson;
+    expect(document.candidates[0]!.lease).toMatchObject({ state: 'held', reason: expect.stringMatching(new RegExp(`^leased to pid ${holder} \\(sleep\\) until `)) });
+    expect(document.candidates[1]!.lease).toMatchObject({ state: 'held', reason: expect.stringMatching(/^leased until /) });
+    // Nor does a step backward extend one: by the boot clock GPU 1's hour is over, whatever the wall clock says.
+    editLease(leases, uuidOf(1), () => ({ expiresAt: Date.now() + stepMs, sinceBootMs: Math.max(0, bootClockMs() - 3_601_000), expiresSinceBootMs: bootClockMs() - 1000 }));
+    const over = await select(['-n', '1', '--json'], scenario, leases);
+    expect(over.code, over.stderr).toBe(0);
+    const after = JSON.parse(over.stdout) as SelectJson;
+    expect(after.gpus.map((gpu) => gpu.index)).toEqual([1]);
+    expect(after.candidates[1]!.lease).toMatchObject({ state: 'stale', reason: expect.stringMatching(/^expired .* ago \(measured on the boot clock\)$/) });
+    expect(after.candidates[0]!.lease).toMatchObject({ state: 'held' });
+  });
+
+  it('--no-lease shows what would be chosen now: GPUs leased to others are passed over, and nothing is written', async () => {
+    const scenario = host(2);
+    const leases = leaseDir();
+    const holder = await spawnSleeper();
+    expect(chosen(await select(['-n', '1', '--lease-pid', String(holder)], scenario, leases))).toEqual([uuidOf(0)]);
+    const look = await select(['-n', '1', '--no-lease'], scenario, leases);
+    expect(chosen(look)).toEqual([uuidOf(1)]);
+    const two = await select(['-n', '2', '--no-lease'], scenario, leases);
+    expect(two.code).toBe(75);
+    expect(two.stderr).toMatch(new RegExp(`not-eligible gpu=0 .*excluded=leased lease="leased to pid ${holder} \\(sleep\\)"`));
+    expect(leaseFiles(leases)).toEqual([`${uuidOf(0)}.lease`]);
+    const untouched = leaseDir();
+    expect(chosen(await select(['-n', '2', '--no-lease'], scenario, untouched))).toEqual([uuidOf(0), uuidOf(1)]);
+    expect(() => lstatSync(untouched)).toThrow(/ENOENT/);
+  });
+
+  it('--lease DUR alone is bounded by the duration: selectors run from subshells that exit at once never share a GPU', async () => {
+    const scenario = host(4);
+    const leases = leaseDir();
+    const selectCommand = `"${process.execPath}" "${cliPath()}" select -n 2 --lease 20s`;
+    // `; true` keeps each subshell from exec'ing gpugate: the subshell is gpugate's parent, and exits right after it.
+    const run = await runScript('bash', ['-c', `( ${selectCommand}; true ); ( ${selectCommand}; true )`], cliEnv(scenario, { GPUGATE_LEASE_DIR: leases, GPUGATE_SYSFS_ROOT: path.join(work, 'no-sysfs') }));
+    const lines = run.stdout.trim().split('\n');
+    expect(lines, run.stderr).toHaveLength(2);
+    const taken = lines.flatMap((line) => chosen({ code: 0, signal: null, stdout: `${line}\n`, stderr: '', elapsedMs: 0 }));
+    expect(new Set(taken).size).toBe(4);
+    for (const uuid of taken) expect(leaseOf(leases, uuid)).toMatchObject({ holderPid: null, expiresAt: expect.any(Number) });
+    expect(run.stderr).toMatch(/lease_pid=none lease_until=/);
+  });
+});
+
+/** Why a PID namespace cannot be made here (needs root and util-linux unshare), or null. */
+function namespaceUnavailable(): string | null {
+  if (process.getuid?.() !== 0) return 'needs root for unshare --pid';
+  if (readlinkSync('/proc/self/ns/pid') !== 'pid:[4026531836]') return 'the tests run in a nested PID namespace already';
+  const probe = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true'], { stdio: 'ignore' });
+  return probe.status === 0 ? null : 'unshare --pid --fork --mount-proc is not available';
+}
+const noNamespace = namespaceUnavailable();
+
+describe.skipIf(noNamespace !== null)(`gpugate select in a nested PID namespace${noNamespace === null ? '' : ` (skipped: ${noNamespace})`}`, () => {
+  const selectIn = (flags: string, after = ''): string => `"${process.execPath}" "${cliPath()}" select -n 1 ${flags}; echo "exit=$?"; ${after}`;
+  const env = (scenario: string, leases: string): NodeJS.ProcessEnv => cliEnv(scenario, { GPUGATE_LEASE_DIR: leases, GPUGATE_SYSFS_ROOT: path.join(work, 'no-sysfs') });
+
+  it('with its own /proc, refuses a lease bound only to a process the host could never check (78), and says when one with a duration ends for the host', async () => {
+    const scenario = host(1);
+    const leases = leaseDir();
+    // gpugate's parent is the namespace's shell (pid 1 there): a lease bound to it alone would never end for the host.
+    const refused = await runScript('unshare', ['--pid', '--fork', '--kill-child', '--mount-proc', 'bash', '-c', selectIn('')], env(scenario, leases));
+    expect(refused.stdout).toMatch(/exit=78/);
+    expect(refused.stderr).toMatch(/gpugate reads the \/proc of PID namespace pid:\[\d+\], not the host's pid:\[4026531836\]: a lease bound to pid 1 could never be checked from the host/);
+    expect(leaseFiles(leases)).toEqual([]);
+    // With a duration it is taken, and the output says that the host frees it only then.
+    const timed = await runScript('unshare', ['--pid', '--fork', '--kill-child', '--mount-proc', 'bash', '-c', selectIn('--lease 2s --lease-pid $$')], env(scenario, leases));
+    expect(timed.stdout, timed.stderr).toMatch(/exit=0/);
+    expect(timed.stderr).toMatch(/lease: gpugate reads the \/proc of PID namespace .*: the host cannot check holder pid 1, so for it the lease ends only after 2s/);
+    const record = JSON.parse(readFileSync(path.join(leases, `${uuidOf(0)}.lease`), 'utf8')) as StoredLease;
+    expect(record.pidNamespace).not.toBe('pid:[4026531836]');
+    const held = await select(['-n', '1'], scenario, leases);
+    expect(held.code).toBe(75);
+    expect(held.stderr).toMatch(/lease="leased to pid 1 \(bash\) in PID namespace pid:\[\d+\], which cannot be checked from pid:\[4026531836\] until /);
+    await until('the lease to run out on the boot clock', () => bootClockMs() > record.expiresSinceBootMs!, 20_000);
+    const freed = await select(['-n', '1'], scenario, leases);
+    expect(freed.code, freed.stderr).toBe(0);
+  });
+
+  it("sharing the host's /proc, records the holder by its host pid, so the host frees the lease when the holder dies", async () => {
+    const scenario = host(1);
+    const leases = leaseDir();
+    // The namespace's shell selects (for itself, its parent) and stays alive as the holder.
+    const nested = spawn('unshare', ['--pid', '--fork', '--kill-child', 'bash', '-c', selectIn('', 'exec sleep 120')], { env: env(scenario, leases), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    nested.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    try {
+      await until('the nested selector to finish', () => /exit=\d+/.test(out), 20_000);
+      expect(out).toMatch(/exit=0/);
+      const record = leaseOf(leases, uuidOf(0));
+      // The shell is pid 1 in its namespace; the record names it as the host does, in the host's namespace.
+      const shell = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).find((name) => procPpid(Number(name)) === nested.pid);
+      expect(shell).toBeDefined();
+      expect(readFileSync(`/proc/${shell}/status`, 'utf8')).toMatch(new RegExp(`NSpid:\\s+${shell}\\s+1\\n`));
+      expect(record).toMatchObject({ holderPid: Number(shell), pidNamespace: 'pid:[4026531836]' });
+      const held = await select(['-n', '1'], scenario, leases);
+      expect(held.code).toBe(75);
+      expect(held.stderr).toMatch(new RegExp(`lease="leased to pid ${shell} \\((bash|sleep)\\)"`));
+      process.kill(Number(shell), 'SIGKILL');
+      await until('the nested namespace to end', () => nested.exitCode !== null || nested.signalCode !== null, 20_000);
+      const freed = await select(['-n', '1'], scenario, leases);
+      expect(freed.code, freed.stderr).toBe(0);
+    } finally {
+      nested.kill('SIGKILL');
+    }
+  });
+
+  it("as the namespace's first process (its parent outside), asks for --lease-pid or --lease with 64 instead of failing", async () => {
+    const scenario = host(1);
+    const leases = leaseDir();
+    const run = await runScript('unshare', ['--pid', '--fork', '--kill-child', '--mount-proc', process.execPath, cliPath(), 'select', '-n', '1'], env(scenario, leases));
+    expect(run.code).toBe(64);
+    expect(run.stderr).toMatch(/gpugate's parent is outside its PID namespace \(getppid\(\) is 0\)/);
+    expect(leaseFiles(leases)).toEqual([]);
+  });
+});
+

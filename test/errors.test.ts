@@ -97,6 +97,7 @@ describe('exitCodeForError decides by class and code', () => {
       GPUGATE_TIMEOUT: ExitCode.unavailable,
       GPUGATE_NO_NATIVE_BUILD: ExitCode.unavailable,
       GPUGATE_LEASE_LOCK_TIMEOUT: ExitCode.tempFail,
+      GPUGATE_LEASE_NAMESPACE: ExitCode.config,
       GPUGATE_SYSTEMD_UNAVAILABLE: ExitCode.unavailable,
       GPUGATE_FOREIGN_FILE: ExitCode.noPermission,
     });

@@ -1,10 +1,11 @@
 /**
  * selectGpus as a library call, through the real addon and the simulator: it leases to the
- * calling process by default, in the lease directory the option names (over GPUGATE_LEASE_DIR),
+ * calling process by default (no holder with a duration alone; lease: false still honours others'
+ * leases), in the lease directory the option names (over GPUGATE_LEASE_DIR),
  * rejects bad options with TypeErrors naming them, and resolves 'busy' with the candidates when
  * too few GPUs are free. The placement choice and the sysfs address rules, as pure functions.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { chooseNearest, nearness } from '../src/gate/placement';
@@ -88,6 +89,25 @@ describe('selectGpus on the simulator', () => {
     expect(result.candidates[0]!.lease).toMatchObject({ state: 'stale', holderPid: holder });
     // One pipeline throughout: every poll it evaluated is counted, none lost to a restarted wait.
     expect(result.polls).toBe(polls);
+  });
+
+  it('with leaseDurationMs alone binds no holder; with lease: false passes over GPUs leased to others and writes nothing', async () => {
+    const libraryPath = freshSimulator();
+    useScenario({ devices: [simDevice(0), simDevice(1)] });
+    const leaseDir = path.join(tempDir(), `select-duration-leases-${process.pid}`);
+    const sysfsRoot = path.join(tempDir(), 'no-sysfs');
+    const timed = await selectGpus({ libraryPath, count: 1, leaseDir, sysfsRoot, leaseDurationMs: 60_000 });
+    expect(timed.result).toBe('selected');
+    const file = path.join(leaseDir, `${timed.gpus[0]!.uuid}.lease`);
+    const record = JSON.parse(readFileSync(file, 'utf8')) as { holderPid: number | null; sinceBootMs: number; expiresSinceBootMs: number };
+    expect(record.holderPid).toBeNull();
+    expect(record.expiresSinceBootMs - record.sinceBootMs).toBe(60_000);
+    const look = await selectGpus({ libraryPath, count: 1, leaseDir, sysfsRoot, lease: false });
+    expect(look.gpus.map((gpu) => gpu.index)).toEqual([1]);
+    expect(look.candidates[0]).toMatchObject({ eligible: false, exclusions: ['leased'], lease: { state: 'held' } });
+    const both = await selectGpus({ libraryPath, count: 2, leaseDir, sysfsRoot, lease: false });
+    expect(both.result).toBe('busy');
+    expect(readdirSync(leaseDir).filter((name) => name.endsWith('.lease'))).toEqual([`${timed.gpus[0]!.uuid}.lease`]);
   });
 
   it('rejects bad options with TypeErrors that name them', async () => {

@@ -78,6 +78,7 @@ const EXIT_CODE_OF_ERROR: Record<Exclude<GpugateErrorCode, typeof ErrorCode.comm
   [ErrorCode.systemdUnavailable]: ExitCode.unavailable,
   [ErrorCode.foreignFile]: ExitCode.noPermission,
   [ErrorCode.leaseLockTimeout]: ExitCode.tempFail,
+  [ErrorCode.leaseNamespace]: ExitCode.config,
 };
 
 /**

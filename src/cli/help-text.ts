@@ -49,8 +49,9 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
     about: 'Choose N GPUs that meet the criteria (as check judges them; with --wait, polled and stable as wait judges them),\n' +
       'carry no stale holder and are not leased to a live process; prefer GPUs behind one PCIe switch, then one host\n' +
       `bridge, then one NUMA node; lease them (a record under ${DEFAULT_LEASE_DIR}, or $${LEASE_DIR_ENV}, that ends when\n` +
-      'the holder process exits or after --lease DUR); print them as CUDA_VISIBLE_DEVICES=<GPU UUIDs>, which CUDA reads\n' +
-      'whatever CUDA_DEVICE_ORDER is. Concurrent selectors never hand out the same GPU.',
+      'the holder process exits, or after --lease DUR on the boot clock; --lease alone binds no holder); print them as\n' +
+      'CUDA_VISIBLE_DEVICES=<GPU UUIDs>, which CUDA reads whatever CUDA_DEVICE_ORDER is. Concurrent selectors never hand out\n' +
+      'the same GPU, and a lease on a MIG instance also covers its whole GPU (and the reverse).',
     examples: [
       'export "$(gpugate select --count 2 --lease-pid $$)"   # this shell holds the lease until it exits',
       'gpugate select -n 4 --min-free 0.9 --wait --timeout 10m --lease 12h --lease-pid none --format list',
@@ -64,7 +65,8 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
   71   OS error: the lease directory or /proc unreadable
   75   fewer than N GPUs eligible now (without --wait) or until --timeout (with it); or another selector held the lease lock too long
   77   no permission to write the lease directory
-  78   impossible configuration: --gpus matches nothing, the selection holds fewer than N GPUs, threshold above total
+  78   impossible configuration: --gpus matches nothing, the selection holds fewer than N GPUs, threshold above total;
+       or a lease bound only to a process the host cannot check (gpugate sees a nested PID namespace's /proc: add --lease)
   129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM`,
   },
   status: {

@@ -22,7 +22,7 @@ export interface SelectSettings extends WaitSettings {
   wait: boolean;
   /** False with --no-lease. */
   lease: boolean;
-  /** --lease-pid: a pid, null for `none`, undefined for the default (gpugate's parent). */
+  /** --lease-pid: a pid, null for `none`, undefined for the default (gpugate's parent; none with --lease). */
   leasePid: number | null | undefined;
   /** --lease DUR in ms, or null. */
   leaseMs: number | null;

@@ -3,8 +3,9 @@
  * `check` (with `wait`, also stability, as `wait` judges it), has no stale holder, and is not
  * leased to a live process; among the eligible ones the nearest N on the PCI tree are taken
  * (see placement.ts) and leased (see host/gpu-lease.ts) in one decision under the lease lock,
- * so concurrent selectors never hand out the same GPU. gate() evaluates; that decision is its
- * `accept`, so a wait goes on polling while too few GPUs are eligible or unleased.
+ * so concurrent selectors never hand out the same GPU. A lease on a MIG instance covers its
+ * whole GPU and the reverse, since both name the same silicon. gate() evaluates; that decision
+ * is its `accept`, so a wait goes on polling while too few GPUs are eligible or unleased.
  */
 import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../config-error';
@@ -23,11 +24,11 @@ export interface SelectOptions extends Omit<WaitOptions, 'allowEmptySelection'> 
   count: number;
   /** Poll (with stability, as gate() waits, until timeoutMs, default DEFAULT_TIMEOUT_MS) until `count` are eligible; default false: one sample, as gate() checks. */
   wait?: boolean;
-  /** Take a lease on each chosen GPU (default true); false only reports what would be chosen now. */
+  /** Take a lease on each chosen GPU (default true); false only reports what would be chosen now (others' leases still count). */
   lease?: boolean;
   /** Lease directory; default GPUGATE_LEASE_DIR, else /run/gpugate/leases. */
   leaseDir?: string;
-  /** The process the GPUs are for: the lease ends when it exits. Default the calling process (the `gpugate select` command passes its parent); null: only leaseDurationMs bounds the lease. */
+  /** The process the GPUs are for: the lease ends when it exits. Default the calling process, or none when leaseDurationMs is given (the `gpugate select` command passes its parent); null: only leaseDurationMs bounds the lease. */
   leaseHolderPid?: number | null;
   /** The lease also ends this long after it is taken; default null (only when the holder exits). */
   leaseDurationMs?: number | null;
@@ -45,6 +46,8 @@ export interface SelectCandidate {
   index: number;
   /** The GPU's UUID (the MIG instance's for a MIG selection). */
   uuid: string;
+  /** For a MIG instance, its whole GPU's UUID; null for a whole GPU. */
+  parentUuid: string | null;
   pciBusId: string;
   name: string;
   /** Meets the criteria, no stale holder, not leased. */
@@ -81,6 +84,8 @@ export interface SelectResult {
   candidates: SelectCandidate[];
   /** One line: what was chosen, or why not. */
   reason: string;
+  /** What the caller should be told about the leases taken (e.g. the host cannot check their holder); empty when nothing. */
+  warnings: string[];
   /** The deciding (or last) evaluation; null when none completed before the timeout. */
   evaluation: Evaluation | null;
   elapsedMs: number;
@@ -122,6 +127,26 @@ function leaseSummary(status: LeaseStatus): NonNullable<SelectCandidate['lease']
   return { state: status.state, reason: status.reason, holderPid: status.record?.holderPid ?? null, expiresAt: status.record?.expiresAt ?? null };
 }
 
+/** Whether a lease file keeps its GPU from being handed out: a live lease, or something that is not a lease (never touched). */
+function blocks(status: LeaseStatus): boolean {
+  return status.state === 'held' || status.state === 'foreign';
+}
+
+/**
+ * The lease that keeps `candidate` from being handed out, judged now: its own, else one on the
+ * same silicon (a MIG instance's whole GPU, or any MIG instance of a whole GPU); null when none.
+ * Also returns its own lease file's status, which a pick replaces when stale.
+ */
+function judgeLeases(leases: LeaseDirectory, candidate: SelectCandidate): { own: LeaseStatus; blocking: LeaseStatus | null; summary: NonNullable<SelectCandidate['lease']> } {
+  const own = leases.inspect(candidate.uuid);
+  if (blocks(own)) return { own, blocking: own, summary: leaseSummary(own) };
+  const covering = candidate.parentUuid !== null ? [leases.inspect(candidate.parentUuid)] : leases.leasesWithin(candidate.uuid);
+  const blocking = covering.find(blocks) ?? null;
+  if (blocking === null) return { own, blocking: null, summary: leaseSummary(own) };
+  const where = candidate.parentUuid !== null ? `its whole GPU ${blocking.uuid}` : `its MIG instance ${blocking.uuid}`;
+  return { own, blocking, summary: { ...leaseSummary(blocking), state: 'held', reason: `covered by the lease on ${where}: ${blocking.reason}` } };
+}
+
 function exclusionText(candidate: SelectCandidate): string {
   return candidate.exclusions
     .map((exclusion) => {
@@ -153,7 +178,9 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
   const count = options.count;
   const leasing = options.lease !== false;
   const leases = new LeaseDirectory(options.leaseDir ?? (env[LEASE_DIR_ENV] || DEFAULT_LEASE_DIR));
-  const terms = { holderPid: options.leaseHolderPid === undefined ? process.pid : options.leaseHolderPid, durationMs: options.leaseDurationMs ?? null };
+  const durationMs = options.leaseDurationMs ?? null;
+  // A duration alone bounds the lease unless a holder is named: binding it to a caller that may exit at once would end it early.
+  const terms = { holderPid: options.leaseHolderPid === undefined ? (durationMs === null ? process.pid : null) : options.leaseHolderPid, durationMs };
   const sysfsRoot = options.sysfsRoot ?? (env[SYSFS_ROOT_ENV] || DEFAULT_SYSFS_ROOT);
   const placements = new Map<string, PciPlacement | null>();
   const placementOf = (busId: string): PciPlacement | null => {
@@ -162,6 +189,22 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
   };
   let candidates: SelectCandidate[] = [];
   let chosen: SelectedGpu[] = [];
+  let warnings: string[] = [];
+
+  /** Judges every free candidate's leases (others' leases count with `lease: false` too), excluding those leased; returns each one's own lease file. */
+  const excludeLeased = (free: readonly SelectCandidate[]): Map<SelectCandidate, LeaseStatus> => {
+    const statuses = new Map<SelectCandidate, LeaseStatus>();
+    for (const candidate of free) {
+      const { own, blocking, summary } = judgeLeases(leases, candidate);
+      statuses.set(candidate, own);
+      candidate.lease = summary;
+      if (blocking !== null) {
+        candidate.eligible = false;
+        candidate.exclusions.push('leased');
+      }
+    }
+    return statuses;
+  };
 
   const accept = async (evaluation: Evaluation): Promise<boolean> => {
     if (evaluation.devices.length < count) {
@@ -169,32 +212,29 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
     }
     const considered = evaluation.devices.map((gpu): SelectCandidate => {
       const exclusions = exclusionsOf(gpu);
-      return { index: gpu.index, uuid: gpu.uuid, pciBusId: gpu.pciBusId, name: gpu.name, eligible: exclusions.length === 0, exclusions, placement: placementOf(gpu.pciBusId), lease: null };
+      const parentUuid = gpu.migUuid === null ? null : evaluation.snapshot.devices.find((device) => device.index === gpu.index)?.uuid ?? null;
+      return { index: gpu.index, uuid: gpu.uuid, parentUuid, pciBusId: gpu.pciBusId, name: gpu.name, eligible: exclusions.length === 0, exclusions, placement: placementOf(gpu.pciBusId), lease: null };
     });
     candidates = considered;
     const free = considered.filter((c) => c.eligible);
     if (free.length < count) return false;
     if (!leasing) {
-      chosen = chooseNearest(free, count).map((c) => ({ index: c.index, uuid: c.uuid, pciBusId: c.pciBusId, name: c.name, numaNode: c.placement?.numaNode ?? null, lease: null, leasePath: null }));
+      // What would be chosen now: read without the lock (nothing is written), and others' leases still count.
+      excludeLeased(free);
+      const available = free.filter((c) => c.eligible);
+      if (available.length < count) return false;
+      chosen = chooseNearest(available, count).map((c) => ({ index: c.index, uuid: c.uuid, pciBusId: c.pciBusId, name: c.name, numaNode: c.placement?.numaNode ?? null, lease: null, leasePath: null }));
       return true;
     }
     return leases.withLock(() => {
-      const statuses = new Map<SelectCandidate, LeaseStatus>();
-      for (const candidate of free) {
-        const status = leases.inspect(candidate.uuid);
-        statuses.set(candidate, status);
-        candidate.lease = leaseSummary(status);
-        if (status.state === 'held' || status.state === 'foreign') {
-          candidate.eligible = false;
-          candidate.exclusions.push('leased');
-        }
-      }
+      const statuses = excludeLeased(free);
       const available = free.filter((c) => c.eligible);
       if (available.length < count) return false;
       const picked = chooseNearest(available, count);
       const createdAt = Date.now();
       // Every record first (the holder is read from /proc here), so a failure leaves nothing half-leased.
-      const records = picked.map((candidate) => leases.recordFor(candidate.uuid, terms, createdAt));
+      const made = picked.map((candidate) => leases.recordFor(candidate.uuid, candidate.parentUuid, terms, createdAt));
+      const records = made.map((lease) => lease.record);
       const written: LeaseStatus[] = [];
       const giveBack = (): void => {
         for (const mine of written) leases.removeStale({ ...mine, state: 'stale' });
@@ -219,6 +259,7 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
         throw error;
       }
       chosen = taken;
+      warnings = [...new Set(made.flatMap((lease) => (lease.warning === null ? [] : [lease.warning])))];
       return true;
     }, options.leaseLockTimeoutMs ?? DEFAULT_LEASE_LOCK_TIMEOUT_MS);
   };
@@ -235,11 +276,11 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
     const holder = terms.holderPid === null ? '' : ` to pid ${terms.holderPid}${chosen[0]?.lease?.holderComm ? ` (${chosen[0].lease.holderComm})` : ''}`;
     const until = terms.durationMs === null ? '' : ` for ${formatDuration(terms.durationMs)}`;
     const leased = leasing ? `, leased${holder}${until}` : ', not leased';
-    return { result: 'selected', count, gpus: chosen, candidates, reason: `GPUs ${chosen.map((gpu) => gpu.index).join(',')} selected${leased}`, evaluation: end.evaluation, elapsedMs, polls };
+    return { result: 'selected', count, gpus: chosen, candidates, reason: `GPUs ${chosen.map((gpu) => gpu.index).join(',')} selected${leased}`, warnings, evaluation: end.evaluation, elapsedMs, polls };
   }
   if (end.result === 'timeout') {
     const detail = end.evaluation === null ? 'no poll completed' : shortfall(candidates, count);
-    return { result: 'timeout', count, gpus: [], candidates, reason: `not enough GPUs after ${formatDuration(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}: ${detail}`, evaluation: end.evaluation, elapsedMs, polls };
+    return { result: 'timeout', count, gpus: [], candidates, reason: `not enough GPUs after ${formatDuration(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}: ${detail}`, warnings: [], evaluation: end.evaluation, elapsedMs, polls };
   }
-  return { result: 'busy', count, gpus: [], candidates, reason: `not enough GPUs free: ${shortfall(candidates, count)}`, evaluation: end.evaluation, elapsedMs, polls };
+  return { result: 'busy', count, gpus: [], candidates, reason: `not enough GPUs free: ${shortfall(candidates, count)}`, warnings: [], evaluation: end.evaluation, elapsedMs, polls };
 }

@@ -1,11 +1,11 @@
 /**
  * Advisory GPU leases: one small record per GPU, `<dir>/<uuid>.lease`, that says which process
- * the GPU is handed to (pid plus its start time, so a reused pid is told apart) and/or until when.
- * `gpugate select` prints and exits, so no lock it holds could outlive it: a lease is a record
- * whose holder is verified through /proc at the moment a selector decides. It is free when its
- * holder has exited (or its pid now names another process), when it has expired, or when it comes
- * from an earlier boot; in every other case, including any doubt (a holder in another PID
- * namespace, an unreadable /proc entry, a file that is not a lease), it is taken.
+ * the GPU is handed to (pid plus its start time, so a reused pid is told apart) and/or for how
+ * long (see lease-record.ts for what a record says and how it is judged: durations on the boot
+ * clock, holders in the host's PID namespace). `gpugate select` prints and exits, so no lock it
+ * holds could outlive it: a lease is a record whose holder is verified through /proc at the
+ * moment a selector decides. A MIG instance's record names its whole GPU: a lease on either
+ * covers both.
  *
  * Deciding and writing happen under an exclusive flock on `<dir>/.lock`, taken without blocking
  * and retried; the kernel drops it when the selector's descriptor closes or its process dies, so
@@ -14,13 +14,13 @@
  * to the very inode that was read and judged (device and inode compared just before unlink).
  */
 // libuv opens every file with O_CLOEXEC: a descriptor never leaks into a child.
-import { closeSync, constants, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, readlinkSync, unlinkSync, writeSync, fsyncSync } from 'node:fs';
+import { closeSync, constants, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync, writeSync, fsyncSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode, GpugateError } from '../gpugate-error';
 import { loadBinding } from '../nvml/binding';
-import { parseStat } from './procfs';
+import { isLeaseRecord, judgeLease, makeLeaseRecord, type LeaseRecord, type LeaseTerms, type NewLease } from './lease-record';
 
 /** Environment variable naming the lease directory. */
 export const LEASE_DIR_ENV = 'GPUGATE_LEASE_DIR';
@@ -31,41 +31,11 @@ export const DEFAULT_LEASE_LOCK_TIMEOUT_MS = 10_000;
 
 const LOCK_FILE = '.lock';
 const LEASE_SUFFIX = '.lease';
-const RECORD_KIND = 'gpugate-lease';
 const RECORD_MAX_BYTES = 4096;
 const LOCK_RETRY_MS = 5;
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
-/** What a lease file holds. */
-export interface LeaseRecord {
-  kind: typeof RECORD_KIND;
-  /** The GPU (or MIG instance) UUID the lease is for. */
-  uuid: string;
-  /** The process the GPU is handed to; null when only `expiresAt` bounds the lease. */
-  holderPid: number | null;
-  /** Field 22 of the holder's /proc/PID/stat when leased: a reused pid has another. */
-  holderStartTicks: number | null;
-  /** The holder's command name when leased (for messages only). */
-  holderComm: string | null;
-  /** The PID namespace the pid is valid in (`pid:[inode]` of the selector). */
-  pidNamespace: string | null;
-  /** /proc/sys/kernel/random/boot_id when leased. */
-  bootId: string | null;
-  /** Epoch milliseconds. */
-  createdAt: number;
-  /** Epoch milliseconds after which the lease is free; null: until the holder exits. */
-  expiresAt: number | null;
-  /** The gpugate process that wrote it. */
-  selectorPid: number;
-}
-
-/** Who a new lease is for. */
-export interface LeaseTerms {
-  /** The process that will use the GPUs; null for a lease bounded by durationMs alone. */
-  holderPid: number | null;
-  /** Free the lease this long after it is taken; null: only when the holder exits. */
-  durationMs: number | null;
-}
+export type { LeaseRecord, LeaseTerms } from './lease-record';
 
 /** A lease file's state as judged now. */
 export type LeaseState = 'free' | 'held' | 'stale' | 'foreign';
@@ -103,64 +73,6 @@ export function leaseFileName(uuid: string): string {
 
 function errnoOf(error: unknown): string {
   return (error as NodeJS.ErrnoException).code ?? 'EIO';
-}
-
-function readSmall(file: string): string | null {
-  try {
-    return readFileSync(file, 'utf8').trim();
-  } catch {
-    return null;
-  }
-}
-
-function pidNamespaceOf(procRoot: string): string | null {
-  try {
-    return readlinkSync(path.join(procRoot, 'self', 'ns', 'pid'));
-  } catch {
-    return null;
-  }
-}
-
-function isLeaseRecord(value: unknown, uuid: string): value is LeaseRecord {
-  if (typeof value !== 'object' || value === null) return false;
-  const r = value as Record<string, unknown>;
-  const intOrNull = (v: unknown): boolean => v === null || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0);
-  const strOrNull = (v: unknown): boolean => v === null || typeof v === 'string';
-  return (
-    r['kind'] === RECORD_KIND &&
-    r['uuid'] === uuid &&
-    intOrNull(r['holderPid']) &&
-    intOrNull(r['holderStartTicks']) &&
-    strOrNull(r['holderComm']) &&
-    strOrNull(r['pidNamespace']) &&
-    strOrNull(r['bootId']) &&
-    typeof r['createdAt'] === 'number' &&
-    intOrNull(r['expiresAt']) &&
-    typeof r['selectorPid'] === 'number' &&
-    (r['holderPid'] !== null || r['expiresAt'] !== null)
-  );
-}
-
-/** The process a lease names, read now: its start ticks and command name, or why it is not there. */
-type HolderProbe = { kind: 'running'; startTicks: number; comm: string } | { kind: 'exited'; why: string } | { kind: 'unknown'; why: string };
-
-function probeHolder(pid: number, procRoot: string): HolderProbe {
-  let text: string;
-  try {
-    text = readFileSync(path.join(procRoot, String(pid), 'stat'), 'utf8');
-  } catch (error) {
-    const code = errnoOf(error);
-    if (code === 'ENOENT' || code === 'ESRCH') return { kind: 'exited', why: `holder pid ${pid} has exited` };
-    return { kind: 'unknown', why: `cannot read ${path.join(procRoot, String(pid), 'stat')}: ${code}` };
-  }
-  try {
-    const stat = parseStat(text);
-    // A zombie has finished; only its parent's wait() is missing. Its GPUs are no longer used.
-    if (stat.state === 'Z' || stat.state === 'X') return { kind: 'exited', why: `holder pid ${pid} has exited (state ${stat.state})` };
-    return { kind: 'running', startTicks: stat.startTimeTicks, comm: stat.comm };
-  } catch (error) {
-    return { kind: 'unknown', why: (error as Error).message };
-  }
 }
 
 /** A directory of GPU leases and the lock that serialises decisions over it. */
@@ -208,8 +120,33 @@ export class LeaseDirectory {
 
   /** The lease file of one GPU, judged now. Call under {@link withLock} when acting on it. */
   inspect(uuid: string): LeaseStatus {
-    const file = path.join(this.dir, leaseFileName(uuid));
-    const status = (state: LeaseState, reason: string, record: LeaseRecord | null = null, identity: LeaseStatus['identity'] = null): LeaseStatus => ({ uuid, path: file, state, reason, record, identity });
+    return this.inspectNamed(leaseFileName(uuid), uuid);
+  }
+
+  /**
+   * The leases on MIG instances of the GPU `gpuUuid` (records naming it as their parent), judged
+   * now; a directory that cannot be listed is one foreign status (in doubt, the GPU is taken).
+   */
+  leasesWithin(gpuUuid: string): LeaseStatus[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch (error) {
+      const code = errnoOf(error);
+      if (code === 'ENOENT') return [];
+      return [{ uuid: gpuUuid, path: this.dir, state: 'foreign', reason: `cannot list ${this.dir}: ${code}`, record: null, identity: null }];
+    }
+    const own = leaseFileName(gpuUuid);
+    return names
+      .filter((name) => name.endsWith(LEASE_SUFFIX) && !name.startsWith('.') && name !== own)
+      .map((name) => this.inspectNamed(name, null))
+      .filter((status) => status.record?.parentUuid === gpuUuid);
+  }
+
+  /** The file `name` in the directory judged as a lease: for `uuid`, or (null) for whichever UUID the name belongs to. */
+  private inspectNamed(name: string, uuid: string | null): LeaseStatus {
+    const file = path.join(this.dir, name);
+    const status = (state: LeaseState, reason: string, record: LeaseRecord | null = null, identity: LeaseStatus['identity'] = null): LeaseStatus => ({ uuid: uuid ?? record?.uuid ?? '', path: file, state, reason, record, identity });
     let fd: number;
     try {
       fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -237,56 +174,22 @@ export class LeaseDirectory {
     } catch {
       return status('foreign', `${file} does not hold a gpugate lease (not JSON)`, null, identity);
     }
-    if (!isLeaseRecord(record, uuid)) return status('foreign', `${file} does not hold a gpugate lease for ${uuid}`, null, identity);
-    const [state, reason] = this.judge(record);
+    if (!isLeaseRecord(record) || (uuid === null ? leaseFileName(record.uuid) !== name : record.uuid !== uuid)) {
+      return status('foreign', `${file} does not hold a gpugate lease${uuid === null ? ' under its name' : ` for ${uuid}`}`, null, identity);
+    }
+    const [state, reason] = judgeLease(record, this.procRoot, this.now());
     return status(state, reason, record, identity);
   }
 
-  private judge(record: LeaseRecord): ['held' | 'stale', string] {
-    const now = this.now();
-    if (record.expiresAt !== null && now >= record.expiresAt) return ['stale', `expired at ${new Date(record.expiresAt).toISOString()}`];
-    const currentBoot = readSmall(path.join(this.procRoot, 'sys', 'kernel', 'random', 'boot_id'));
-    if (record.bootId !== null && currentBoot !== null && record.bootId !== currentBoot) return ['stale', 'taken before the last boot'];
-    const until = record.expiresAt === null ? '' : ` until ${new Date(record.expiresAt).toISOString()}`;
-    if (record.holderPid === null) return ['held', `leased${until}`];
-    const who = `pid ${record.holderPid}${record.holderComm === null ? '' : ` (${record.holderComm})`}`;
-    const ownNamespace = pidNamespaceOf(this.procRoot);
-    if (record.pidNamespace === null || ownNamespace === null || record.pidNamespace !== ownNamespace) {
-      return ['held', `leased to ${who} in PID namespace ${record.pidNamespace ?? 'unknown'}, which cannot be checked from ${ownNamespace ?? 'an unknown one'}${until}`];
-    }
-    const probe = probeHolder(record.holderPid, this.procRoot);
-    if (probe.kind === 'exited') return ['stale', probe.why];
-    if (probe.kind === 'unknown') return ['held', `leased to ${who}; ${probe.why}, so it counts as alive${until}`];
-    if (record.holderStartTicks === null || probe.startTicks !== record.holderStartTicks) {
-      return ['stale', `holder pid ${record.holderPid} has exited (the pid now names another process, started at tick ${probe.startTicks}, not ${record.holderStartTicks ?? 'unknown'})`];
-    }
-    return ['held', `leased to ${who}${until}`];
-  }
-
-  /** The record a new lease with these terms would hold, with the holder read from /proc now; `createdAt` (epoch ms) is shared by one decision's leases. */
-  recordFor(uuid: string, terms: LeaseTerms, createdAt: number = this.now()): LeaseRecord {
-    let holderStartTicks: number | null = null;
-    let holderComm: string | null = null;
-    if (terms.holderPid !== null) {
-      const probe = probeHolder(terms.holderPid, this.procRoot);
-      if (probe.kind !== 'running') {
-        throw new GpuLeaseError('ESRCH', path.join(this.procRoot, String(terms.holderPid)), `cannot lease to pid ${terms.holderPid}: ${probe.why}`);
-      }
-      holderStartTicks = probe.startTicks;
-      holderComm = probe.comm;
-    }
-    return {
-      kind: RECORD_KIND,
-      uuid,
-      holderPid: terms.holderPid,
-      holderStartTicks,
-      holderComm,
-      pidNamespace: pidNamespaceOf(this.procRoot),
-      bootId: readSmall(path.join(this.procRoot, 'sys', 'kernel', 'random', 'boot_id')),
-      createdAt,
-      expiresAt: terms.durationMs === null ? null : createdAt + terms.durationMs,
-      selectorPid: process.pid,
-    };
+  /**
+   * The record a new lease with these terms would hold (a MIG instance's whole GPU in
+   * `parentUuid`), with the holder read from /proc now; `createdAt` (epoch ms) is shared by one
+   * decision's leases. Throws GpuLeaseError when it may not be written (see makeLeaseRecord).
+   */
+  recordFor(uuid: string, parentUuid: string | null, terms: LeaseTerms, createdAt: number = this.now()): NewLease {
+    const made = makeLeaseRecord(uuid, parentUuid, terms, this.procRoot, createdAt, ErrorCode.leaseNamespace);
+    if ('refused' in made) throw new GpuLeaseError(made.refused.code, made.refused.path, made.refused.message);
+    return made;
   }
 
   /**

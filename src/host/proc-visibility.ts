@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { parseMountinfo, parseNSpid, parseStatus, readProcText } from './procfs';
 
 /** The inode of the initial PID namespace (the kernel's PROC_PID_INIT_INO): every other one is nested. */
-const INITIAL_PID_NAMESPACE = 'pid:[4026531836]';
+export const INITIAL_PID_NAMESPACE = 'pid:[4026531836]';
 
 /** CAP_SYS_PTRACE's bit in CapEff: a reader holding it sees past hidepid. */
 const CAP_SYS_PTRACE = 19n;

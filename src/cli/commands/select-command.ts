@@ -88,7 +88,7 @@ function candidateJson(candidate: SelectCandidate, selection: SelectResult): Can
   };
 }
 
-/** The lease directory's failures: no permission is 77, a lock held too long 75, the rest OS errors. */
+/** The lease directory's failures: no permission is 77, a lock held too long 75, a holder the host cannot check 78, the rest OS errors. */
 function leaseFailure(error: unknown): CliError | null {
   if (!(error instanceof GpuLeaseError)) return null;
   const e = error;
@@ -97,8 +97,25 @@ function leaseFailure(error: unknown): CliError | null {
     return new CliError(`${message} (run as root, or point GPUGATE_LEASE_DIR at a directory you may write)`, ExitCode.noPermission, 'no-permission');
   }
   if (e.code === ErrorCode.leaseLockTimeout) return new CliError(message, ExitCode.tempFail, 'lease-busy');
+  if (e.code === ErrorCode.leaseNamespace) return new CliError(message, ExitCode.config, 'config-error');
   if (e.code === 'ESRCH') return new CliError(message, ExitCode.usage, 'usage-error');
   return new CliError(message, ExitCode.osError, 'os-error');
+}
+
+/**
+ * The process the lease is for: --lease-pid; else, without --lease, gpugate's parent (the shell,
+ * the prolog), since gpugate exits once it has printed; with --lease alone, none: the duration
+ * bounds it, so a parent that exits at once (a subshell) cannot end it early.
+ */
+function leaseHolderOf(settings: SelectSettings): number | null {
+  if (!settings.lease) return null; // --no-lease takes none
+  if (settings.leasePid !== undefined) return settings.leasePid;
+  if (settings.leaseMs !== null) return null;
+  // getppid() is 0 when the parent is outside gpugate's PID namespace (gpugate is the namespace's first process).
+  if (process.ppid < 1) {
+    throw new CliError("gpugate select: gpugate's parent is outside its PID namespace (getppid() is 0), so the lease cannot be bound to it: name the process with --lease-pid PID, or give --lease DUR", ExitCode.usage, 'usage-error');
+  }
+  return process.ppid;
 }
 
 function resultWord(error: unknown, code: number): string {
@@ -139,8 +156,7 @@ export async function runSelect(context: CommandContext): Promise<number> {
       count: settings.count,
       wait: settings.wait,
       lease: settings.lease,
-      // gpugate exits once it has printed: by default the lease is for its parent (the shell, the prolog).
-      leaseHolderPid: settings.leasePid === undefined ? process.ppid : settings.leasePid,
+      leaseHolderPid: leaseHolderOf(settings),
       leaseDurationMs: settings.leaseMs,
       ...criteriaOptionsOf(settings),
       env: context.env,
@@ -194,6 +210,8 @@ function finalReport(context: CommandContext, settings: SelectSettings, outcome:
   const chosen = selection?.gpus ?? [];
   // e.g. CUDA_VISIBLE_DEVICES ordinals read as NVML indices.
   for (const warning of selection?.evaluation?.selection.warnings ?? []) logger.warning(warning);
+  // e.g. a lease whose holder the host cannot check.
+  for (const warning of selection?.warnings ?? []) logger.warning(`lease: ${warning}`);
   if (outcome.exitCode === ExitCode.ok && selection !== null) {
     const lease = chosen[0]?.lease ?? null;
     logger.notice(`selected ${logfmt([
