@@ -4,12 +4,12 @@
  * /etc/systemd/system/NAME.d/gpugate.conf (below `--root`), replacing only a file gpugate wrote.
  * The unit is read with `systemctl show`, or from its files with `--unit-path DIR`.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findUnitGate } from '../../doctor/unit-commands';
 import { writeOwnedFile } from '../../host/owned-file';
 import { readUnitProperties, unitSourceFrom, type UnitProperties } from '../../host/systemd-unit';
 import { normaliseUnitName } from '../../host/systemd-unit-name';
+import { readUnitFileContent } from '../../host/unit-file-read';
 import type { CommandContext } from '../command-context';
 import { booleanFlag, stringFlag } from '../command-context';
 import { ExitCode } from '../exit-codes';
@@ -42,6 +42,7 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
   if (root === '') throw usageError('--root "": expected a directory', 'systemd');
   const source = unitSourceFrom(stringFlag(context.values, 'unit-path'), context.env);
   const unit = await readUnitProperties(name, source);
+  for (const note of unit.notes) context.logger.warning(note);
   const target = join(root, SYSTEM_UNIT_DIR, `${name}.d`, DROP_IN_FILE);
   const dropIn = buildDropIn(unit, thisGateProgram(), { keepExistingGate: hasForeignGate(unit, target) });
   const fitted = `${dropIn.minFreeFrom === 'gpu-memory-utilization' ? `--min-free ${dropIn.minFree} from its --gpu-memory-utilization` : `--min-free ${dropIn.minFree} (vLLM's default; ExecStart= sets no --gpu-memory-utilization)`}, StartLimitIntervalSec=${dropIn.startLimitIntervalSec / 60}min for RestartSec=${(unit.restartUsec / 1e6).toString()}s`;
@@ -87,8 +88,9 @@ function hasForeignGate(unit: UnitProperties, target: string): boolean {
 /** The gpugate ExecStartPre= lines of a drop-in gpugate wrote (0 when the file is missing or not ours). */
 function gateLinesOfOwnFile(path: string): number {
   try {
-    const text = readFileSync(path, 'utf8');
-    if (!text.startsWith(DROP_IN_MARKER)) return 0;
+    const content = readUnitFileContent(path);
+    if (content.kind !== 'text' || !content.text.startsWith(DROP_IN_MARKER)) return 0;
+    const text = content.text;
     return text.split('\n').filter((line) => line.startsWith('ExecStartPre=') && / wait /.test(line)).length;
   } catch {
     return 0;
