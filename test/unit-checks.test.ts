@@ -104,9 +104,18 @@ describe('unit.restart-limits', () => {
 });
 
 describe('unit.gate', () => {
-  it('passes a gpugate wait in ExecStartPre=, also when run as node …/gpugate/dist/cli/main.js', async () => {
+  it('passes a gpugate wait in ExecStartPre=, also when run as node --disable-sigusr1 …/gpugate/dist/cli/main.js', async () => {
     expect(await check('unit.gate')).toMatchObject({ status: 'pass', evidence: { setting: 'ExecStartPre' } });
-    expect(await check('unit.gate', { ExecStartPre: '/usr/bin/node /usr/lib/node_modules/gpugate/dist/cli/main.js wait --timeout 240s' })).toMatchObject({ status: 'pass' });
+    expect(await check('unit.gate', { ExecStartPre: '/usr/bin/node --disable-sigusr1 /usr/lib/node_modules/gpugate/dist/cli/main.js wait --timeout 240s' })).toMatchObject({ status: 'pass' });
+  });
+
+  it('warns when the gate runs node without --disable-sigusr1 (a SIGUSR1 would open the inspector in a root process), directly or behind env', async () => {
+    for (const line of ['/usr/bin/node /usr/lib/node_modules/gpugate/dist/cli/main.js wait --timeout 240s', '/usr/bin/env node --max-old-space-size=256 /opt/gpugate/dist/cli/main.js wait --timeout 240s']) {
+      expect(await check('unit.gate', { ExecStartPre: line })).toMatchObject({
+        status: 'warn', summary: expect.stringContaining('without --disable-sigusr1'), advice: expect.stringContaining('node --disable-sigusr1'),
+      });
+    }
+    expect(await check('unit.gate', { ExecStartPre: '/usr/bin/env node --disable-sigusr1 /opt/gpugate/dist/cli/main.js wait --timeout 240s' })).toMatchObject({ status: 'pass' });
   });
 
   it('passes the wrapper form in ExecStart=', async () => {
