@@ -7,13 +7,13 @@
  * paths hold. `gpugate doctor --unit` fails a gate no idle GPU can pass.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildDropIn } from '../src/cli/systemd-drop-in';
 import { parseExecLine } from '../src/host/systemd-exec-line';
 import { readUnitProperties } from '../src/host/systemd-unit';
-import { cliEnv, parseJsonOutput, runCli, type CliRun } from './helpers/cli';
+import { cliEnv, cliPath, parseJsonOutput, runCli, type CliRun } from './helpers/cli';
 import { bundledScenario, simLibraryFor } from './helpers/sim';
 import { haveSystemdAnalyze, systemdDump } from './helpers/systemd-dump';
 import { makeTestTempDir } from './helpers/temp-root';
@@ -172,24 +172,66 @@ describe.skipIf(!analyze && !inCi)('the ExecStartPre= line, read back by systemd
     return `${result.stdout}${result.stderr}`.trim() + (result.status === 0 ? '' : `\n(exit ${String(result.status)})`);
   }
 
-  it.each([
+  /** Write the drop-in for `program`, verify the unit, and return the ExecStartPre= words systemd loaded (as it will pass them). */
+  function loadedGate(made: { root: string; dir: string }, program: string[]): { verified: string; argv: string[] } {
+    const text = buildDropIn(emptyUnit(), { argv: program }).text;
+    mkdirSync(join(made.dir, 'llm.service.d'));
+    writeFileSync(join(made.dir, 'llm.service.d', 'gpugate.conf'), text);
+    const verified = verify(made.root);
+    // The dump shell-escapes $ and `; systemd keeps "$$" in arguments until it runs them, then passes "$"; a program path is never expanded.
+    const loaded = (systemdDump(made.root, 'llm.service').exec.get('ExecStartPre')?.[0] ?? []).map((word) => word.replace(/\\([$`])/g, '$1'));
+    return { verified, argv: [loaded[0] ?? '', ...loaded.slice(1).map((word) => word.replace(/\$\$/g, '$'))] };
+  }
+
+  const GATE_WORDS = ['wait', '--min-free', '0.9', '--margin', '2GiB', '--stable', '5s', '--timeout', '240s', '--notify'];
+  const SPECIAL = [
     ['a double quote', '/opt/gp"q'], ['a backslash', '/opt/gp\\b'], ['a single quote', "/opt/gp'q"], ['a dollar', '/opt/gp$HOME'],
-    ['a dollar in braces', '/opt/gp${X}'], ['a percent', '/opt/gp%n'], ['a space', '/opt/gp dir'], ['all of them', '/opt/a "b\\c\'d$e%f'],
-  ])('paths with %s: verify passes and systemd reads the very words gpugate meant', (_what, base) => {
-    const { root, dir, node, main } = verifiableRoot(base);
-    const program = { argv: [node, '--disable-sigusr1', main] };
-    const text = buildDropIn({ ...emptyUnit(), name: 'llm.service' }, program).text;
-    mkdirSync(join(dir, 'llm.service.d'));
-    writeFileSync(join(dir, 'llm.service.d', 'gpugate.conf'), text);
-    expect(verify(root)).toBe('');
-    const loaded = systemdDump(root, 'llm.service').exec.get('ExecStartPre')?.[0] ?? [];
-    // systemd keeps "$$" in the arguments until it runs the command, then passes "$"; the program path is never expanded.
-    expect([loaded[0], ...loaded.slice(1).map((word) => word.replace(/\$\$/g, '$'))]).toEqual([node, '--disable-sigusr1', main, 'wait', '--min-free', '0.9', '--margin', '2GiB', '--stable', '5s', '--timeout', '240s', '--notify']);
+    ['a dollar in braces', '/opt/gp${X}'], ['a percent', '/opt/gp%n'], ['a space', '/opt/gp dir'], ['all of them', '/opt/a "b\\c\'d$e%f g'],
+  ] as const;
+
+  it.each(SPECIAL)('gpugate\'s main.js under a path with %s: verify passes and systemd passes node the very words gpugate meant', (_what, base) => {
+    const made = verifiableRoot(base);
+    const node = '/usr/bin/node';
+    mkdirSync(join(made.root, 'usr', 'bin'), { recursive: true });
+    writeFileSync(join(made.root, node), '#!/bin/sh\nexit 0\n');
+    chmodSync(join(made.root, node), 0o755);
+    const { verified, argv } = loadedGate(made, [node, '--disable-sigusr1', made.main]);
+    expect(verified).toBe('');
+    expect(argv).toEqual([node, '--disable-sigusr1', made.main, ...GATE_WORDS]);
+  });
+
+  it.each(SPECIAL)('node under a path with %s: exactly the line systemd runs, or refused (78) when systemd would refuse the program', async (_what, base) => {
+    const made = verifiableRoot(base);
+    if (/["'\\]/.test(base)) {
+      expect(() => buildDropIn(emptyUnit(), { argv: [made.node, '--disable-sigusr1', made.main] })).toThrow(expect.objectContaining({
+        name: 'ConfigError', message: expect.stringContaining('systemd refuses a program path holding a quote or a backslash'),
+      }));
+      // systemd's own loader refuses such a program however it is quoted: the unit would start with no gate.
+      mkdirSync(join(made.dir, 'llm.service.d'));
+      writeFileSync(join(made.dir, 'llm.service.d', 'by-hand.conf'), `[Service]\nExecStartPre="${made.node.replace(/[\\"]/g, (c) => `\\${c}`)}" ${made.main.replace(/[\\"' ]/g, '_')}\n`);
+      expect(verify(made.root)).toContain('Executable name contains special characters');
+      return;
+    }
+    const { verified, argv } = loadedGate(made, [made.node, '--disable-sigusr1', made.main]);
+    expect(verified).toBe('');
+    expect(argv).toEqual([made.node, '--disable-sigusr1', made.main, ...GATE_WORDS]);
+  });
+
+  it('gpugate systemd run as a program under such a path exits 78 naming it, writing nothing', async () => {
+    const base = makeTestTempDir('gpugate-quote-"dir-');
+    const node = join(base, 'node');
+    const made = makeRoot({ 'llm.service': unitText('0.85') });
+    // A hard link: the same node binary, run from a path holding a double quote (process.execPath is then that path).
+    linkSync(process.execPath, node);
+    const run = spawnSync(node, [cliPath(), 'systemd', '--unit', 'llm', '--unit-path', made.dir, '--write', '--root', made.root], { encoding: 'utf8', env: cliEnv(null), timeout: 60_000 });
+    expect(run.status, run.stderr).toBe(78);
+    expect(run.stderr).toContain(`${JSON.stringify(node)}: systemd refuses a program path holding a quote or a backslash`);
+    expect(existsSync(join(made.dir, 'llm.service.d'))).toBe(false);
   });
 
   it('would notice a path the line gets wrong (the check can fail): a missing program is reported', () => {
     const { root, dir, main } = verifiableRoot('/opt/gp$HOME');
-    const text = buildDropIn({ ...emptyUnit(), name: 'llm.service' }, { argv: ['/opt/gp$$HOME/bin/node', main] }).text;
+    const text = buildDropIn(emptyUnit(), { argv: ['/opt/gp$$HOME/bin/node', main] }).text;
     mkdirSync(join(dir, 'llm.service.d'));
     writeFileSync(join(dir, 'llm.service.d', 'gpugate.conf'), text);
     expect(verify(root)).toContain('is not executable');

@@ -106,12 +106,16 @@ const CONTROL_RE = /[\x00-\x1f\x7f]/;
  * line), `$` doubled in the arguments (variables are expanded there, never in the program path,
  * which systemd takes as written), and a word with anything but plain characters in double
  * quotes, `\` and `"` escaped. Throws a ConfigError naming the word for a control character,
- * which no unit file line can carry, or for a relative program path.
+ * which no unit file line can carry, for a program path with a quote or a backslash, which
+ * systemd refuses to run (its string_is_safe()), or for a relative program path.
  */
 export function formatExecCommand(argv: readonly string[]): string {
   return argv.map((word, i) => {
     if (CONTROL_RE.test(word)) {
       throw new ConfigError('execLine', `${JSON.stringify(word)} holds a control character (a newline, a tab…): a systemd unit line cannot carry it; move the file to a path without one`);
+    }
+    if (i === 0 && /["'\\]/.test(word)) {
+      throw new ConfigError('execLine', `${JSON.stringify(word)}: systemd refuses a program path holding a quote or a backslash ("Executable name contains special characters"), however it is quoted; install it under a path without one`);
     }
     if (i === 0 && !word.startsWith('/') && word.includes('/')) {
       throw new ConfigError('execLine', `${JSON.stringify(word)}: the program of an Exec line must be an absolute path or a bare name systemd looks up`);
