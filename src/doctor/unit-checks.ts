@@ -23,7 +23,7 @@ const FRACTION_SLACK = 0.05;
 /**
  * The findings for `unit`. `gate` is the unit's `gpugate wait` command (default: the one found
  * in its ExecStartPre=, or wrapping its ExecStart=). `gpus`: the host's GPU sizes, for
- * unit.gate-passable (left out when null).
+ * unit.gate-passable (left out when null or empty: NVML could not say, and the driver checks report why).
  */
 export function checkUnit(unit: UnitProperties, gate: UnitGate | null = findUnitGate(unit), gpus: readonly GpuSize[] | null = null): DoctorCheck[] {
   const subject = `unit ${unit.name}`;
@@ -37,7 +37,7 @@ export function checkUnit(unit: UnitProperties, gate: UnitGate | null = findUnit
     notifyAccessCheck(unit, gate, make),
     killModeCheck(unit, gate, make),
     memoryFractionCheck(unit, gate, make),
-    ...(gpus === null ? [] : [gatePassableCheck(unit, gate, gpus, make)]),
+    ...(gpus === null || gpus.length === 0 ? [] : [gatePassableCheck(unit, gate, gpus, make)]),
   ];
   if (unit.notes.length > 0) {
     checks.push(make('ignored-lines', 'warn', `${unit.notes.length} line(s) of the unit files are ignored by systemd`, { lines: unit.notes }, 'fix or remove these lines; systemd keeps the previous value of each'));
@@ -233,7 +233,6 @@ function gatePassableCheck(unit: UnitProperties, gate: UnitGate | null, gpus: re
   const sizes = gpus.map((g) => ({ index: g.index, total: formatBytes(g.totalBytes), reserved: g.reservedBytes === null ? null : formatBytes(g.reservedBytes) }));
   const evidence: Record<string, unknown> = { gpus: sizes, idleBaseline: formatBytes(IDLE_BASELINE_BYTES) };
   if (gate === null || gate.settings === null || minFree === undefined) return make('gate-passable', 'pass', 'the gate sets no --min-free that an idle GPU could fall short of', evidence);
-  if (gpus.length === 0) return make('gate-passable', 'warn', 'NVML reported no GPU memory size: cannot tell whether an idle GPU can pass the gate', evidence, 'run gpugate doctor on the GPU host');
   evidence.gateMinFree = 'fraction' in minFree ? minFree.fraction : formatBytes(minFree.bytes);
   evidence.gateMargin = formatBytes(marginBytes);
   const short = idleShortfall(minFree, marginBytes, gpus);
