@@ -35,7 +35,7 @@ const START_TIMEOUT_ROOM_SEC = 60;
 
 /** How to run gpugate: the programs and files that the ExecStartPre= line starts. */
 export interface GateProgram {
-  /** Words that start gpugate, e.g. [process.execPath, '/usr/lib/node_modules/gpugate/dist/cli/main.js']. */
+  /** Words that start gpugate, e.g. [process.execPath, '--disable-sigusr1', '/usr/lib/node_modules/gpugate/dist/cli/main.js']. */
   argv: string[];
 }
 

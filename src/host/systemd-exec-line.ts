@@ -97,7 +97,6 @@ export function parseExecLine(value: string): ExecCommand[] | null {
 const PLAIN_WORD_RE = /^[A-Za-z0-9_@+=:,./-]+$/;
 
 /** Characters a unit file line cannot carry (a newline would end the setting). */
-// eslint-disable-next-line no-control-regex
 const CONTROL_RE = /[\x00-\x1f\x7f]/;
 
 /**
