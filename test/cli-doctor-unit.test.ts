@@ -38,7 +38,7 @@ describe('gpugate doctor --unit', () => {
     const document = await doctor(['--unit', 'llm', '--unit-path', dir]);
     expect(document).toMatchObject({ result: 'fail', exitCode: 69 });
     const checks = unitChecks(document);
-    expect(checks.map((c) => c.id)).toEqual(['unit.gate', 'unit.restart-limits', 'unit.start-timeout', 'unit.notify-access', 'unit.kill-mode', 'unit.memory-fraction']);
+    expect(checks.map((c) => c.id)).toEqual(['unit.gate', 'unit.restart-limits', 'unit.start-timeout', 'unit.notify-access', 'unit.kill-mode', 'unit.memory-fraction', 'unit.gate-passable']);
     expect(checks.find((c) => c.id === 'unit.restart-limits')).toMatchObject({ status: 'fail', subject: 'unit llm.service', evidence: { fastestLoop: '5 × 10s = 50s' } });
   });
 
@@ -51,7 +51,7 @@ describe('gpugate doctor --unit', () => {
     expect(write.code, write.stderr).toBe(0);
     const withUnit = await doctor(['--unit', 'llm.service', '--unit-path', dir]);
     expect(unitChecks(withUnit).filter((c) => c.status !== 'pass')).toEqual([]);
-    expect(unitChecks(withUnit)).toHaveLength(6);
+    expect(unitChecks(withUnit)).toHaveLength(7);
     const hostOnly = await doctor([]);
     expect(unitChecks(hostOnly)).toEqual([]);
     expect(withUnit.exitCode).toBe(hostOnly.exitCode);
@@ -63,7 +63,7 @@ describe('gpugate doctor --unit', () => {
     writeFileSync(join(dir, 'vllm@.service'), readFileSync(join(repoRoot(), 'contrib', 'systemd', 'vllm@.service')));
     const run = await runCli(['doctor', '--json', '--kernel-log', emptyLog, '--unit', 'vllm@llama'], { env: { ...env, GPUGATE_SYSTEMD_UNIT_PATH: dir }, killAfterMs: 60_000 });
     const document = parseJsonOutput(run) as unknown as Document;
-    expect(unitChecks(document).map((c) => `${c.id}:${c.status}`)).toEqual(['unit.gate:pass', 'unit.restart-limits:pass', 'unit.start-timeout:pass', 'unit.notify-access:pass', 'unit.kill-mode:pass', 'unit.memory-fraction:pass']);
+    expect(unitChecks(document).map((c) => `${c.id}:${c.status}`)).toEqual(['unit.gate:pass', 'unit.restart-limits:pass', 'unit.start-timeout:pass', 'unit.notify-access:pass', 'unit.kill-mode:pass', 'unit.memory-fraction:pass', 'unit.gate-passable:pass']);
   });
 
   it('reports a unit it cannot read as a failed check (exit 69), and refuses a bad name (64) or --unit-path alone (64)', async () => {

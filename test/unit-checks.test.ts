@@ -104,9 +104,18 @@ describe('unit.restart-limits', () => {
 });
 
 describe('unit.gate', () => {
-  it('passes a gpugate wait in ExecStartPre=, also when run as node …/gpugate/dist/cli/main.js', async () => {
+  it('passes a gpugate wait in ExecStartPre=, also when run as node --disable-sigusr1 …/gpugate/dist/cli/main.js', async () => {
     expect(await check('unit.gate')).toMatchObject({ status: 'pass', evidence: { setting: 'ExecStartPre' } });
-    expect(await check('unit.gate', { ExecStartPre: '/usr/bin/node /usr/lib/node_modules/gpugate/dist/cli/main.js wait --timeout 240s' })).toMatchObject({ status: 'pass' });
+    expect(await check('unit.gate', { ExecStartPre: '/usr/bin/node --disable-sigusr1 /usr/lib/node_modules/gpugate/dist/cli/main.js wait --timeout 240s' })).toMatchObject({ status: 'pass' });
+  });
+
+  it('warns when the gate runs node without --disable-sigusr1 (a SIGUSR1 would open the inspector in a root process), directly or behind env', async () => {
+    for (const line of ['/usr/bin/node /usr/lib/node_modules/gpugate/dist/cli/main.js wait --timeout 240s', '/usr/bin/env node --max-old-space-size=256 /opt/gpugate/dist/cli/main.js wait --timeout 240s']) {
+      expect(await check('unit.gate', { ExecStartPre: line })).toMatchObject({
+        status: 'warn', summary: expect.stringContaining('without --disable-sigusr1'), advice: expect.stringContaining('node --disable-sigusr1'),
+      });
+    }
+    expect(await check('unit.gate', { ExecStartPre: '/usr/bin/env node --disable-sigusr1 /opt/gpugate/dist/cli/main.js wait --timeout 240s' })).toMatchObject({ status: 'pass' });
   });
 
   it('passes the wrapper form in ExecStart=', async () => {
@@ -227,5 +236,38 @@ describe('checkUnitNamed (what doctor --unit calls)', () => {
     const viaSystemctl = await checkUnitNamed('nope', { kind: 'systemctl', systemctl: join(dir, 'no-systemctl') });
     expect(viaSystemctl[0]).toMatchObject({ id: 'unit.readable', status: 'fail', advice: expect.stringContaining('--unit-path DIR') });
     await expect(checkUnitNamed('../x', { kind: 'unit-files', directory: dir })).rejects.toMatchObject({ name: 'UsageError' });
+  });
+});
+
+describe('unit.gate-passable (with the host\'s GPU sizes)', () => {
+  const GIB = 1024 ** 3;
+  async function passable(gate: string, gpus: Parameters<typeof checkUnit>[2]): Promise<DoctorCheck | undefined> {
+    const { service, unit } = good({ ExecStartPre: gate });
+    const dir = makeTestTempDir('gpugate-unit-checks-');
+    writeFileSync(join(dir, 'llm.service'), `[Unit]\n${unit.join('\n')}\n\n[Service]\n${service.join('\n')}\n`);
+    const read = await readUnitProperties('llm.service', { kind: 'unit-files', directory: dir });
+    return checkUnit(read, findUnitGate(read), gpus).find((c) => c.id === 'unit.gate-passable');
+  }
+
+  it('passes a gate an idle GPU can offer, fails one it cannot, judging the smallest GPU', async () => {
+    const gpus = [{ index: 0, totalBytes: 96 * GIB, reservedBytes: 0.5 * GIB }, { index: 1, totalBytes: 48 * GIB, reservedBytes: 0.5 * GIB }];
+    expect(await passable(GATE, gpus)).toMatchObject({ status: 'pass' });
+    // 48 GiB × 0.96 = 46.08 GiB + 2 GiB > 48 − 0.5 − 1 = 46.5 GiB offered on GPU 1.
+    const failed = await passable(GATE.replace('0.9', '0.96'), gpus);
+    expect(failed).toMatchObject({ status: 'fail', evidence: { gpu: 1, idleFree: '46.5GiB' }, summary: expect.stringContaining('every start of the unit fails, even on an idle GPU') });
+    expect(failed?.advice).toMatch(/^lower the gate's --margin to 430MiB or less/);
+  });
+
+  it('assumes 1 GiB reserved where the driver reports none (the v1 query), and advises lowering --min-free when no margin fits', async () => {
+    const v1 = [{ index: 0, totalBytes: 16 * GIB, reservedBytes: null }];
+    const failed = await passable(GATE.replace('0.9', '0.9').replace('--margin 2GiB', '--margin 1GiB'), v1);
+    // 16 GiB × 0.9 = 14.4 GiB + 1 GiB > 16 − 1 (reserved assumed) − 1 (idle) = 14 GiB.
+    expect(failed).toMatchObject({ status: 'fail', evidence: { idleFree: '14GiB' }, advice: expect.stringContaining('lower --min-free') });
+  });
+
+  it('is left out without GPU sizes (NVML unreadable), and passes a gate with no --min-free', async () => {
+    expect(await passable(GATE, null)).toBeUndefined();
+    expect(await passable(GATE, [])).toBeUndefined();
+    expect(await passable('/usr/local/bin/gpugate wait --timeout 240s', [{ index: 0, totalBytes: 16 * GIB, reservedBytes: 0 }])).toMatchObject({ status: 'pass' });
   });
 });

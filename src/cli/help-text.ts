@@ -121,7 +121,7 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
   },
   systemd: {
     usage: ['gpugate systemd --unit NAME [--unit-path DIR] [--write [--root DIR]] [--json]'],
-    about: 'Print the drop-in that puts "gpugate wait" in front of an existing unit: the lines of contrib/systemd/gpugate-wait.conf,\nwith --min-free from the unit\'s own --gpu-memory-utilization, gpugate and node by absolute path, start limits that\nstill end a crash loop with its RestartSec=, and a TimeoutStartSec= above the gate\'s (never shorter than the unit\'s).\nThe unit is read with systemctl show, or from its files with --unit-path. --write puts the drop-in in\n/etc/systemd/system/NAME.d/gpugate.conf atomically and never replaces a file gpugate did not write.',
+    about: 'Print the drop-in that puts "gpugate wait" in front of an existing unit: the lines of contrib/systemd/gpugate-wait.conf,\nwith --min-free from the unit\'s own --gpu-memory-utilization, gpugate and node (--disable-sigusr1) by absolute path,\nstart limits that still end a crash loop with its RestartSec=, and a TimeoutStartSec= above the gate\'s (never shorter\nthan the unit\'s). It never makes the unit worse: --margin shrinks to what an idle GPU of this host (read with NVML)\noffers, NotifyAccess= is only widened, and a start limit the unit switched off stays off (stderr says what was kept).\nThe unit is read with systemctl show, or from its files with --unit-path. --write puts the drop-in in\n/etc/systemd/system/NAME.d/gpugate.conf atomically and never replaces a file gpugate did not write.',
     examples: [
       'gpugate systemd --unit vllm.service                  # print it',
       'sudo gpugate systemd --unit vllm.service --write && sudo systemctl daemon-reload',
@@ -133,7 +133,8 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
   69   systemctl could not be asked (not installed, systemd not running, no answer): use --unit-path DIR
   71   OS error: a unit file or the drop-in directory could not be read or written
   77   --write refused: the file there was not written by gpugate (or changed meanwhile); nothing replaced
-  78   no such unit: not loaded, not in --unit-path, or masked`,
+  78   no such unit: not loaded, not in --unit-path, or masked; a unit file that is a FIFO or above 4 MiB;
+       a --gpu-memory-utilization no idle GPU of this host can offer; a node path systemd cannot run`,
   },
   completion: {
     usage: ['gpugate completion bash|zsh'],

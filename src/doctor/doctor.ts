@@ -35,7 +35,7 @@ export interface DoctorOptions {
   /** The environment whose CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER are judged; default process.env. */
   env?: NodeJS.ProcessEnv;
   /** More checks to run and report with the rest (e.g. a systemd unit's configuration). */
-  unitChecks?: () => Promise<readonly DoctorCheck[]>;
+  unitChecks?: (devices: readonly GpuDevice[]) => Promise<readonly DoctorCheck[]>;
 }
 
 /** What {@link runDoctor} found. */
@@ -153,7 +153,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorRepo
     devices.forEach((device, i) => checks.push(...gpuChecks(device, health[i] ?? { kind: 'skipped' }, devices.length)));
     checks.push(...kernelLogChecks(await readKernelLog(options.kernelLogPath), devices));
     checks.push(...await hostChecks({ devDir: options.devDir ?? '/dev', procRoot: options.procRoot ?? '/proc', env, devices }));
-    if (options.unitChecks !== undefined) checks.push(...await options.unitChecks());
+    if (options.unitChecks !== undefined) checks.push(...await options.unitChecks(devices));
     return { status: worstStatus(checks), checks, library, gpuCount: devices.length, takenAt };
   } finally {
     if (session !== null && options.session === undefined) await session.close().catch(() => undefined);

@@ -1,12 +1,16 @@
 /**
  * `gpugate doctor --unit NAME`: is the systemd unit set up so that gpugate can protect it and a
  * crash loop ends? One finding per concern (restart limits, the gate, the start timeout, notify
- * access, kill mode, vLLM's memory fraction against the gate's), each with the values it rests on.
+ * access, kill mode, vLLM's memory fraction against the gate's, and, given the host's GPU sizes,
+ * whether an idle GPU can pass the gate at all), each with the values it rests on.
  */
 import { ConfigError } from '../config-error';
+import { IDLE_BASELINE_BYTES, idleShortfall, largestIdleMarginBytes, UNKNOWN_RESERVED_BYTES, type GpuSize } from '../gate/idle-room';
+import { NODE_NO_INSPECTOR_SIGNAL, nodeLacksSignalGuard } from '../host/systemd-exec-line';
 import { readUnitProperties, SystemdUnavailableError, type UnitProperties, type UnitSource } from '../host/systemd-unit';
 import { normaliseUnitName } from '../host/systemd-unit-name';
 import { formatTimeSpanUsec } from '../host/systemd-time-span';
+import { formatBytes } from '../units';
 import type { DoctorCheck, DoctorStatus } from './doctor-check';
 import { findMemoryUtilization, findUnitGate, type UnitGate } from './unit-commands';
 
@@ -18,9 +22,10 @@ const FRACTION_SLACK = 0.05;
 
 /**
  * The findings for `unit`. `gate` is the unit's `gpugate wait` command (default: the one found
- * in its ExecStartPre=, or wrapping its ExecStart=).
+ * in its ExecStartPre=, or wrapping its ExecStart=). `gpus`: the host's GPU sizes, for
+ * unit.gate-passable (left out when null or empty: NVML could not say, and the driver checks report why).
  */
-export function checkUnit(unit: UnitProperties, gate: UnitGate | null = findUnitGate(unit)): DoctorCheck[] {
+export function checkUnit(unit: UnitProperties, gate: UnitGate | null = findUnitGate(unit), gpus: readonly GpuSize[] | null = null): DoctorCheck[] {
   const subject = `unit ${unit.name}`;
   const make = (id: string, status: DoctorStatus, summary: string, evidence: Record<string, unknown>, advice?: string): DoctorCheck => ({
     id: `unit.${id}`, subject, status, summary, evidence, ...(advice === undefined || status === 'pass' ? {} : { advice }),
@@ -32,6 +37,7 @@ export function checkUnit(unit: UnitProperties, gate: UnitGate | null = findUnit
     notifyAccessCheck(unit, gate, make),
     killModeCheck(unit, gate, make),
     memoryFractionCheck(unit, gate, make),
+    ...(gpus === null || gpus.length === 0 ? [] : [gatePassableCheck(unit, gate, gpus, make)]),
   ];
   if (unit.notes.length > 0) {
     checks.push(make('ignored-lines', 'warn', `${unit.notes.length} line(s) of the unit files are ignored by systemd`, { lines: unit.notes }, 'fix or remove these lines; systemd keeps the previous value of each'));
@@ -44,7 +50,7 @@ export function checkUnit(unit: UnitProperties, gate: UnitGate | null = findUnit
  * is not a unit name throws a UsageError (exit 64); a unit that cannot be read (not loaded, not
  * in the directory, systemctl unreachable) is one failed check that says why.
  */
-export async function checkUnitNamed(nameText: string, source: UnitSource): Promise<DoctorCheck[]> {
+export async function checkUnitNamed(nameText: string, source: UnitSource, gpus: readonly GpuSize[] | null = null): Promise<DoctorCheck[]> {
   const name = normaliseUnitName(nameText);
   let unit: UnitProperties;
   try {
@@ -59,7 +65,7 @@ export async function checkUnitNamed(nameText: string, source: UnitSource): Prom
       advice: source.kind === 'systemctl' ? 'check the name (systemctl list-unit-files), or read its files with --unit-path DIR' : 'check the name and the directory',
     }];
   }
-  return checkUnit(unit);
+  return checkUnit(unit, findUnitGate(unit), gpus);
 }
 
 type Make = (id: string, status: DoctorStatus, summary: string, evidence: Record<string, unknown>, advice?: string) => DoctorCheck;
@@ -83,6 +89,11 @@ function gateCheck(unit: UnitProperties, gate: UnitGate | null, make: Make): Doc
   if (gate.command.ignoreErrors) {
     return make('gate', 'fail', `the gate runs as ${gate.setting}=-…: the "-" makes systemd ignore its failure, so a still-busy GPU (exit 75) starts the service anyway`,
       evidence, `remove the "-" in front of the gpugate command`);
+  }
+  if (nodeLacksSignalGuard(gate.launcher)) {
+    return make('gate', 'warn',
+      `the gate runs node without ${NODE_NO_INSPECTOR_SIGNAL}: until gpugate installs its own handler, a SIGUSR1 makes this root process open Node's inspector on 127.0.0.1:9229`,
+      { ...evidence, launcher: gate.launcher }, `start node as "node ${NODE_NO_INSPECTOR_SIGNAL} …/gpugate/dist/cli/main.js wait …" (Node ≥ 22.14), e.g. ${fix}`);
   }
   if (gate.setting === 'ExecStart') {
     return make('gate', 'pass', 'gpugate wait wraps ExecStart= and starts the service once the GPUs are free', evidence);
@@ -214,4 +225,25 @@ function memoryFractionCheck(unit: UnitProperties, gate: UnitGate | null, make: 
       `the gate's --min-free ${minFree.fraction} asks for more than vLLM's ${found.fraction}: it waits for memory the service will not use (and forever while another tenant holds it)`, evidence, advice);
   }
   return make('memory-fraction', 'pass', `the gate's --min-free ${minFree.fraction} covers --gpu-memory-utilization ${found.fraction}`, evidence);
+}
+
+function gatePassableCheck(unit: UnitProperties, gate: UnitGate | null, gpus: readonly GpuSize[], make: Make): DoctorCheck {
+  const minFree = gate?.settings?.minFree;
+  const marginBytes = gate?.settings?.marginBytes ?? 0;
+  const sizes = gpus.map((g) => ({ index: g.index, total: formatBytes(g.totalBytes), reserved: g.reservedBytes === null ? null : formatBytes(g.reservedBytes) }));
+  const evidence: Record<string, unknown> = { gpus: sizes, idleBaseline: formatBytes(IDLE_BASELINE_BYTES) };
+  if (gate === null || gate.settings === null || minFree === undefined) return make('gate-passable', 'pass', 'the gate sets no --min-free that an idle GPU could fall short of', evidence);
+  evidence.gateMinFree = 'fraction' in minFree ? minFree.fraction : formatBytes(minFree.bytes);
+  evidence.gateMargin = formatBytes(marginBytes);
+  const short = idleShortfall(minFree, marginBytes, gpus);
+  if (short === null) return make('gate-passable', 'pass', `an idle GPU of this host can pass the gate's --min-free ${String(evidence.gateMinFree)} plus --margin ${formatBytes(marginBytes)}`, evidence);
+  const reserved = short.gpu.reservedBytes ?? UNKNOWN_RESERVED_BYTES;
+  Object.assign(evidence, { gpu: short.gpu.index, needed: formatBytes(short.neededBytes), idleFree: formatBytes(short.idleFreeBytes) });
+  const room = 'fraction' in minFree ? largestIdleMarginBytes(minFree.fraction, gpus) : -1;
+  const advice = room >= 0
+    ? `lower the gate's --margin to ${formatBytes(room)} or less (gpugate systemd --unit ${unit.name} --write fits it)`
+    : 'lower --min-free (and the service\'s --gpu-memory-utilization): even with no margin an idle GPU cannot offer it';
+  return make('gate-passable', 'fail',
+    `the gate needs ${formatBytes(short.neededBytes)} free on GPU ${short.gpu.index}, but idle it offers only ${formatBytes(short.idleFreeBytes)} (total ${formatBytes(short.gpu.totalBytes)} − reserved ${formatBytes(reserved)} − ${formatBytes(IDLE_BASELINE_BYTES)} in use at idle): every start of the unit fails, even on an idle GPU`,
+    evidence, advice);
 }

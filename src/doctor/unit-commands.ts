@@ -19,6 +19,8 @@ export interface UnitGate {
   flags: string[];
   /** Words after `--` (the wrapped service), for the ExecStart= form. */
   wrapped: string[];
+  /** The words before gpugate's own (e.g. `/usr/bin/node --disable-sigusr1`); empty when gpugate is the program. */
+  launcher: string[];
   /** Whether gpugate is the process systemd starts (or one it execs into), not a child of a launcher such as npx or a shell. */
   direct: boolean;
   /** Its settings, parsed as `gpugate wait` parses them; null when they do not parse. */
@@ -43,7 +45,8 @@ function gateIn(setting: UnitGate['setting'], command: ExecCommand): UnitGate | 
   const separator = rest.indexOf('--');
   const flags = separator === -1 ? rest : rest.slice(0, separator);
   const wrapped = separator === -1 ? [] : rest.slice(separator + 1);
-  const direct = command.argv.slice(0, at).every((word) => EXEC_WRAPPERS.has(basename(word)) || /^-|=/.test(word));
+  const launcher = command.argv.slice(0, at);
+  const direct = launcher.every((word) => EXEC_WRAPPERS.has(basename(word)) || /^-|=/.test(word));
   let settings: WaitSettings | null = null;
   let error: string | null = null;
   try {
@@ -53,7 +56,7 @@ function gateIn(setting: UnitGate['setting'], command: ExecCommand): UnitGate | 
   } catch (caught) {
     error = caught instanceof Error ? caught.message : String(caught);
   }
-  return { setting, command, flags, wrapped, direct, settings, error };
+  return { setting, command, flags, wrapped, launcher, direct, settings, error };
 }
 
 /** The gate of `unit`: the first `gpugate wait` of ExecStartPre=, else one wrapping ExecStart=; null when there is none. */

@@ -88,6 +88,11 @@ export function resolveCriteria(options: CriteriaOptions, selfPid: number = proc
   };
 }
 
+/** The free memory `minFree` plus `marginBytes` asks of a GPU of `totalBytes`: ceil(total × fraction) + margin, or bytes + margin. */
+export function minFreeBytes(minFree: SizeOrFraction, marginBytes: number, totalBytes: number): number {
+  return ('fraction' in minFree ? Math.ceil(totalBytes * minFree.fraction) : minFree.bytes) + marginBytes;
+}
+
 /**
  * Free memory a GPU of `totalBytes` needs: ceil(total × fraction) + margin (vLLM's own start
  * check is free >= ceil(total × utilization)), or bytes + margin. Null when minFree is not set.
@@ -95,8 +100,7 @@ export function resolveCriteria(options: CriteriaOptions, selfPid: number = proc
  */
 export function neededFreeBytes(criteria: Criteria, totalBytes: number, label = 'GPU'): number | null {
   if (!criteria.minFree) return null;
-  const base = 'fraction' in criteria.minFree ? Math.ceil(totalBytes * criteria.minFree.fraction) : criteria.minFree.bytes;
-  const needed = base + criteria.marginBytes;
+  const needed = minFreeBytes(criteria.minFree, criteria.marginBytes, totalBytes);
   if (needed > totalBytes) {
     throw new ConfigError(
       'minFree',

@@ -8,11 +8,12 @@
  * setting (for ExecStartPre=/ExecStart= it empties the list). Only the settings gpugate judges
  * are read; the manager's own defaults are systemd's built-in ones (system.conf is not read).
  */
-import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ConfigError } from '../config-error';
 import { parseExecLine, type ExecCommand } from './systemd-exec-line';
 import { parseTimeSpanUsec } from './systemd-time-span';
+import { fileTypeName, readUnitFileContent } from './unit-file-read';
 import type { UnitProperties } from './systemd-unit';
 import { unitTemplateName, unitType } from './systemd-unit-name';
 
@@ -47,25 +48,38 @@ export function readUnitFiles(name: string, directory: string): UnitProperties {
     throw new ConfigError('unit', `no unit file ${candidates.join(' or ')} in ${directory}`);
   }
   const fragmentPath = join(directory, fragmentName);
+  // systemd loads a unit only from a regular file or a link; a FIFO, socket or device node named like it is no unit.
+  const entry = lstatSync(fragmentPath);
+  if (!entry.isFile() && !entry.isSymbolicLink()) {
+    throw new ConfigError('unit', `no unit file ${name} in ${directory}: ${fragmentPath} is ${fileTypeName(entry)}, not a regular file, so systemd does not load it`);
+  }
   const real = realpathSync(fragmentPath);
-  if (real === '/dev/null' || statSync(real).isCharacterDevice()) throw new ConfigError('unit', `unit ${name} is masked (${fragmentPath} → /dev/null)`);
+  const fragment = readUnitFileContent(fragmentPath);
+  if (fragment.kind === 'device') {
+    const why = real === '/dev/null' ? '' : ', a character device: systemd reads a link to any character device as masked, as it does /dev/null';
+    throw new ConfigError('unit', `unit ${name} is masked (${fragmentPath} → ${real}${why})`);
+  }
+  if (fragment.kind === 'directory') throw new ConfigError('unit', `${fragmentPath} leads to a directory, not a unit file`);
   // An alias (a symlink to another unit file in the directory) also takes that unit's drop-ins.
   const aliasOf = dirname(real) === realpathSync(directory) && basename(real) !== fragmentName ? basename(real) : null;
+  const notes: string[] = [];
   const dropInPaths = dropInsFor(name, aliasOf, directory);
   const specifiers = unitSpecifiers(aliasOf ?? name);
-  const assignments = [real, ...dropInPaths].flatMap((file) => parseUnitFile(readUnitText(file), file))
+  const texts = [fragment.kind === 'text' ? fragment.text : '', ...dropInPaths.map((file) => dropInText(file, notes))];
+  const assignments = [real, ...dropInPaths].flatMap((file, i) => parseUnitFile(texts[i] ?? '', file))
     .map((a) => (a.key.startsWith('Exec') ? { ...a, value: expandSpecifiers(a.value, specifiers) } : a));
-  return { ...applyAssignments(aliasOf ?? name, assignments), fragmentPath: real, dropInPaths };
+  const applied = applyAssignments(aliasOf ?? name, assignments);
+  return { ...applied, notes: [...notes, ...applied.notes], fragmentPath: real, dropInPaths };
 }
 
-/** A unit file's text; a dangling link reads as empty, as systemd skips it. */
-function readUnitText(file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
-    throw error;
-  }
+/**
+ * A drop-in's text. A dangling link, or a link to /dev/null (or another character device), reads
+ * as empty, as systemd reads it; so does a directory named like a drop-in, with a note.
+ */
+function dropInText(file: string, notes: string[]): string {
+  const content = readUnitFileContent(file);
+  if (content.kind === 'directory') notes.push(`${file}: a directory, not a drop-in file; systemd lists it but reads no settings from it`);
+  return content.kind === 'text' ? content.text : '';
 }
 
 /** systemd's unit-name specifiers (%n %N %p %P %i %I %j %J); host ones (%H, %u…) stay as written. */
@@ -109,8 +123,9 @@ function dropInsFor(name: string, aliasOf: string | null, directory: string): st
     if (!existsSync(path) || !statSync(path).isDirectory()) continue;
     for (const file of readdirSync(path)) {
       if (!file.endsWith('.conf') || chosen.has(file)) continue;
-      // A drop-in linked to /dev/null masks the ones of the same name further down (systemd
-      // still lists it; it reads as empty).
+      // Listed whatever its type, as systemd lists it: a drop-in linked to /dev/null masks the
+      // ones of the same name further down (it reads as empty), a directory counts but holds
+      // nothing, a FIFO is refused when read.
       chosen.set(file, join(path, file));
     }
   }
@@ -123,15 +138,22 @@ export function parseUnitFile(text: string, where: string): Assignment[] {
   let section = '';
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i += 1) {
-    let line = (lines[i] as string).trim();
+    const first = (lines[i] as string).trim();
     const number = i + 1;
-    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue;
-    while (line.endsWith('\\') && i + 1 < lines.length) {
+    if (first === '' || first.startsWith('#') || first.startsWith(';')) continue;
+    // A trailing backslash continues the line (it becomes a blank); comment lines in between are
+    // skipped. The parts are joined once, so a long continuation costs time linear in its length.
+    const parts = [first];
+    let last = first;
+    while (last.endsWith('\\') && i + 1 < lines.length) {
       i += 1;
       const next = (lines[i] as string).trim();
       if (next.startsWith('#') || next.startsWith(';')) continue;
-      line = `${line.slice(0, -1)} ${next}`;
+      parts[parts.length - 1] = last.slice(0, -1);
+      parts.push(next);
+      last = next;
     }
+    const line = parts.join(' ');
     if (line.startsWith('[') && line.endsWith(']')) {
       section = line.slice(1, -1);
       continue;
@@ -171,7 +193,11 @@ function applyAssignments(name: string, assignments: readonly Assignment[]): Omi
   const commands = (a: Assignment, current: ExecCommand[]): ExecCommand[] => {
     if (a.value === '') return [];
     const parsed = parseExecLine(a.value);
-    if (parsed !== null) return [...current, ...parsed];
+    // Appended in place: thousands of lines must not copy the list each time.
+    if (parsed !== null) {
+      current.push(...parsed);
+      return current;
+    }
     notes.push(`${a.where}: ${a.key}=${a.value} cannot be split into a command (an unclosed quote?); systemd ignores it`);
     return current;
   };

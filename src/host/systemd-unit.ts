@@ -117,7 +117,9 @@ export function parseSystemctlShow(name: string, text: string): UnitProperties {
     const eq = line.indexOf('=');
     if (eq <= 0) continue;
     const key = line.slice(0, eq);
-    values.set(key, [...(values.get(key) ?? []), line.slice(eq + 1)]);
+    const list = values.get(key);
+    if (list === undefined) values.set(key, [line.slice(eq + 1)]);
+    else list.push(line.slice(eq + 1));
   }
   const one = (key: string): string | undefined => values.get(key)?.[0];
   const loadState = one('LoadState');

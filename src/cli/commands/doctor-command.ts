@@ -7,6 +7,7 @@
  */
 import { runDoctor } from '../../doctor/doctor';
 import { checkUnitNamed } from '../../doctor/unit-checks';
+import { gpuSizesOf } from '../../gate/idle-room';
 import { unitSourceFrom } from '../../host/systemd-unit';
 import { normaliseUnitName } from '../../host/systemd-unit-name';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../../nvml/call-timeout';
@@ -54,7 +55,7 @@ export async function runDoctorCommand(context: CommandContext): Promise<number>
   }
   return withJsonError('doctor', json, context, async () => {
     const report = await runDoctor({
-      ...(unit !== undefined ? { unitChecks: () => checkUnitNamed(unit, unitSourceFrom(unitPath, env)) } : {}),
+      ...(unit !== undefined ? { unitChecks: (devices) => checkUnitNamed(unit, unitSourceFrom(unitPath, env), gpuSizesOf(devices)) } : {}),
       callTimeoutMs,
       env,
       ...(library !== undefined ? { libraryPath: library } : {}),

@@ -2,20 +2,22 @@
  * `gpugate systemd --unit NAME`: prints the drop-in that puts gpugate in front of an existing
  * unit, fitted to that unit (src/cli/systemd-drop-in.ts); with `--write`, puts it in
  * /etc/systemd/system/NAME.d/gpugate.conf (below `--root`), replacing only a file gpugate wrote.
- * The unit is read with `systemctl show`, or from its files with `--unit-path DIR`.
+ * The unit is read with `systemctl show`, or from its files with `--unit-path DIR`; the GPUs'
+ * sizes, which the gate must fit, from NVML.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findUnitGate } from '../../doctor/unit-commands';
 import { writeOwnedFile } from '../../host/owned-file';
 import { readUnitProperties, unitSourceFrom, type UnitProperties } from '../../host/systemd-unit';
 import { normaliseUnitName } from '../../host/systemd-unit-name';
+import { readUnitFileContent } from '../../host/unit-file-read';
 import type { CommandContext } from '../command-context';
 import { booleanFlag, stringFlag } from '../command-context';
 import { ExitCode } from '../exit-codes';
 import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { usageError } from '../parse-command-line';
+import { readHostGpuSizes } from '../gpu-sizes';
 import { buildDropIn, DROP_IN_FILE, DROP_IN_MARKER, thisGateProgram } from '../systemd-drop-in';
 
 /** Where systemd reads local drop-ins, relative to the root. */
@@ -42,10 +44,18 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
   if (root === '') throw usageError('--root "": expected a directory', 'systemd');
   const source = unitSourceFrom(stringFlag(context.values, 'unit-path'), context.env);
   const unit = await readUnitProperties(name, source);
+  for (const note of unit.notes) context.logger.warning(note);
   const target = join(root, SYSTEM_UNIT_DIR, `${name}.d`, DROP_IN_FILE);
-  const dropIn = buildDropIn(unit, thisGateProgram(), { keepExistingGate: hasForeignGate(unit, target) });
-  const fitted = `${dropIn.minFreeFrom === 'gpu-memory-utilization' ? `--min-free ${dropIn.minFree} from its --gpu-memory-utilization` : `--min-free ${dropIn.minFree} (vLLM's default; ExecStart= sets no --gpu-memory-utilization)`}, StartLimitIntervalSec=${dropIn.startLimitIntervalSec / 60}min for RestartSec=${(unit.restartUsec / 1e6).toString()}s`;
+  const keepExistingGate = hasForeignGate(unit, target);
+  const sizes = keepExistingGate ? null : await readHostGpuSizes();
+  const dropIn = buildDropIn(unit, thisGateProgram(), { keepExistingGate, gpus: sizes?.kind === 'read' ? sizes.gpus : null });
+  const limits = dropIn.startLimitIntervalSec === 0 || dropIn.startLimitBurst === 0 ? 'the unit\'s start limit kept off' : `StartLimitIntervalSec=${dropIn.startLimitIntervalSec / 60}min for RestartSec=${(unit.restartUsec / 1e6).toString()}s`;
+  const fitted = `${dropIn.minFreeFrom === 'gpu-memory-utilization' ? `--min-free ${dropIn.minFree} from its --gpu-memory-utilization` : `--min-free ${dropIn.minFree} (vLLM's default; ExecStart= sets no --gpu-memory-utilization)`}, ${limits}`;
   context.logger.info(`drop-in for ${name} (read ${source.kind === 'systemctl' ? 'with systemctl show' : `from the unit files in ${source.directory}`}): ${fitted}${dropIn.execStartPre === null ? '; the unit already runs gpugate wait, so no second ExecStartPre=' : ''}${write ? '' : `; --write puts it in ${target}`}`);
+  for (const line of dropIn.kept) context.logger.info(line);
+  if (sizes?.kind === 'unknown') {
+    context.logger.warning(`the gate (--min-free ${dropIn.minFree} --margin ${dropIn.margin}) was not checked against this host's GPUs, since NVML could not be read (${sizes.reason}); on the GPU host, gpugate doctor --unit ${name} checks that an idle GPU can pass it`);
+  }
   let outcome: string | null = null;
   if (write) outcome = writeOwnedFile(target, dropIn.text, DROP_IN_MARKER);
   if (json) {
@@ -58,6 +68,10 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
       written: outcome,
       minFree: dropIn.minFree,
       minFreeFrom: dropIn.minFreeFrom,
+      margin: dropIn.margin,
+      gpus: sizes?.kind === 'read' ? sizes.gpus : null,
+      notifyAccess: dropIn.notifyAccess,
+      kept: dropIn.kept,
       startLimitIntervalSec: dropIn.startLimitIntervalSec,
       startLimitBurst: dropIn.startLimitBurst,
       timeoutStartSec: dropIn.timeoutStartSec,
@@ -87,8 +101,9 @@ function hasForeignGate(unit: UnitProperties, target: string): boolean {
 /** The gpugate ExecStartPre= lines of a drop-in gpugate wrote (0 when the file is missing or not ours). */
 function gateLinesOfOwnFile(path: string): number {
   try {
-    const text = readFileSync(path, 'utf8');
-    if (!text.startsWith(DROP_IN_MARKER)) return 0;
+    const content = readUnitFileContent(path);
+    if (content.kind !== 'text' || !content.text.startsWith(DROP_IN_MARKER)) return 0;
+    const text = content.text;
     return text.split('\n').filter((line) => line.startsWith('ExecStartPre=') && / wait /.test(line)).length;
   } catch {
     return 0;

@@ -1,0 +1,64 @@
+/**
+ * What a GPU can offer a gate when nothing runs on it: NVML's total less the driver's reserved
+ * memory and the baseline an idle GPU still shows as used (driver, persistence daemon: a few
+ * hundred MiB up to 1 GiB, see docs/systemd.md). A gate asking more than that can never pass, so
+ * every start of its unit fails even on an idle GPU; `gpugate systemd` never writes one and
+ * `gpugate doctor --unit` fails one.
+ */
+import type { GpuDevice } from '../types';
+import type { SizeOrFraction } from '../units';
+import { minFreeBytes } from './criteria';
+
+/** The most an idle GPU was seen to use beyond reserved memory: counted as taken. */
+export const IDLE_BASELINE_BYTES = 1024 ** 3;
+
+/** Reserved memory assumed where NVML reports none (the v1 query): above every size seen (640 MiB on a 96 GiB card). */
+export const UNKNOWN_RESERVED_BYTES = 1024 ** 3;
+
+/** One GPU's size, as NVML reports it. */
+export interface GpuSize {
+  index: number;
+  totalBytes: number;
+  /** Null when the driver reports none (the v1 memory query). */
+  reservedBytes: number | null;
+}
+
+/** Free memory an idle GPU of this size offers. */
+export function idleFreeBytes(gpu: GpuSize): number {
+  return gpu.totalBytes - (gpu.reservedBytes ?? UNKNOWN_RESERVED_BYTES) - IDLE_BASELINE_BYTES;
+}
+
+/** A GPU on which a gate can never pass: what it needs and what the idle GPU offers. */
+export interface IdleShortfall {
+  gpu: GpuSize;
+  neededBytes: number;
+  idleFreeBytes: number;
+}
+
+/** The GPU short by most for `minFree` + `marginBytes`, or null when the gate can pass on every one of `gpus` once idle. */
+export function idleShortfall(minFree: SizeOrFraction, marginBytes: number, gpus: readonly GpuSize[]): IdleShortfall | null {
+  let worst: IdleShortfall | null = null;
+  for (const gpu of gpus) {
+    const neededBytes = minFreeBytes(minFree, marginBytes, gpu.totalBytes);
+    const offered = idleFreeBytes(gpu);
+    if (neededBytes > offered && (worst === null || neededBytes - offered > worst.neededBytes - worst.idleFreeBytes)) {
+      worst = { gpu, neededBytes, idleFreeBytes: offered };
+    }
+  }
+  return worst;
+}
+
+/**
+ * The largest margin, in whole MiB, with which `fraction` still passes on every one of `gpus`
+ * once idle; negative when even no margin does (the fraction alone is more than an idle GPU offers).
+ */
+export function largestIdleMarginBytes(fraction: number, gpus: readonly GpuSize[]): number {
+  const mib = 1024 ** 2;
+  const room = Math.min(...gpus.map((gpu) => idleFreeBytes(gpu) - minFreeBytes({ fraction }, 0, gpu.totalBytes)));
+  return Math.floor(room / mib) * mib;
+}
+
+/** The sizes of the GPUs whose memory NVML could read. */
+export function gpuSizesOf(devices: readonly GpuDevice[]): GpuSize[] {
+  return devices.flatMap((d) => (d.memory === null ? [] : [{ index: d.index, totalBytes: d.memory.totalBytes, reservedBytes: d.memory.reservedBytes }]));
+}
