@@ -4,10 +4,10 @@
  * /etc/systemd/system/NAME.d/gpugate.conf (below `--root`), replacing only a file gpugate wrote.
  * The unit is read with `systemctl show`, or from its files with `--unit-path DIR`.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findUnitGate } from '../../doctor/unit-commands';
 import { writeOwnedFile } from '../../host/owned-file';
+import { readRegularFile } from '../../host/safe-file';
 import { readUnitProperties, unitSourceFrom, type UnitProperties } from '../../host/systemd-unit';
 import { normaliseUnitName } from '../../host/systemd-unit-name';
 import type { CommandContext } from '../command-context';
@@ -17,6 +17,9 @@ import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { usageError } from '../parse-command-line';
 import { buildDropIn, DROP_IN_FILE, DROP_IN_MARKER, thisGateProgram } from '../systemd-drop-in';
+
+/** A drop-in gpugate wrote is a few lines: a larger file is not one. */
+const DROP_IN_MAX_BYTES = 1 << 20;
 
 /** Where systemd reads local drop-ins, relative to the root. */
 const SYSTEM_UNIT_DIR = join('etc', 'systemd', 'system');
@@ -87,7 +90,8 @@ function hasForeignGate(unit: UnitProperties, target: string): boolean {
 /** The gpugate ExecStartPre= lines of a drop-in gpugate wrote (0 when the file is missing or not ours). */
 function gateLinesOfOwnFile(path: string): number {
   try {
-    const text = readFileSync(path, 'utf8');
+    // Never through a link, never blocked by a FIFO planted at the target.
+    const text = readRegularFile(path, DROP_IN_MAX_BYTES)?.text ?? '';
     if (!text.startsWith(DROP_IN_MARKER)) return 0;
     return text.split('\n').filter((line) => line.startsWith('ExecStartPre=') && / wait /.test(line)).length;
   } catch {
