@@ -186,7 +186,7 @@ export class LeaseDirectory {
    */
   async withLock<T>(decide: () => T, timeoutMs: number = DEFAULT_LEASE_LOCK_TIMEOUT_MS): Promise<T> {
     const lockPath = path.join(this.dir, LOCK_FILE);
-    const lock = await lockFile(lockPath, timeoutMs, 'create-all');
+    const lock = await lockFile(lockPath, { timeoutMs, directories: 'create-all', directoryLabel: 'the lease directory' });
     if (lock === null) throw new GpuLeaseError(ErrorCode.leaseLockTimeout, lockPath, `another gpugate select has held ${lockPath} for more than ${timeoutMs} ms`);
     try {
       return decide();

@@ -100,7 +100,6 @@ function isTrustedOwner(uid: bigint): boolean {
 /** Why `dir` may not hold files gpugate writes, or null when it may. */
 function directoryProblem(dir: string, stat: BigIntStats): string | null {
   if (stat.isSymbolicLink()) return `${dir} is not a plain directory but a symbolic link (gpugate follows no symbolic link on a path it writes: give the path it points to)`;
-  if (!stat.isDirectory()) return `${dir} is not a plain directory`;
   if (!isTrustedOwner(stat.uid)) return `${dir} is owned by uid ${stat.uid}: gpugate writes only below directories owned by ${trustedOwners()}`;
   const mode = Number(stat.mode);
   if ((mode & 0o022) !== 0 && (mode & 0o1000) === 0) {
@@ -128,11 +127,12 @@ function lstatOrNull(filePath: string): BigIntStats | null {
 }
 
 /**
- * Prove every level of the absolute directory `dir` safe to write below, creating missing levels
- * as `missing` allows (mode 0755). Throws UnsafePathError, or FileSystemError (ENOENT for a level
- * that is missing and may not be created).
+ * Prove every level of the directory `dir` safe to write below, creating missing levels as
+ * `missing` allows (mode 0755); `label` says what the directory is, in messages. Throws
+ * UnsafePathError, or FileSystemError (ENOENT for a level that is missing and may not be created,
+ * ENOTDIR for a level that is a file).
  */
-export function prepareDirectory(dir: string, missing: MissingDirectories = 'refuse'): void {
+export function prepareDirectory(dir: string, missing: MissingDirectories = 'refuse', label = 'the directory'): void {
   const absolute = path.resolve(dir);
   const levels: string[] = [];
   for (let level = absolute; ; level = path.dirname(level)) {
@@ -151,10 +151,13 @@ export function prepareDirectory(dir: string, missing: MissingDirectories = 'ref
         mkdirSync(level, { mode: 0o755 });
       } catch (error) {
         // Another process made it meanwhile: judged below like any other.
-        if (errnoOf(error) !== 'EEXIST') throw osFailure(error, level, 'create the directory');
+        if (errnoOf(error) !== 'EEXIST') throw osFailure(error, level, `create ${label}`);
       }
       stat = lstatOrNull(level);
       if (stat === null) throw new FileSystemError(level, 'ENOENT', 'lstat', `${level} vanished just after gpugate created it`);
+    }
+    if (!stat.isDirectory() && !stat.isSymbolicLink()) {
+      throw new FileSystemError(level, 'ENOTDIR', 'lstat', `cannot create ${label} ${absolute}: ENOTDIR (${level} is not a directory)`);
     }
     const problem = directoryProblem(level, stat);
     if (problem !== null) throw new UnsafePathError(level, problem);
@@ -293,6 +296,10 @@ export function replaceFile(file: string, data: string | Buffer, options: WriteO
 export function writeFileInPlace(file: string, data: string | Buffer, options: WriteOptions): void {
   const target = path.resolve(file);
   prepareDirectory(path.dirname(target), options.directories);
+  // Named before the open, which some kernels refuse with EACCES (protected_symlinks) instead of ELOOP.
+  const before = lstatOrNull(target);
+  if (before !== null && before.isSymbolicLink()) throw new UnsafePathError(target, `${target} is a symbolic link: gpugate follows none on a path it writes`);
+  if (before !== null && !before.isFile()) throw new UnsafePathError(target, `${target} is ${before.isFIFO() ? 'a FIFO' : 'not a regular file'}`);
   let fd: number;
   try {
     fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, options.mode);
@@ -431,14 +438,25 @@ export interface FileLock {
   release(): void;
 }
 
+/** Options of {@link lockFile}. */
+export interface LockOptions {
+  /** Give up (null) after this long. */
+  timeoutMs: number;
+  /** Which missing levels of the lock's directory may be created; default: none. */
+  directories?: MissingDirectories;
+  /** What the lock's directory is, in messages. */
+  directoryLabel?: string;
+}
+
 /**
  * Take the exclusive flock of the private lock file `file`, retrying without blocking until
  * `timeoutMs` has passed: the lock, or null on timeout. Its directory is proved safe first
  * (created as `directories` allows).
  */
-export async function lockFile(file: string, timeoutMs: number, directories: MissingDirectories = 'refuse'): Promise<FileLock | null> {
+export async function lockFile(file: string, options: LockOptions): Promise<FileLock | null> {
+  const { timeoutMs } = options;
   const target = path.resolve(file);
-  prepareDirectory(path.dirname(target), directories);
+  prepareDirectory(path.dirname(target), options.directories, options.directoryLabel);
   const binding = loadBinding();
   const deadline = performance.now() + timeoutMs;
   for (;;) {
