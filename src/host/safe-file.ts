@@ -117,6 +117,15 @@ function openedFileProblem(file: string, stat: BigIntStats): string | null {
   return null;
 }
 
+/** fstat of an open descriptor; its failure is an OS error about `file`. */
+function fstatOf(fd: number, file: string): BigIntStats {
+  try {
+    return fstatSync(fd, { bigint: true });
+  } catch (error) {
+    throw osFailure(error, file, 'inspect');
+  }
+}
+
 function lstatOrNull(filePath: string): BigIntStats | null {
   try {
     return lstatSync(filePath, { bigint: true });
@@ -157,7 +166,7 @@ export function prepareDirectory(dir: string, missing: MissingDirectories = 'ref
       if (stat === null) throw new FileSystemError(level, 'ENOENT', 'lstat', `${level} vanished just after gpugate created it`);
     }
     if (!stat.isDirectory() && !stat.isSymbolicLink()) {
-      throw new FileSystemError(level, 'ENOTDIR', 'lstat', `cannot create ${label} ${absolute}: ENOTDIR (${level} is not a directory)`);
+      throw new FileSystemError(level, 'ENOTDIR', 'lstat', `cannot ${missing === 'refuse' ? 'write in' : `create ${label}`} ${absolute}: ENOTDIR (${level} is not a directory)`);
     }
     const problem = directoryProblem(level, stat);
     if (problem !== null) throw new UnsafePathError(level, problem);
@@ -311,7 +320,7 @@ export function writeFileInPlace(file: string, data: string | Buffer, options: W
     throw osFailure(error, target, 'open');
   }
   try {
-    const problem = openedFileProblem(target, fstatSync(fd, { bigint: true }));
+    const problem = openedFileProblem(target, fstatOf(fd, target));
     if (problem !== null) throw new UnsafePathError(target, problem);
     try {
       ftruncateSync(fd, 0);
@@ -346,7 +355,7 @@ export function readRegularFile(file: string, maxBytes: number): ReadFile | null
     throw osFailure(error, target, 'read');
   }
   try {
-    const stat = fstatSync(fd, { bigint: true });
+    const stat = fstatOf(fd, target);
     if (!stat.isFile()) throw new UnsafePathError(target, `${target} is not a regular file`);
     if (stat.size > BigInt(maxBytes)) throw new UnsafePathError(target, `${target} is larger than ${maxBytes} bytes`);
     const buffer = Buffer.alloc(Number(stat.size) + 1);
@@ -401,10 +410,10 @@ function openPrivateLockFile(file: string): number {
     }
     let stat: BigIntStats;
     try {
-      stat = fstatSync(fd, { bigint: true });
+      stat = fstatOf(fd, file);
     } catch (error) {
       closeSync(fd);
-      throw osFailure(error, file, 'inspect the lock');
+      throw error;
     }
     const problem = openedFileProblem(file, stat);
     if (problem !== null || stat.uid !== BigInt(euid())) {
@@ -424,12 +433,7 @@ function openPrivateLockFile(file: string): number {
 /** Whether the name `file` still refers to the file open as `fd`. */
 function stillNamed(file: string, fd: number): boolean {
   const named = lstatOrNull(file);
-  let open: BigIntStats;
-  try {
-    open = fstatSync(fd, { bigint: true });
-  } catch (error) {
-    throw osFailure(error, file, 'inspect the lock');
-  }
+  const open = fstatOf(fd, file);
   return named !== null && named.dev === open.dev && named.ino === open.ino;
 }
 
