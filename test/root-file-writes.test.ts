@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, cliPath } from './helpers/cli';
-import { simDevice, writeScenario } from './helpers/sim';
+import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
 
 const work = makeTestTempDir('gpugate-root-files-');
@@ -30,8 +30,10 @@ interface Observed {
 
 /**
  * Runs `steps` (sh -eu) as root in a new mount namespace with a fresh tmpfs (mode 0755) on /mnt.
- * In the steps: `run NAME ARGS…` runs gpugate (killed after 30 s), `note NAME COMMAND…` records a
- * command's output, `$AS_NOBODY` runs a command as uid 65534, `$SCENARIO` one free simulated GPU.
+ * In the steps: `run NAME ARGS…` runs gpugate (killed after 30 s; as `$AS` when set),
+ * `note NAME COMMAND…` records a command's output, `$AS_NOBODY` runs a command as uid 65534, and
+ * `$UNPRIVILEGED_GPUGATE` makes the next runs reachable by uid 65534 (the checkout may sit below
+ * a root-only folder: it is bind-mounted on /mnt/repo, the scenario copied to /mnt).
  */
 function asRootBesideAnAttacker(steps: string): Observed {
   const out = makeTestTempDir('gpugate-root-files-out-');
@@ -41,18 +43,27 @@ function asRootBesideAnAttacker(steps: string): Observed {
     run() {
       name=$1; shift
       set +e
-      timeout -s KILL 30 $GPUGATE "$@" > "$OUT/$name.stdout" 2> "$OUT/$name.stderr" < /dev/null
+      timeout -s KILL 30 \${AS:-} $GPUGATE "$@" > "$OUT/$name.stdout" 2> "$OUT/$name.stderr" < /dev/null
       echo $? > "$OUT/$name.code"
       set -e
     }
     note() { name=$1; shift; "$@" > "$OUT/$name.note" 2>&1 || echo "failed: $?" >> "$OUT/$name.note"; }
+    UNPRIVILEGED_GPUGATE='
+      mkdir /mnt/repo && mount --bind "$REPO" /mnt/repo
+      cp "$GPUGATE_SIM_SCENARIO" /mnt/scenario.json && chmod 0644 /mnt/scenario.json
+      export GPUGATE_SIM_SCENARIO=/mnt/scenario.json
+      export GPUGATE_NVML_LIBRARY="/mnt/repo/\${GPUGATE_NVML_LIBRARY#"$REPO"/}"
+      GPUGATE="$NODE /mnt/repo/$CLI"'
     ${steps}
   `;
   const scenario = writeScenario({ devices: [simDevice(0)] });
   const unitDir = path.join(work, `units-${path.basename(out)}`);
   mkdirSync(unitDir);
   writeFileSync(path.join(unitDir, 'llm.service'), UNIT);
-  const env = cliEnv(scenario, { GPUGATE: `${process.execPath} ${cliPath()}`, OUT: out, UNITS: unitDir, GPUGATE_SYSFS_ROOT: path.join(work, 'no-sysfs') });
+  const env = cliEnv(scenario, {
+    GPUGATE: `${process.execPath} ${cliPath()}`, NODE: process.execPath, REPO: repoRoot(), CLI: path.relative(repoRoot(), cliPath()),
+    OUT: out, UNITS: unitDir, GPUGATE_SYSFS_ROOT: path.join(work, 'no-sysfs'),
+  });
   try {
     const shell = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-euc', script], { encoding: 'utf8', env, timeout: 120_000 });
     if (shell.status !== 0) throw new Error(`the steps failed (${shell.status ?? shell.signal}): ${shell.stderr}\n${shell.stdout}`);
@@ -259,6 +270,19 @@ describe('the lease directory', () => {
     for (const run of [full, readOnly]) {
       expect(run.stderr).not.toMatch(/internal error|run as root/);
     }
+  }, CASE_TIMEOUT_MS);
+
+  it('tells a user who may not write the lease directory to run as root (exit 77), naming the errno', () => {
+    const seen = asRootBesideAnAttacker(`
+      eval "$UNPRIVILEGED_GPUGATE"
+      mkdir -p /mnt/run/leases
+      GPUGATE_LEASE_DIR=/mnt/run/leases AS="$AS_NOBODY" run unprivileged select --count 1
+      note listing ls -A /mnt/run/leases
+    `);
+    const run = runOf(seen, 'unprivileged');
+    expect(run.code, run.stderr).toBe(77);
+    expect(run.stderr).toMatch(/lease: cannot create \/mnt\/run\/leases\/\.\.lock\.gpugate-[0-9a-f]{16}\.tmp: EACCES \(permission denied\) \(gpugate runs as uid 65534, not root\) \(run as root, or point GPUGATE_LEASE_DIR at a directory you may write\)/);
+    expect(seen.notes['listing']).toBe('');
   }, CASE_TIMEOUT_MS);
 });
 
