@@ -119,6 +119,18 @@ describe('--output', () => {
     expect(listing.find((line) => line.startsWith('gpu.prom.tmp-'))).toMatch(/^gpu\.prom\.tmp-\d+ symbolic link nobody$/);
   }, CASE_TIMEOUT_MS);
 
+  it('is not blocked by a FIFO planted at PATH (reading the labels it recorded): the FIFO is replaced by the file', () => {
+    const seen = asRootBesideAnAttacker(`
+      mkdir -m 1777 /mnt/textfile
+      $AS_NOBODY mkfifo /mnt/textfile/gpu.prom
+      run fifo status --format prometheus --output /mnt/textfile/gpu.prom
+      note written stat -c '%F %U %a' /mnt/textfile/gpu.prom
+    `);
+    const run = runOf(seen, 'fifo');
+    expect(run.code, run.stderr).toBe(0);
+    expect(seen.notes['written']).toBe('regular file root 644');
+  }, CASE_TIMEOUT_MS);
+
   it('refuses (exit 77) a directory owned by the unprivileged user, a directory writable by all without the sticky bit, and a symbolic link on the way, naming each', () => {
     const seen = asRootBesideAnAttacker(`
       ${VICTIM}
