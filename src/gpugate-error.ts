@@ -45,6 +45,12 @@ export const ErrorCode = {
   systemdUnavailable: 'GPUGATE_SYSTEMD_UNAVAILABLE',
   /** ForeignFileError: a file gpugate was to replace is not one it wrote (or changed meanwhile): left alone. */
   foreignFile: 'GPUGATE_FOREIGN_FILE',
+  /** UnsafePathError: gpugate refused to write through a path (a symbolic link, a directory another user may change, a FIFO, a file of another owner). */
+  unsafePath: 'GPUGATE_UNSAFE_PATH',
+  /** FileSystemError: the OS denied a file operation (EACCES, EPERM). */
+  fileAccess: 'GPUGATE_FILE_ACCESS',
+  /** FileSystemError: the OS failed a file operation (ENOSPC, EROFS, EIO…; the errno is in `errno` and the message). */
+  fileSystem: 'GPUGATE_FILE_SYSTEM',
   /** GpuLeaseError: another `gpugate select` held the lease directory's lock too long (other lease failures carry the errno name). */
   leaseLockTimeout: 'GPUGATE_LEASE_LOCK_TIMEOUT',
   /** GpuLeaseError: a lease bound only to a process whose pid the host cannot check (gpugate reads a nested PID namespace's /proc); give it a duration. */

@@ -300,7 +300,8 @@ describe('gpugate select: leases', () => {
     const scenario = host(1);
     const leases = leaseDir();
     mkdirSync(leases, { recursive: true });
-    const lockHolder = spawn(process.execPath, ['-e', `const b = require('node-gyp-build')(${JSON.stringify(repoRoot())}); const fd = require('fs').openSync(${JSON.stringify(path.join(leases, '.lock'))}, 'a'); if (!b.flockExclusive(fd)) process.exit(3); console.log('locked'); setTimeout(() => {}, 60000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // The lock file as a selector makes it: private (0600). A shareable one (0644) is replaced, not waited for (test/root-file-writes.test.ts).
+    const lockHolder = spawn(process.execPath, ['-e', `const b = require('node-gyp-build')(${JSON.stringify(repoRoot())}); const fd = require('fs').openSync(${JSON.stringify(path.join(leases, '.lock'))}, 'a', 0o600); if (!b.flockExclusive(fd)) process.exit(3); console.log('locked'); setTimeout(() => {}, 60000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
     try {
       await new Promise<void>((resolve) => lockHolder.stdout!.once('data', () => resolve()));
       const selecting = select(['--count', '1'], scenario, leases);

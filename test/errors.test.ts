@@ -19,6 +19,7 @@ import { NativeLoadError, describeNativeRuntime } from '../src/nvml/native-load-
 import { NvmlError } from '../src/nvml/nvml-error';
 import { GpuLeaseError } from '../src/host/gpu-lease';
 import { ForeignFileError } from '../src/host/owned-file';
+import { FileSystemError, UnsafePathError } from '../src/host/safe-file';
 import { SystemdUnavailableError } from '../src/host/systemd-unit';
 import { SimLibraryNotFoundError } from '../src/simulator/sim-library';
 import { UsageError } from '../src/usage-error';
@@ -47,6 +48,9 @@ const members: Array<[GpugateError, string, string]> = [
   [new GpuLeaseError(ErrorCode.leaseLockTimeout, '/run/gpugate/leases/.lock', 'held too long', { cause }), 'GpuLeaseError', ErrorCode.leaseLockTimeout],
   [new SystemdUnavailableError('systemctl is not installed', { cause }), 'SystemdUnavailableError', ErrorCode.systemdUnavailable],
   [new ForeignFileError('/etc/systemd/system/vllm.service.d/gpugate.conf', 'not ours: left alone', { cause }), 'ForeignFileError', ErrorCode.foreignFile],
+  [new UnsafePathError('/var/lib/textfile/gpu.prom', 'a symbolic link', { cause }), 'UnsafePathError', ErrorCode.unsafePath],
+  [new FileSystemError('/run/gpugate/leases', 'ENOSPC', 'write', 'no space left', { cause }), 'FileSystemError', ErrorCode.fileSystem],
+  [new FileSystemError('/run/gpugate/leases', 'EACCES', 'open', 'permission denied', { cause }), 'FileSystemError', ErrorCode.fileAccess],
   [new NvmlError({ code: 'NVML_ERROR_GPU_IS_LOST', nvmlReturn: 15, fn: 'nvmlDeviceGetMemoryInfo_v2', device: 0, message: 'lost', cause }), 'NvmlError', 'NVML_ERROR_GPU_IS_LOST'],
 ];
 
@@ -100,6 +104,9 @@ describe('exitCodeForError decides by class and code', () => {
       GPUGATE_LEASE_NAMESPACE: ExitCode.config,
       GPUGATE_SYSTEMD_UNAVAILABLE: ExitCode.unavailable,
       GPUGATE_FOREIGN_FILE: ExitCode.noPermission,
+      GPUGATE_UNSAFE_PATH: ExitCode.noPermission,
+      GPUGATE_FILE_ACCESS: ExitCode.noPermission,
+      GPUGATE_FILE_SYSTEM: ExitCode.osError,
     });
   });
 
@@ -123,7 +130,7 @@ describe('exitCodeForError decides by class and code', () => {
   });
 
   it('a name alone decides nothing: an error that only borrows a family name is an internal error', () => {
-    for (const name of ['UsageError', 'ConfigError', 'DeviceSelectionError', 'GpuWaitTimeoutError', 'NvmlError', 'AbortError', 'SystemdUnavailableError', 'ForeignFileError']) {
+    for (const name of ['UsageError', 'ConfigError', 'DeviceSelectionError', 'GpuWaitTimeoutError', 'NvmlError', 'AbortError', 'SystemdUnavailableError', 'ForeignFileError', 'UnsafePathError', 'FileSystemError']) {
       expect(exitCodeForError(Object.assign(new Error('borrowed'), { name })), name).toBe(ExitCode.software);
     }
     // A plain object with an exitCode is not a CliError.

@@ -19,11 +19,11 @@ export const ExitCode = {
   unavailable: 69,
   /** Internal error: a bug in gpugate. */
   software: 70,
-  /** /proc or cgroupfs unreadable where required. */
+  /** /proc or cgroupfs unreadable where required; a file gpugate writes failed in the OS (ENOSPC, EROFS, EIO…). */
   osError: 71,
   /** Timed out: still busy or not yet stable. */
   tempFail: 75,
-  /** No permission for a requested action (`--kill-stale`, `--clean-shm`; `systemd --write` over a file gpugate did not write). */
+  /** No permission for a requested action (`--kill-stale`, `--clean-shm`; `systemd --write` over a file gpugate did not write); a path gpugate refuses to write through. */
   noPermission: 77,
   /** Impossible configuration: `--gpus` matches nothing, no GPU selected (without --allow-empty), threshold above total, fraction outside 0–1. */
   config: 78,
@@ -79,6 +79,9 @@ const EXIT_CODE_OF_ERROR: Record<Exclude<GpugateErrorCode, typeof ErrorCode.comm
   [ErrorCode.foreignFile]: ExitCode.noPermission,
   [ErrorCode.leaseLockTimeout]: ExitCode.tempFail,
   [ErrorCode.leaseNamespace]: ExitCode.config,
+  [ErrorCode.unsafePath]: ExitCode.noPermission,
+  [ErrorCode.fileAccess]: ExitCode.noPermission,
+  [ErrorCode.fileSystem]: ExitCode.osError,
 };
 
 /**

@@ -168,7 +168,8 @@ function shortfall(candidates: readonly SelectCandidate[], count: number): strin
  * process; prefers GPUs behind one PCIe switch, then one host bridge, then one NUMA node; leases
  * them (unless `lease: false`). Resolves with result 'selected', or 'busy' / 'timeout' when too
  * few were eligible. Rejects with ConfigError when the selection holds fewer than `count` GPUs,
- * DeviceSelectionError, NvmlError, GpuLeaseError (the lease directory unusable), a TypeError for
+ * DeviceSelectionError, NvmlError, GpuLeaseError (the lock held too long, a holder that is gone),
+ * UnsafePathError or FileSystemError (the lease directory unsafe or failing), a TypeError for
  * bad options, and GpuWaitAbortError (name 'AbortError') when `signal` aborts.
  */
 export async function selectGpus(options: SelectOptions): Promise<SelectResult> {

@@ -7,20 +7,20 @@
  * moment a selector decides. A MIG instance's record names its whole GPU: a lease on either
  * covers both.
  *
- * Deciding and writing happen under an exclusive flock on `<dir>/.lock`, taken without blocking
- * and retried; the kernel drops it when the selector's descriptor closes or its process dies, so
- * a killed selector never wedges the others. Writes are a temporary file linked into place (link
- * never replaces an existing name). A stale record is removed only when the name still refers
- * to the very inode that was read and judged (device and inode compared just before unlink).
+ * Deciding and writing happen under an exclusive flock on `<dir>/.lock` (mode 0600: no other user
+ * can open it, so none can hold it), taken without blocking and retried; the kernel drops it when
+ * the selector's descriptor closes or its process dies, so a killed selector never wedges the
+ * others. Writes are a temporary file linked into place (link never replaces an existing name). A
+ * stale record is removed only when the name still refers to the very inode that was read and
+ * judged (device and inode compared just before unlink). Every file operation goes through
+ * src/host/safe-file.ts.
  */
 // libuv opens every file with O_CLOEXEC: a descriptor never leaks into a child.
-import { closeSync, constants, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync, writeSync, fsyncSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import * as path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ErrorCode, GpugateError } from '../gpugate-error';
-import { loadBinding } from '../nvml/binding';
 import { isLeaseRecord, judgeLease, makeLeaseRecord, type LeaseRecord, type LeaseTerms, type NewLease } from './lease-record';
+import { createFile, lockFile, removeFileIfSame } from './safe-file';
 
 /** Environment variable naming the lease directory. */
 export const LEASE_DIR_ENV = 'GPUGATE_LEASE_DIR';
@@ -32,7 +32,6 @@ export const DEFAULT_LEASE_LOCK_TIMEOUT_MS = 10_000;
 const LOCK_FILE = '.lock';
 const LEASE_SUFFIX = '.lease';
 const RECORD_MAX_BYTES = 4096;
-const LOCK_RETRY_MS = 5;
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
 export type { LeaseRecord, LeaseTerms } from './lease-record';
@@ -53,7 +52,10 @@ export interface LeaseStatus {
   identity: { dev: bigint; ino: bigint } | null;
 }
 
-/** Failure to use the lease directory; `code` is the errno name, or GPUGATE_LEASE_LOCK_TIMEOUT. */
+/**
+ * A lease that cannot be taken: GPUGATE_LEASE_LOCK_TIMEOUT, or `ESRCH` for a holder pid that is
+ * gone. (A lease directory that cannot be used safely is an UnsafePathError or FileSystemError.)
+ */
 export class GpuLeaseError extends GpugateError {
   override readonly name = 'GpuLeaseError';
   /** The file or directory involved. */
@@ -88,33 +90,20 @@ export class LeaseDirectory {
     this.now = options.now ?? Date.now;
   }
 
-  /** Runs `decide` holding the directory's exclusive lock (created with the directory if missing). */
+  /**
+   * Runs `decide` holding the directory's exclusive lock (created with the directory if missing),
+   * through src/host/safe-file.ts: the directory and its parents proved safe, the lock file private
+   * to gpugate's uid (mode 0600), so no other user can hold it. Throws UnsafePathError or
+   * FileSystemError when the directory cannot be used safely.
+   */
   async withLock<T>(decide: () => T, timeoutMs: number = DEFAULT_LEASE_LOCK_TIMEOUT_MS): Promise<T> {
-    try {
-      mkdirSync(this.dir, { recursive: true, mode: 0o755 });
-    } catch (error) {
-      throw new GpuLeaseError(errnoOf(error), this.dir, `cannot create the lease directory ${this.dir}: ${errnoOf(error)}`);
-    }
     const lockPath = path.join(this.dir, LOCK_FILE);
-    let fd: number;
+    const lock = await lockFile(lockPath, { timeoutMs, directories: 'create-all', directoryLabel: 'the lease directory' });
+    if (lock === null) throw new GpuLeaseError(ErrorCode.leaseLockTimeout, lockPath, `another gpugate select has held ${lockPath} for more than ${timeoutMs} ms`);
     try {
-      // Read-only is enough for flock, so users who may not write the file can still take turns.
-      fd = openSync(lockPath, constants.O_RDONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
-    } catch (error) {
-      throw new GpuLeaseError(errnoOf(error), lockPath, `cannot open the lease lock ${lockPath}: ${errnoOf(error)}`);
-    }
-    try {
-      const binding = loadBinding();
-      const deadline = performance.now() + timeoutMs;
-      while (!binding.flockExclusive(fd)) {
-        if (performance.now() >= deadline) {
-          throw new GpuLeaseError(ErrorCode.leaseLockTimeout, lockPath, `another gpugate select has held ${lockPath} for more than ${timeoutMs} ms`);
-        }
-        await sleep(LOCK_RETRY_MS);
-      }
       return decide();
     } finally {
-      closeSync(fd); // releases the flock
+      lock.release();
     }
   }
 
@@ -198,19 +187,7 @@ export class LeaseDirectory {
    */
   removeStale(status: LeaseStatus): boolean {
     if (status.state !== 'stale' || status.identity === null) return false;
-    let current;
-    try {
-      current = lstatSync(status.path, { bigint: true });
-    } catch (error) {
-      return errnoOf(error) === 'ENOENT';
-    }
-    if (!current.isFile() || current.dev !== status.identity.dev || current.ino !== status.identity.ino) return false;
-    try {
-      unlinkSync(status.path);
-      return true;
-    } catch (error) {
-      return errnoOf(error) === 'ENOENT';
-    }
+    return removeFileIfSame(status.path, status.identity);
   }
 
   /**
@@ -218,34 +195,6 @@ export class LeaseDirectory {
    * written and synced, then linked into place. True when written. Call under {@link withLock}.
    */
   write(record: LeaseRecord): boolean {
-    const file = path.join(this.dir, leaseFileName(record.uuid));
-    const temporary = path.join(this.dir, `.${leaseFileName(record.uuid)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-    let fd: number;
-    try {
-      fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-    } catch (error) {
-      throw new GpuLeaseError(errnoOf(error), temporary, `cannot write a lease in ${this.dir}: ${errnoOf(error)}`);
-    }
-    try {
-      try {
-        writeSync(fd, `${JSON.stringify(record)}\n`);
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-      try {
-        linkSync(temporary, file);
-        return true;
-      } catch (error) {
-        if (errnoOf(error) === 'EEXIST') return false;
-        throw new GpuLeaseError(errnoOf(error), file, `cannot create the lease ${file}: ${errnoOf(error)}`);
-      }
-    } finally {
-      try {
-        unlinkSync(temporary);
-      } catch {
-        // Already gone: nothing to clean.
-      }
-    }
+    return createFile(path.join(this.dir, leaseFileName(record.uuid)), `${JSON.stringify(record)}\n`, { mode: 0o644 });
   }
 }

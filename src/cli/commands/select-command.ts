@@ -7,6 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import type { SelectCandidate, SelectResult, SelectedGpu } from '../../gate/select';
 import { GpuLeaseError } from '../../host/gpu-lease';
+import { FileSystemError, UnsafePathError } from '../../host/safe-file';
 import type { NvmlSession } from '../../types';
 import { formatDuration } from '../../units';
 import { ErrorCode } from '../../gpugate-error';
@@ -88,17 +89,23 @@ function candidateJson(candidate: SelectCandidate, selection: SelectResult): Can
   };
 }
 
-/** The lease directory's failures: no permission is 77, a lock held too long 75, a holder the host cannot check 78, the rest OS errors. */
+/**
+ * The lease directory's failures: a path refused as unsafe or denied by the OS is 77 (with advice
+ * only when not root), a lock held too long 75, a holder the host cannot check 78, any other OS
+ * failure (ENOSPC, EROFS…) 71.
+ */
 function leaseFailure(error: unknown): CliError | null {
-  if (!(error instanceof GpuLeaseError)) return null;
-  const e = error;
-  const message = `lease: ${e.message}`;
-  if (e.code === 'EACCES' || e.code === 'EPERM' || e.code === 'EROFS') {
-    return new CliError(`${message} (run as root, or point GPUGATE_LEASE_DIR at a directory you may write)`, ExitCode.noPermission, 'no-permission');
+  if (error instanceof UnsafePathError) return new CliError(`lease: ${error.message}`, ExitCode.noPermission, 'no-permission', { cause: error });
+  if (error instanceof FileSystemError) {
+    if (error.code !== ErrorCode.fileAccess) return new CliError(`lease: ${error.message}`, ExitCode.osError, 'os-error', { cause: error });
+    const advice = process.geteuid?.() === 0 ? '' : ' (run as root, or point GPUGATE_LEASE_DIR at a directory you may write)';
+    return new CliError(`lease: ${error.message}${advice}`, ExitCode.noPermission, 'no-permission', { cause: error });
   }
-  if (e.code === ErrorCode.leaseLockTimeout) return new CliError(message, ExitCode.tempFail, 'lease-busy');
-  if (e.code === ErrorCode.leaseNamespace) return new CliError(message, ExitCode.config, 'config-error');
-  if (e.code === 'ESRCH') return new CliError(message, ExitCode.usage, 'usage-error');
+  if (!(error instanceof GpuLeaseError)) return null;
+  const message = `lease: ${error.message}`;
+  if (error.code === ErrorCode.leaseLockTimeout) return new CliError(message, ExitCode.tempFail, 'lease-busy');
+  if (error.code === ErrorCode.leaseNamespace) return new CliError(message, ExitCode.config, 'config-error');
+  if (error.code === 'ESRCH') return new CliError(message, ExitCode.usage, 'usage-error');
   return new CliError(message, ExitCode.osError, 'os-error');
 }
 

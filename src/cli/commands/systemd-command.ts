@@ -8,9 +8,9 @@
 import { join } from 'node:path';
 import { findUnitGate } from '../../doctor/unit-commands';
 import { writeOwnedFile } from '../../host/owned-file';
+import { readRegularFile } from '../../host/safe-file';
 import { readUnitProperties, unitSourceFrom, type UnitProperties } from '../../host/systemd-unit';
 import { normaliseUnitName } from '../../host/systemd-unit-name';
-import { readUnitFileContent } from '../../host/unit-file-read';
 import type { CommandContext } from '../command-context';
 import { booleanFlag, stringFlag } from '../command-context';
 import { ExitCode } from '../exit-codes';
@@ -19,6 +19,9 @@ import { withJsonError } from '../json-error';
 import { usageError } from '../parse-command-line';
 import { readHostGpuSizes } from '../gpu-sizes';
 import { buildDropIn, DROP_IN_FILE, DROP_IN_MARKER, thisGateProgram } from '../systemd-drop-in';
+
+/** A drop-in gpugate wrote is a few lines: a larger file is not one. */
+const DROP_IN_MAX_BYTES = 1 << 20;
 
 /** Where systemd reads local drop-ins, relative to the root. */
 const SYSTEM_UNIT_DIR = join('etc', 'systemd', 'system');
@@ -101,9 +104,9 @@ function hasForeignGate(unit: UnitProperties, target: string): boolean {
 /** The gpugate ExecStartPre= lines of a drop-in gpugate wrote (0 when the file is missing or not ours). */
 function gateLinesOfOwnFile(path: string): number {
   try {
-    const content = readUnitFileContent(path);
-    if (content.kind !== 'text' || !content.text.startsWith(DROP_IN_MARKER)) return 0;
-    const text = content.text;
+    // Never through a link, never blocked by a FIFO planted at the target.
+    const text = readRegularFile(path, DROP_IN_MAX_BYTES)?.text ?? '';
+    if (!text.startsWith(DROP_IN_MARKER)) return 0;
     return text.split('\n').filter((line) => line.startsWith('ExecStartPre=') && / wait /.test(line)).length;
   } catch {
     return 0;
