@@ -7,12 +7,13 @@
  * of a PID namespace reaps orphans.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { cgroupUnavailable, makeServiceCgroup } from './helpers/cgroups';
 import { cliEnv, cliPath, journalStreamOf, runCli, startCli } from './helpers/cli';
+import { listeningTcp, socketInodes } from './helpers/listening-sockets';
 import { simDevice, writeScenario } from './helpers/sim';
 
 const GiB = 1024 ** 3;
@@ -174,39 +175,6 @@ describe('signals while an NVML call is stuck', () => {
     expect(run.stderr).toMatch(/^<3>gpugate: interrupted by SIGTERM after /m);
   });
 });
-
-/** The inodes of the sockets process `pid` has open. */
-function socketInodes(pid: number): Set<string> {
-  const inodes = new Set<string>();
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-      if (match) inodes.add(match[1]!);
-    } catch {
-      // closed meanwhile
-    }
-  }
-  return inodes;
-}
-
-/** TCP sockets in state LISTEN in the process's network namespace: local port and inode. */
-function listeningTcp(pid: number): Array<{ port: number; inode: string }> {
-  const found: Array<{ port: number; inode: string }> = [];
-  for (const table of ['tcp', 'tcp6']) {
-    let text = '';
-    try {
-      text = readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const fields = line.trim().split(/\s+/);
-      if (fields.length < 10 || fields[3] !== '0A') continue;
-      found.push({ port: parseInt(fields[1]!.split(':')[1]!, 16), inode: fields[9]! });
-    }
-  }
-  return found;
-}
 
 describe('SIGUSR1 to a waiting gpugate', () => {
   it('opens no inspector and no port, and the wait goes on', async () => {
