@@ -1,16 +1,18 @@
 /**
  * Who sent a signal to the wrapper, and whether that sender also reached CMD. Node passes no
  * siginfo to process.on listeners, so the addon records si_code and si_pid in front of libuv's
- * handler (native/signal_source.cc). Two senders address CMD along with gpugate:
- * - the kernel for a terminal's keys (SIGINT / SIGQUIT with si_code SI_KERNEL: Ctrl-C, Ctrl-\):
- *   it signals the whole foreground process group, which CMD is in while it shares gpugate's
- *   group (a hang-up's SIGHUP may go to the session leader alone, so it is forwarded);
- * - systemd (si_pid 1, gpugate's own parent) stopping a unit with KillMode=control-group: it
- *   signals every process of the unit's cgroup, CMD included while it is in that cgroup. The
- *   kill mode is asked of `systemctl show` as soon as CMD starts, not when the signal comes:
- *   by then systemd is signalling every process of the cgroup, a new `systemctl` included.
- * For any other sender, or when the source is unknown, gpugate forwards: a signal CMD misses
- * (it would be killed without its graceful stop) is worse than one it gets twice.
+ * handler (native/signal_source.cc).
+ *
+ * CMD runs in a session of its own (run-wrapped.ts): whatever is addressed to gpugate's process
+ * group, session or terminal (`kill -- -PGID`, a shell's job control, Ctrl-C, an init's group kill)
+ * reaches gpugate alone, and gpugate forwards it once. What reaches CMD directly is a signal sent
+ * to every process of gpugate's cgroup, one by one, by the service manager that stops the unit:
+ * systemd with KillMode=control-group (the default) signals each process of the unit's cgroup, CMD
+ * included, whatever gpugate's parent is (a script `ExecStart=` without `exec` included). The
+ * manager is PID 1, or for a user unit the user manager named by $MANAGERPID (an ancestor of
+ * gpugate). Its kill mode is asked of `systemctl show` as soon as CMD starts, not when the signal
+ * comes: by then the manager is signalling every process of the cgroup, a new `systemctl` included.
+ * Such a signal is not forwarded. Any other sender, or an unknown one, is forwarded.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -20,15 +22,11 @@ import { parseCgroup, parseStat, systemdCgroupPath, unitOfCgroup } from '../host
 import { inCgroup, unitCgroupFromPath } from '../gate/stale';
 import type { Logger } from './logger';
 
-/** si_code of a signal the kernel sent itself (the terminal's signals among them). */
-const SI_KERNEL = 0x80;
-/** The signals a terminal sends its foreground process group for a key. */
-const TERMINAL_KEYS: ReadonlySet<NodeJS.Signals> = new Set(['SIGINT', 'SIGQUIT']);
 /** si_code of kill(2). */
 const SI_USER = 0;
 
-/** A process's group and cgroup, read synchronously: the decision is made inside a signal listener. */
-function procFacts(pid: number): { pgrp: number; cgroup: string | null } | null {
+/** A process's parent and cgroup, read synchronously: the decision is made inside a signal listener. */
+function procFacts(pid: number): { ppid: number; cgroup: string | null } | null {
   try {
     const stat = parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
     let cgroup: string | null = null;
@@ -37,18 +35,41 @@ function procFacts(pid: number): { pgrp: number; cgroup: string | null } | null 
     } catch {
       // Unknown cgroup: the manager's kill cannot be proven to include it.
     }
-    return { pgrp: stat.pgrp, cgroup };
+    return { ppid: stat.ppid, cgroup };
   } catch {
     return null;
   }
+}
+
+/** Whether `ancestor` is a parent, grandparent… of this process. */
+function isAncestor(ancestor: number): boolean {
+  let pid = process.ppid;
+  for (let depth = 0; depth < 64 && pid > 0; depth++) {
+    if (pid === ancestor) return true;
+    const facts = procFacts(pid);
+    if (facts === null) return false;
+    pid = facts.ppid;
+  }
+  return false;
+}
+
+/** The service manager that started gpugate's unit, and what it does when it stops the unit. */
+interface Manager {
+  /** PID 1 for a system unit, the user manager for a user unit. */
+  pid: number;
+  user: boolean;
+  /** The unit's cgroup, e.g. /system.slice/llm.service. */
+  unitCgroup: string;
+  unit: string;
+  /** The unit's KillMode= (null when unknown). */
+  killMode: Promise<string | null>;
 }
 
 /** Records senders of the forwarded signals and tells whether one already reached CMD. */
 export class SignalSources {
   private readonly env: NodeJS.ProcessEnv;
   private watching = false;
-  /** The unit's KillMode= (null when unknown); only asked when systemd is gpugate's parent. */
-  private killMode: Promise<string | null> = Promise.resolve(null);
+  private manager: Manager | null = null;
 
   constructor(env: NodeJS.ProcessEnv) {
     this.env = env;
@@ -64,8 +85,12 @@ export class SignalSources {
       logger.debug(`signal senders unknown, every signal is forwarded: ${error instanceof Error ? error.message : String(error)}`);
       return;
     }
-    const unit = process.ppid === 1 ? unitOfCgroup(unitCgroupFromPath(procFacts(process.pid)?.cgroup ?? null)) : null;
-    if (unit !== null) this.killMode = askKillMode(unit, this.env);
+    const unitCgroup = unitCgroupFromPath(procFacts(process.pid)?.cgroup ?? null);
+    const unit = unitOfCgroup(unitCgroup);
+    if (unitCgroup === null || unit === null) return;
+    const userManager = userManagerPid(this.env);
+    const user = userManager !== null;
+    this.manager = { pid: userManager ?? 1, user, unitCgroup, unit, killMode: askKillMode(unit, user, this.env) };
   }
 
   /**
@@ -73,31 +98,31 @@ export class SignalSources {
    * it twice), or null when it must be forwarded. The sender is read at once (a later signal
    * would overwrite it); the kill mode may still be on its way.
    */
-  async reachedGroup(signal: NodeJS.Signals, childPid: number): Promise<string | null> {
-    if (!this.watching) return null;
+  async reachedChild(signal: NodeJS.Signals, childPid: number): Promise<string | null> {
+    if (!this.watching || this.manager === null) return null;
     const source = loadBinding().lastSignalSource(constants.signals[signal]);
-    if (source === null) return null;
-    const self = procFacts(process.pid);
+    if (source === null || source.code !== SI_USER || source.pid !== this.manager.pid) return null;
     const child = procFacts(childPid);
-    if (self === null || child === null) return null;
-    if (source.code === SI_KERNEL && TERMINAL_KEYS.has(signal)) {
-      if (child.pgrp !== self.pgrp) return null;
-      return 'sent by a terminal to its foreground process group, which CMD is in';
-    }
-    if (source.code === SI_USER && source.pid === 1 && process.ppid === 1) {
-      const unit = unitCgroupFromPath(self.cgroup);
-      if (unit === null || !inCgroup(child.cgroup, unit)) return null;
-      if ((await this.killMode) !== 'control-group') return null;
-      return `sent by systemd to every process of ${unitOfCgroup(unit) ?? unit} (KillMode=control-group), CMD included`;
-    }
-    return null;
+    if (child === null || !inCgroup(child.cgroup, this.manager.unitCgroup)) return null;
+    if ((await this.manager.killMode) !== 'control-group') return null;
+    const manager = this.manager.user ? `the user manager (pid ${this.manager.pid})` : 'systemd';
+    return `sent by ${manager} to every process of ${this.manager.unit} (KillMode=control-group), CMD included`;
   }
 }
 
-/** `systemctl show --property=KillMode --value UNIT`, or null when it does not answer. */
-function askKillMode(unit: string, env: NodeJS.ProcessEnv): Promise<string | null> {
+/** $MANAGERPID (set by a user manager for the processes it starts) when it names an ancestor of gpugate above PID 1. */
+function userManagerPid(env: NodeJS.ProcessEnv): number | null {
+  const text = env['MANAGERPID'];
+  if (text === undefined || !/^[1-9][0-9]*$/.test(text)) return null;
+  const pid = Number(text);
+  return pid > 1 && isAncestor(pid) ? pid : null;
+}
+
+/** `systemctl [--user] show --property=KillMode --value UNIT`, or null when it does not answer. */
+function askKillMode(unit: string, user: boolean, env: NodeJS.ProcessEnv): Promise<string | null> {
+  const args = [...(user ? ['--user'] : []), 'show', '--property=KillMode', '--value', unit];
   return new Promise((resolve) => {
-    execFile('systemctl', ['show', '--property=KillMode', '--value', unit], { encoding: 'utf8', timeout: 5000, env }, (error, stdout) => {
+    execFile('systemctl', args, { encoding: 'utf8', timeout: 5000, env }, (error, stdout) => {
       resolve(error === null ? stdout.trim() : null);
     });
   });
