@@ -9,7 +9,7 @@
  * reaps orphans.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -430,5 +430,74 @@ describe.skipIf(noPidNamespace !== null || namedUnavailable !== null)(`gpugate w
     expect(stdout).toMatch(/count=1\b/);
     expect(stderr).not.toMatch(/not forwarded/);
     expect(asked).toContain('--user show');
+  });
+});
+
+describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task, signalled by its step daemon${namedUnavailable === null ? '' : ` (skipped: ${namedUnavailable})`}`, () => {
+  const cleanups: Array<() => void> = [];
+  afterEach(() => {
+    for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+  });
+
+  /**
+   * A stand-in for Slurm's step daemon (a python3 run through a link named `slurmstepd`, so its
+   * comm is that name; not PID 1): it starts gpugate as a task, in its own process group and in a
+   * real step cgroup, with SLURM_JOB_ID set, and once CMD runs signals the step as `proctrack`
+   * does: every process of the cgroup one by one (proctrack/cgroup), or the task's process group
+   * (proctrack/pgid). `scontrol show config` is a script on PATH naming `proctrack`.
+   */
+  function signalAsStepDaemon(proctrack: 'proctrack/cgroup' | 'proctrack/pgid'): { stdout: string; stderr: string } {
+    const step = makeCgroup('named', `/gpugate-test-slurm-${process.pid}-${Date.now()}/job_1/step_0`, cleanups);
+    const bin = mkdtempSync(join(tmpdir(), 'gpugate-slurm-'));
+    cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
+    writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\necho "ProctrackType           = ${proctrack}"\n`, { mode: 0o755 });
+    // The interpreter itself, not a wrapper script on PATH (a version manager's shim).
+    const python = spawnSync('python3', ['-c', 'import os, sys; print(os.path.realpath(sys.executable))'], { encoding: 'utf8' }).stdout.trim();
+    symlinkSync(python, join(bin, 'slurmstepd'));
+    const stepd = [
+      'import os, sys',
+      'procs, proctrack = sys.argv[1], sys.argv[2]',
+      'r, w = os.pipe()',
+      'task = os.fork()',
+      'if task == 0:',
+      '    os.setpgid(0, 0)',
+      '    open(procs, "w").write(str(os.getpid()))',
+      '    os.dup2(w, 1)',
+      '    os.execve(sys.argv[3], sys.argv[3:], dict(os.environ, SLURM_JOB_ID="1", SLURM_STEP_ID="0"))',
+      'os.close(w)',
+      'out = b""',
+      'while b"counting-5" not in out:',
+      '    out += os.read(r, 4096)',
+      'if proctrack == "proctrack/cgroup":',
+      '    for pid in open(procs).read().split():',
+      '        os.kill(int(pid), 15)',
+      'else:',
+      '    os.killpg(task, 15)',
+      'while True:',
+      '    chunk = os.read(r, 4096)',
+      '    if not chunk:',
+      '        break',
+      '    out += chunk',
+      'os.waitpid(task, 0)',
+      'sys.stdout.write(out.decode())',
+    ].join('\n');
+    const run = spawnSync(join(bin, 'slurmstepd'), ['-c', stepd, step.procs, proctrack, process.execPath, cliPath(), 'wait', '--stable', '0s', '--', ...countingCommand('TERM')], {
+      env: cliEnv(idle, { PATH: `${bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}` }),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    return { stdout: run.stdout, stderr: run.stderr };
+  }
+
+  it('proctrack/cgroup (the step daemon signals every process of the step, CMD included): not forwarded, CMD gets SIGTERM once', () => {
+    const { stdout, stderr } = signalAsStepDaemon('proctrack/cgroup');
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by Slurm's step daemon \(pid \d+\) to every process of the step \(ProctrackType=proctrack\/cgroup\)/);
+  });
+
+  it('proctrack/pgid (the step daemon signals the task\'s process group, which CMD is not in): forwarded, CMD gets SIGTERM once', () => {
+    const { stdout, stderr } = signalAsStepDaemon('proctrack/pgid');
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).not.toMatch(/not forwarded/);
   });
 });

@@ -12,6 +12,8 @@
  * manager is PID 1, or for a user unit the user manager named by $MANAGERPID (an ancestor of
  * gpugate). Its kill mode is asked of `systemctl show` as soon as CMD starts, not when the signal
  * comes: by then the manager is signalling every process of the cgroup, a new `systemctl` included.
+ * Slurm's step daemon (gpugate's parent in a task) signals every process of the step with
+ * ProctrackType=proctrack/cgroup or linuxproc (asked of `scontrol show config` the same way).
  * Such a signal is not forwarded. Any other sender, or an unknown one, is forwarded.
  */
 import { execFile } from 'node:child_process';
@@ -53,16 +55,57 @@ function isAncestor(ancestor: number): boolean {
   return false;
 }
 
-/** The service manager that started gpugate's unit, and what it does when it stops the unit. */
+/**
+ * The manager that started gpugate and may stop it by signalling every process it runs, CMD
+ * included: systemd for a unit (PID 1, or the user manager for a user unit), or Slurm's step
+ * daemon for a task.
+ */
 interface Manager {
-  /** PID 1 for a system unit, the user manager for a user unit. */
+  /** The sender pid its signals carry. */
   pid: number;
-  user: boolean;
-  /** The unit's cgroup, e.g. /system.slice/llm.service. */
-  unitCgroup: string;
-  unit: string;
-  /** The unit's KillMode= (null when unknown). */
-  killMode: Promise<string | null>;
+  /** Whether CMD, whose cgroup is `childCgroup`, is among the processes it signals. */
+  covers(childCgroup: string | null): boolean;
+  /** Why its signal already reached CMD, when its configuration makes it signal every process; else null. */
+  signalsEveryProcess: Promise<string | null>;
+}
+
+/** systemd stopping the unit whose cgroup is `unitCgroup`: every process of it with KillMode=control-group. */
+function systemdManager(unitCgroup: string, unit: string, env: NodeJS.ProcessEnv): Manager {
+  const userManager = userManagerPid(env);
+  const user = userManager !== null;
+  const who = user ? `the user manager (pid ${userManager})` : 'systemd';
+  return {
+    pid: userManager ?? 1,
+    covers: (childCgroup) => inCgroup(childCgroup, unitCgroup),
+    signalsEveryProcess: askKillMode(unit, user, env).then((mode) =>
+      mode === 'control-group' ? `sent by ${who} to every process of ${unit} (KillMode=control-group), CMD included` : null),
+  };
+}
+
+/**
+ * Slurm's step daemon, gpugate's parent in a task: it signals every process of the step with
+ * ProctrackType=proctrack/cgroup (every process of the step's cgroup) or proctrack/linuxproc
+ * (every descendant of the task), only the task's process group with proctrack/pgid.
+ */
+function slurmManager(stepd: number, ownCgroup: string | null, env: NodeJS.ProcessEnv): Manager {
+  return {
+    pid: stepd,
+    covers: (childCgroup) => childCgroup !== null && ownCgroup !== null && inCgroup(childCgroup, ownCgroup),
+    signalsEveryProcess: askProctrack(env).then((proctrack) =>
+      proctrack === 'proctrack/cgroup' || proctrack === 'proctrack/linuxproc'
+        ? `sent by Slurm's step daemon (pid ${stepd}) to every process of the step (ProctrackType=${proctrack}), CMD included`
+        : null),
+  };
+}
+
+/** Slurm's step daemon when it is gpugate's parent in a Slurm task, or null. */
+function slurmStepDaemon(env: NodeJS.ProcessEnv): number | null {
+  if (env['SLURM_JOB_ID'] === undefined) return null;
+  try {
+    return readFileSync(`/proc/${process.ppid}/comm`, 'utf8').trim() === 'slurmstepd' ? process.ppid : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Records senders of the forwarded signals and tells whether one already reached CMD. */
@@ -85,12 +128,12 @@ export class SignalSources {
       logger.debug(`signal senders unknown, every signal is forwarded: ${error instanceof Error ? error.message : String(error)}`);
       return;
     }
-    const unitCgroup = unitCgroupFromPath(procFacts(process.pid)?.cgroup ?? null);
+    const ownCgroup = procFacts(process.pid)?.cgroup ?? null;
+    const stepd = slurmStepDaemon(this.env);
+    const unitCgroup = unitCgroupFromPath(ownCgroup);
     const unit = unitOfCgroup(unitCgroup);
-    if (unitCgroup === null || unit === null) return;
-    const userManager = userManagerPid(this.env);
-    const user = userManager !== null;
-    this.manager = { pid: userManager ?? 1, user, unitCgroup, unit, killMode: askKillMode(unit, user, this.env) };
+    if (stepd !== null) this.manager = slurmManager(stepd, ownCgroup, this.env);
+    else if (unitCgroup !== null && unit !== null) this.manager = systemdManager(unitCgroup, unit, this.env);
   }
 
   /**
@@ -103,10 +146,8 @@ export class SignalSources {
     const source = loadBinding().lastSignalSource(constants.signals[signal]);
     if (source === null || source.code !== SI_USER || source.pid !== this.manager.pid) return null;
     const child = procFacts(childPid);
-    if (child === null || !inCgroup(child.cgroup, this.manager.unitCgroup)) return null;
-    if ((await this.manager.killMode) !== 'control-group') return null;
-    const manager = this.manager.user ? `the user manager (pid ${this.manager.pid})` : 'systemd';
-    return `sent by ${manager} to every process of ${this.manager.unit} (KillMode=control-group), CMD included`;
+    if (child === null || !this.manager.covers(child.cgroup)) return null;
+    return this.manager.signalsEveryProcess;
   }
 }
 
@@ -118,12 +159,23 @@ function userManagerPid(env: NodeJS.ProcessEnv): number | null {
   return pid > 1 && isAncestor(pid) ? pid : null;
 }
 
-/** `systemctl [--user] show --property=KillMode --value UNIT`, or null when it does not answer. */
-function askKillMode(unit: string, user: boolean, env: NodeJS.ProcessEnv): Promise<string | null> {
-  const args = [...(user ? ['--user'] : []), 'show', '--property=KillMode', '--value', unit];
+/** The output of `command args`, or null when it does not answer. */
+function ask(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<string | null> {
   return new Promise((resolve) => {
-    execFile('systemctl', args, { encoding: 'utf8', timeout: 5000, env }, (error, stdout) => {
-      resolve(error === null ? stdout.trim() : null);
+    execFile(command, args, { encoding: 'utf8', timeout: 5000, env }, (error, stdout) => {
+      resolve(error === null ? stdout : null);
     });
   });
+}
+
+/** `systemctl [--user] show --property=KillMode --value UNIT`, or null when it does not answer. */
+async function askKillMode(unit: string, user: boolean, env: NodeJS.ProcessEnv): Promise<string | null> {
+  const answer = await ask('systemctl', [...(user ? ['--user'] : []), 'show', '--property=KillMode', '--value', unit], env);
+  return answer === null ? null : answer.trim();
+}
+
+/** ProctrackType from `scontrol show config` (e.g. proctrack/cgroup), or null when it does not answer. */
+async function askProctrack(env: NodeJS.ProcessEnv): Promise<string | null> {
+  const answer = await ask('scontrol', ['show', 'config'], env);
+  return answer === null ? null : (/^ProctrackType\s*=\s*(\S+)\s*$/m.exec(answer)?.[1] ?? null);
 }
