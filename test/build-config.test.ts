@@ -129,7 +129,7 @@ describe('binding.gyp and package.json', () => {
     expect(loaded.stderr).toBe('');
     expect(loaded.stdout).toBe('same exports');
     const bin = join(root, pkg.bin['gpugate']!);
-    expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node')).toBe(true);
+    expect(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env -S node --disable-sigusr1\n')).toBe(true);
     const help = spawnSync(bin, ['--help'], { encoding: 'utf8', timeout: 30_000 });
     expect(help.status, help.stderr).toBe(0);
     expect(help.stdout).toContain('Usage: gpugate <command>');

@@ -3,16 +3,19 @@
  * priority and exit 143 / 130 / 129; SIGUSR1 never opens an inspector port; journald priority
  * prefixes appear only when JOURNAL_STREAM names the real stderr; the wrapper `wait -- CMD`
  * forwards SIGTERM to CMD and exits with its status, delivers a signal to CMD once even when it
- * was sent to the whole process group (a terminal's Ctrl-C; as PID 1, a group kill), and as PID 1
- * of a PID namespace reaps orphans.
+ * was sent to the whole process group (a terminal's Ctrl-C, `kill -- -PGID` from a shell; as
+ * PID 1, a group kill) or to every process of the unit's cgroup by its manager (systemd as PID 1,
+ * also through a script `ExecStart=`; a user manager, not PID 1), and as PID 1 of a PID namespace
+ * reaps orphans.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { cgroupUnavailable, makeServiceCgroup } from './helpers/cgroups';
+import { cgroupUnavailable, makeCgroup } from './helpers/cgroups';
 import { cliEnv, cliPath, journalStreamOf, runCli, startCli } from './helpers/cli';
+import { listeningTcp, socketInodes } from './helpers/listening-sockets';
 import { simDevice, writeScenario } from './helpers/sim';
 
 const GiB = 1024 ** 3;
@@ -175,39 +178,6 @@ describe('signals while an NVML call is stuck', () => {
   });
 });
 
-/** The inodes of the sockets process `pid` has open. */
-function socketInodes(pid: number): Set<string> {
-  const inodes = new Set<string>();
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-      if (match) inodes.add(match[1]!);
-    } catch {
-      // closed meanwhile
-    }
-  }
-  return inodes;
-}
-
-/** TCP sockets in state LISTEN in the process's network namespace: local port and inode. */
-function listeningTcp(pid: number): Array<{ port: number; inode: string }> {
-  const found: Array<{ port: number; inode: string }> = [];
-  for (const table of ['tcp', 'tcp6']) {
-    let text = '';
-    try {
-      text = readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const fields = line.trim().split(/\s+/);
-      if (fields.length < 10 || fields[3] !== '0A') continue;
-      found.push({ port: parseInt(fields[1]!.split(':')[1]!, 16), inode: fields[9]! });
-    }
-  }
-  return found;
-}
-
 describe('SIGUSR1 to a waiting gpugate', () => {
   it('opens no inspector and no port, and the wait goes on', async () => {
     const pid = startHolder();
@@ -248,8 +218,34 @@ function countingCommand(signal: 'INT' | 'TERM'): string[] {
   return ['python3', '-c', program];
 }
 
+/**
+ * `launch` + `wait --stable 0s -- <counting CMD>` in a process group of its own (its leader: the
+ * first process of `launch`), with its output collected; `counting` resolves once CMD counts.
+ */
+function startInOwnGroup(launch: readonly string[]): { child: ChildProcess; out(): string; err(): string; counting: Promise<void>; closed: Promise<void> } {
+  const [program, ...leading] = launch;
+  const child = spawn(program!, [...leading, 'wait', '--stable', '0s', '--', ...countingCommand('TERM')], {
+    env: cliEnv(idle),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  children.push(child);
+  let out = '';
+  let err = '';
+  let counted: () => void = () => {};
+  const counting = new Promise<void>((resolve) => (counted = resolve));
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+    if (out.includes('counting-5')) counted();
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  void closed.then(() => counted());
+  return { child, out: () => out, err: () => err, counting, closed };
+}
+
 describe('gpugate wait -- CMD: a signal to the whole process group reaches CMD once', () => {
-  it("a terminal's Ctrl-C (SIGINT to the foreground group, gpugate and CMD) is not forwarded again", () => {
+  it("a terminal's Ctrl-C (SIGINT to the foreground group) reaches gpugate alone, CMD having a session of its own, and is forwarded once", () => {
     // python3 gives gpugate a real terminal: its own session, the pty's foreground group.
     const driver = [
       'import os, pty, sys, time',
@@ -279,10 +275,19 @@ describe('gpugate wait -- CMD: a signal to the whole process group reaches CMD o
       timeout: 30_000,
     });
     expect(run.stdout).toMatch(/count=1\b/);
-    // On a terminal the log is coloured and wrapped to its width: read it as one line of text.
-    const log = run.stdout.replace(/\u001b\[[0-9;]*m/g, '').replace(/\s+/g, ' ');
-    expect(log).toMatch(/not forwarded signal=SIGINT reason="sent by a terminal/);
+    expect(run.stdout).not.toMatch(/not forwarded/);
     expect(run.stdout).toMatch(/exit=0\b/);
+  });
+
+  it('`kill -- -PGID` from a shell (not PID 1) reaches CMD once: CMD is not in that group, gpugate forwards it', async () => {
+    const gate = startInOwnGroup([process.execPath, cliPath()]);
+    await gate.counting;
+    // The group gpugate leads, as a shell's job or a service's main process does; the sender is a shell.
+    const sent = spawnSync('bash', ['-c', `kill -TERM -- -${gate.child.pid!}`], { encoding: 'utf8' });
+    expect(sent.status, sent.stderr).toBe(0);
+    await gate.closed;
+    expect(gate.out()).toMatch(/count=1\b/);
+    expect(gate.err()).not.toMatch(/not forwarded/);
   });
 });
 
@@ -310,22 +315,13 @@ describe.skipIf(noPidNamespace !== null)(`gpugate wait -- CMD as PID 1 of a PID 
   });
 
   it('a SIGTERM to its whole process group reaches CMD once', async () => {
-    const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, cliPath(), 'wait', '--stable', '0s', '--', ...countingCommand('TERM')], {
-      env: cliEnv(idle),
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    children.push(child);
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-    const closed = new Promise<void>((resolve) => child.stdout!.once('close', () => resolve()));
-    const deadline = Date.now() + 20_000;
-    while (!out.includes('counting-5') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(out).toContain('counting-5');
+    const gate = startInOwnGroup(['unshare', '--pid', '--fork', '--mount-proc', process.execPath, cliPath()]);
+    await gate.counting;
+    expect(gate.out()).toContain('counting-5');
     // unshare and gpugate (PID 1 inside) share this new process group; kill it as a whole.
-    process.kill(-child.pid!, 'SIGTERM');
-    await closed;
-    expect(out).toMatch(/count=1\b/);
+    process.kill(-gate.child.pid!, 'SIGTERM');
+    await gate.closed;
+    expect(gate.out()).toMatch(/count=1\b/);
   });
 });
 
@@ -337,15 +333,26 @@ describe.skipIf(noPidNamespace !== null || namedUnavailable !== null)(`gpugate w
     for (const cleanup of cleanups.splice(0).reverse()) cleanup();
   });
 
+  /** How the stand-in manager runs the unit. */
+  interface ManagerSetUp {
+    killMode: 'control-group' | 'mixed';
+    /** `ExecStart=` is a script that runs gpugate without `exec`: a shell is the unit's main process. */
+    viaShell?: boolean;
+    /** A user manager: not PID 1 (no PID namespace), it names itself in $MANAGERPID, the unit sits under user@0.service. */
+    user?: boolean;
+  }
+
   /**
    * A stand-in for the service manager, as PID 1 of a PID namespace (so its signals carry
-   * si_pid 1, as systemd's do): it starts gpugate in a real `.service` cgroup and, once CMD runs,
-   * stops the unit as systemd does for `killMode`: SIGTERM to the main process (gpugate), then,
-   * for control-group, to every other process of the cgroup. The only part not real is
+   * si_pid 1, as systemd's do), or for a user manager (any other pid, named by $MANAGERPID): it
+   * starts gpugate in a real `.service` cgroup and, once CMD runs, stops the unit as systemd
+   * does for `killMode`: SIGTERM to the main process, then, for control-group, to every other
+   * process of the cgroup, one by one as cgroup.procs lists them. The only part not real is
    * `systemctl show`, answered by a script on PATH with `killMode` (and recording its arguments).
    */
-  function stopAsManager(killMode: 'control-group' | 'mixed'): { stdout: string; stderr: string; asked: string; unit: string } {
-    const { unit } = makeServiceCgroup('named', 'gpugate-wrapper', cleanups);
+  function stopAsManager({ killMode, viaShell = false, user = false }: ManagerSetUp): { stdout: string; stderr: string; asked: string; unit: string } {
+    const name = `gpugate-wrapper-${process.pid}-${Date.now()}.service`;
+    const unit = user ? makeCgroup('named', `/user.slice/user-0.slice/user@0.service/app.slice/${name}`, cleanups) : makeCgroup('named', `/system.slice/${name}`, cleanups);
     const bin = mkdtempSync(join(tmpdir(), 'gpugate-systemctl-'));
     cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
     const asked = join(bin, 'asked');
@@ -358,7 +365,7 @@ describe.skipIf(noPidNamespace !== null || namedUnavailable !== null)(`gpugate w
       'if main == 0:',
       '    open(procs, "w").write(str(os.getpid()))',
       '    os.dup2(w, 1)',
-      '    os.execv(sys.argv[3], sys.argv[3:])',
+      '    os.execve(sys.argv[3], sys.argv[3:], dict(os.environ, MANAGERPID=str(os.getppid())))',
       'os.close(w)',
       'out = b""',
       'while b"counting-5" not in out:',
@@ -377,25 +384,120 @@ describe.skipIf(noPidNamespace !== null || namedUnavailable !== null)(`gpugate w
       'os.waitpid(main, 0)',
       'sys.stdout.write(out.decode())',
     ].join('\n');
-    const run = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'python3', '-c', manager, unit.procs, killMode, process.execPath, cliPath(), 'wait', '--stable', '0s', '--', ...countingCommand('TERM')], {
+    const gate = [process.execPath, cliPath(), 'wait', '--stable', '0s', '--', ...countingCommand('TERM')];
+    // `"$@"; :` keeps the shell from replacing itself with gpugate (its last command otherwise).
+    const started = viaShell ? ['/bin/sh', '-c', '"$@"; :', 'sh', ...gate] : gate;
+    const managerCommand = ['python3', '-c', manager, unit.procs, killMode, ...started];
+    const [program, ...args] = user ? managerCommand : ['unshare', '--pid', '--fork', '--mount-proc', ...managerCommand];
+    const run = spawnSync(program!, args, {
       env: cliEnv(idle, { PATH: `${bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}` }),
       encoding: 'utf8',
       timeout: 30_000,
     });
-    return { stdout: run.stdout, stderr: run.stderr, asked: existsSync(asked) ? readFileSync(asked, 'utf8') : '', unit: unit.path.split('/').pop()! };
+    return { stdout: run.stdout, stderr: run.stderr, asked: existsSync(asked) ? readFileSync(asked, 'utf8') : '', unit: name };
   }
 
   it('KillMode=control-group (systemd signals CMD itself): gpugate does not forward, CMD gets SIGTERM once', () => {
-    const { stdout, stderr, asked, unit } = stopAsManager('control-group');
+    const { stdout, stderr, asked, unit } = stopAsManager({ killMode: 'control-group' });
     expect(stdout).toMatch(/count=1\b/);
     expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by systemd to every process of .*KillMode=control-group/);
     expect(asked.trim()).toBe(`show --property=KillMode --value ${unit}`);
   });
 
   it('KillMode=mixed (systemd signals only gpugate): gpugate forwards, CMD gets SIGTERM once', () => {
-    const { stdout, stderr, asked } = stopAsManager('mixed');
+    const { stdout, stderr, asked } = stopAsManager({ killMode: 'mixed' });
     expect(stdout).toMatch(/count=1\b/);
     expect(stderr).not.toMatch(/not forwarded/);
     expect(asked).toContain('KillMode');
+  });
+
+  it('KillMode=control-group with a script ExecStart= that runs gpugate without exec (its parent is a shell, not PID 1): CMD gets SIGTERM once', () => {
+    const { stdout, stderr, asked, unit } = stopAsManager({ killMode: 'control-group', viaShell: true });
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by systemd to every process of .*KillMode=control-group/);
+    expect(asked.trim()).toBe(`show --property=KillMode --value ${unit}`);
+  });
+
+  it('a user manager (not PID 1) signalling every process of a user unit\'s cgroup, one by one: CMD gets SIGTERM once', () => {
+    const { stdout, stderr, asked, unit } = stopAsManager({ killMode: 'control-group', user: true });
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by the user manager \(pid \d+\) to every process of .*KillMode=control-group/);
+    expect(asked.trim()).toBe(`--user show --property=KillMode --value ${unit}`);
+  });
+
+  it('a user manager with KillMode=mixed (signals only the main process): gpugate forwards, CMD gets SIGTERM once', () => {
+    const { stdout, stderr, asked } = stopAsManager({ killMode: 'mixed', user: true });
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).not.toMatch(/not forwarded/);
+    expect(asked).toContain('--user show');
+  });
+});
+
+describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task, signalled by its step daemon${namedUnavailable === null ? '' : ` (skipped: ${namedUnavailable})`}`, () => {
+  const cleanups: Array<() => void> = [];
+  afterEach(() => {
+    for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+  });
+
+  /**
+   * A stand-in for Slurm's step daemon (a python3 run through a link named `slurmstepd`, so its
+   * comm is that name; not PID 1): it starts gpugate as a task, in its own process group and in a
+   * real step cgroup, with SLURM_JOB_ID set, and once CMD runs signals the step as `proctrack`
+   * does: every process of the cgroup one by one (proctrack/cgroup), or the task's process group
+   * (proctrack/pgid). `scontrol show config` is a script on PATH naming `proctrack`.
+   */
+  function signalAsStepDaemon(proctrack: 'proctrack/cgroup' | 'proctrack/pgid'): { stdout: string; stderr: string } {
+    const step = makeCgroup('named', `/gpugate-test-slurm-${process.pid}-${Date.now()}/job_1/step_0`, cleanups);
+    const bin = mkdtempSync(join(tmpdir(), 'gpugate-slurm-'));
+    cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
+    writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\necho "ProctrackType           = ${proctrack}"\n`, { mode: 0o755 });
+    // The interpreter itself, not a wrapper script on PATH (a version manager's shim).
+    const python = spawnSync('python3', ['-c', 'import os, sys; print(os.path.realpath(sys.executable))'], { encoding: 'utf8' }).stdout.trim();
+    symlinkSync(python, join(bin, 'slurmstepd'));
+    const stepd = [
+      'import os, sys',
+      'procs, proctrack = sys.argv[1], sys.argv[2]',
+      'r, w = os.pipe()',
+      'task = os.fork()',
+      'if task == 0:',
+      '    os.setpgid(0, 0)',
+      '    open(procs, "w").write(str(os.getpid()))',
+      '    os.dup2(w, 1)',
+      '    os.execve(sys.argv[3], sys.argv[3:], dict(os.environ, SLURM_JOB_ID="1", SLURM_STEP_ID="0"))',
+      'os.close(w)',
+      'out = b""',
+      'while b"counting-5" not in out:',
+      '    out += os.read(r, 4096)',
+      'if proctrack == "proctrack/cgroup":',
+      '    for pid in open(procs).read().split():',
+      '        os.kill(int(pid), 15)',
+      'else:',
+      '    os.killpg(task, 15)',
+      'while True:',
+      '    chunk = os.read(r, 4096)',
+      '    if not chunk:',
+      '        break',
+      '    out += chunk',
+      'os.waitpid(task, 0)',
+      'sys.stdout.write(out.decode())',
+    ].join('\n');
+    const run = spawnSync(join(bin, 'slurmstepd'), ['-c', stepd, step.procs, proctrack, process.execPath, cliPath(), 'wait', '--stable', '0s', '--', ...countingCommand('TERM')], {
+      env: cliEnv(idle, { PATH: `${bin}:${process.env['PATH'] ?? '/usr/bin:/bin'}` }),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    return { stdout: run.stdout, stderr: run.stderr };
+  }
+
+  it('proctrack/cgroup (the step daemon signals every process of the step, CMD included): not forwarded, CMD gets SIGTERM once', () => {
+    const { stdout, stderr } = signalAsStepDaemon('proctrack/cgroup');
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by Slurm's step daemon \(pid \d+\) to every process of the step \(ProctrackType=proctrack\/cgroup\)/);
+  });
+
+  it('proctrack/pgid (the step daemon signals the task\'s process group, which CMD is not in): forwarded, CMD gets SIGTERM once', () => {
+    const { stdout, stderr } = signalAsStepDaemon('proctrack/pgid');
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).not.toMatch(/not forwarded/);
   });
 });

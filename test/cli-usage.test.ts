@@ -14,9 +14,9 @@ import { simDevice, writeScenario } from './helpers/sim';
 const twoIdleGpus = writeScenario({ devices: [simDevice(0), simDevice(1)] });
 
 describe('gpugate command line', () => {
-  it('is an executable file with a node shebang', () => {
+  it('is an executable file whose shebang starts node with --disable-sigusr1', () => {
     accessSync(cliPath(), constants.X_OK);
-    expect(readFileSync(cliPath(), 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    expect(readFileSync(cliPath(), 'utf8').startsWith('#!/usr/bin/env -S node --disable-sigusr1\n')).toBe(true);
   });
 
   it('prints the package version with --version', async () => {

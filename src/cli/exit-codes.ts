@@ -25,7 +25,7 @@ export const ExitCode = {
   tempFail: 75,
   /** No permission for a requested action (`--kill-stale`, `--clean-shm`; `systemd --write` over a file gpugate did not write); a path gpugate refuses to write through. */
   noPermission: 77,
-  /** Impossible configuration: `--gpus` matches nothing, no GPU selected (without --allow-empty), threshold above total, fraction outside 0–1. */
+  /** Impossible configuration: `--gpus` matches nothing, no GPU selected (without --allow-empty), threshold above total, fraction outside 0–1; the command started on a Node.js older than package.json's engines. */
   config: 78,
   /** Interrupted by SIGHUP (the terminal or session went away), after printing the last state. */
   sighup: 129,

@@ -1,9 +1,12 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --disable-sigusr1
 /**
  * The `gpugate` command's entry point: parses the command line, loads only the sub-command it
  * needs (startup stays close to a bare `node`), runs it, and exits with its code. Output is
  * written synchronously (files and pipes are synchronous on Linux), so process.exit() loses
  * nothing, and it is what ends the process even when an NVML call is stuck on a native thread.
+ *
+ * The shebang starts Node with --disable-sigusr1 (Node 22.14 or newer): a SIGUSR1 during Node's
+ * own start-up, before the listener of inspector-guard.ts exists, then opens no inspector either.
  */
 
 // First, before anything else is loaded: SIGUSR1 must never open Node's inspector (a root shell).
@@ -114,6 +117,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
 }
 
 if (require.main === module) {
+  const refusal = (require('./node-requirement') as typeof import('./node-requirement')).unsupportedNode();
+  if (refusal !== null) {
+    standardError().write(`gpugate: ${refusal}\n`);
+    process.exit(ExitCode.config);
+  }
   // (`gpugate status | head -1`: a closed stdout is the reader's choice, not a crash; standardOut ignores it.)
   // A promise abandoned with a stuck NVML call may reject after the outcome is decided: never
   // let that turn the chosen exit code into Node's generic 1.

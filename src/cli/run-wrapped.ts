@@ -3,14 +3,14 @@
  * the same stdio, pass termination signals on to it, and resolve to its exit status (128 + the
  * signal number when it died by a signal; 127 / 126 when it cannot be found / run, like env(1)).
  *
- * A signal must reach CMD exactly once. Two set-ups:
- * - As PID 1 (a container's entry point) gpugate is CMD's init: CMD runs in a session of its own,
- *   so nothing addressed to gpugate's process group or terminal reaches CMD directly; every
- *   signal gpugate gets is forwarded, and orphans are reaped (orphan-reaper.ts).
- * - Otherwise CMD stays in gpugate's process group (a foreground job keeps its terminal), and the
- *   sender of each signal decides (signal-source.ts): a terminal's Ctrl-C / Ctrl-\ went to the
- *   whole foreground group, and systemd's KillMode=control-group signals
- *   every process of the unit, CMD included; those are not forwarded. Anything else is.
+ * A signal must reach CMD exactly once, so CMD runs in a session (and process group) of its own:
+ * nothing addressed to gpugate's process group, session or terminal reaches CMD directly, and
+ * gpugate forwards every signal it gets, except one its sender also sent to CMD itself
+ * (signal-source.ts: a service manager stopping the unit by signalling each of its processes).
+ * CMD therefore has no controlling terminal: a terminal's keys reach gpugate, which forwards
+ * Ctrl-C (SIGINT) and Ctrl-\ (SIGQUIT); Ctrl-Z stops gpugate alone.
+ * As PID 1 (a container's entry point) gpugate is also CMD's init and reaps orphans
+ * (orphan-reaper.ts).
  */
 
 import type * as ChildProcessModule from 'node:child_process';
@@ -32,12 +32,12 @@ export function runWrapped(argv: readonly string[], logger: Logger, env: NodeJS.
   const { SignalSources } = require('./signal-source') as typeof import('./signal-source');
   const asInit = process.pid === 1;
   return new Promise((resolve) => {
-    const child = spawn(file, args, { stdio: 'inherit', env, detached: asInit });
+    const child = spawn(file, args, { stdio: 'inherit', env, detached: true });
     const sources = asInit ? null : new SignalSources(env);
     const handlers: Array<[NodeJS.Signals, () => void]> = FORWARDED.map((signal) => {
       const handler = (): void => {
         if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-        const reached = sources === null ? Promise.resolve(null) : sources.reachedGroup(signal, child.pid);
+        const reached = sources === null ? Promise.resolve(null) : sources.reachedChild(signal, child.pid);
         void reached.then((why) => {
           if (why !== null) logger.info(`not forwarded ${logfmt([['signal', signal], ['reason', why]])}`);
           else if (child.exitCode === null && child.signalCode === null) child.kill(signal);

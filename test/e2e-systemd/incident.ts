@@ -145,6 +145,9 @@ export async function runRow(row: Row, smiBinary: string): Promise<RowResult> {
     c.addFile('/etc/systemd/system/gpugate-e2e.target', '[Unit]\nDescription=gpugate end-to-end suite\nRequires=sysinit.target\nAfter=sysinit.target\n');
     c.addFile('/etc/systemd/system/gpu-driver.service', `[Unit]\nDescription=NVIDIA driver stand-in\n\n[Service]\nExecStart=/usr/bin/node ${join(bin, 'gpu-driver.cjs')} /e2e/driver.json\n`);
     c.addSymlink('/usr/local/bin/gpugate', join(repo, 'dist', 'cli', 'main.js'));
+    // The command's shebang (`env -S node --disable-sigusr1`) finds `node` on the manager's PATH,
+    // where /usr/local/bin comes first: the Node this suite runs on, which the host's may not be.
+    c.addSymlink('/usr/local/bin/node', process.execPath);
     c.addCopy('/usr/local/bin/nvidia-smi', smiBinary);
     c.addFile('/usr/local/bin/seed-gpu-wait', SEED_LOOP, 0o755);
     for (const holder of row.holders ?? []) {

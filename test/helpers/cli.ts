@@ -53,16 +53,21 @@ export interface CliOptions {
   stderrFile?: string;
   /** Kill the process (SIGKILL) after this long; the run then has signal 'SIGKILL'. Default 30 s. */
   killAfterMs?: number;
+  /** How the command is started: the program and its first arguments. Default `node dist/cli/main.js`; `[cliPath()]` runs it through its shebang. */
+  launch?: readonly string[];
+  /** Give the command a stdin pipe (`child.stdin`) instead of none. */
+  stdinPipe?: boolean;
 }
 
-/** Start `node dist/cli/main.js ARGS`. */
+/** Start `node dist/cli/main.js ARGS` (or `options.launch` ARGS). */
 export function startCli(args: readonly string[], options: CliOptions = {}): CliProcess {
   const started = performance.now();
   let stderrFd: number | null = null;
   if (options.stderrFile !== undefined) stderrFd = openSync(options.stderrFile, 'w');
-  const child = spawn(process.execPath, [cliPath(), ...args], {
+  const [program, ...leading] = options.launch ?? [process.execPath, cliPath()];
+  const child = spawn(program!, [...leading, ...args], {
     env: options.env ?? cliEnv(null),
-    stdio: ['ignore', 'pipe', stderrFd ?? 'pipe'],
+    stdio: [options.stdinPipe === true ? 'pipe' : 'ignore', 'pipe', stderrFd ?? 'pipe'],
   });
   if (stderrFd !== null) closeSync(stderrFd);
   let out = '';
