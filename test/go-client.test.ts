@@ -14,8 +14,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { simDriverProfiles, type SimDriverProfile } from '../src/simulator/sim-library';
-import { repoRoot, simDevice, simNvmlDir, writeScenario } from './helpers/sim';
+import { simDriverProfiles, simProfileForScenario, type SimDriverProfile } from '../src/simulator/sim-library';
+import { bundledScenario, repoRoot, simDevice, simNvmlDir, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
 
 const SOURCE_DIR = path.join(repoRoot(), 'test', 'go-client');
@@ -125,6 +125,26 @@ describe.skipIf(unavailable !== null)('a Go client linked as go-nvml links', () 
       expect(current.symbols, older.name).toContain(missing);
       expect(older.symbols, older.name).not.toContain(missing);
       expect(eager.stdout, older.name).toBe('');
+    }
+  });
+
+  it('reads every shipped scenario through the library of its profile, as the example reads a real host', () => {
+    const shipped = fs.readdirSync(path.join(repoRoot(), 'scenarios')).filter((f) => f.endsWith('.json')).sort();
+    expect(shipped.length).toBeGreaterThan(0);
+    for (const name of shipped) {
+      const file = bundledScenario(name.replace(/\.json$/, ''));
+      const profile = profiles.find((p) => p.name === simProfileForScenario(file, repoRoot()).name)!;
+      const devices = (JSON.parse(fs.readFileSync(file, 'utf8')) as { devices: Array<{ uuid: string }> }).devices;
+      const r = run(binaries.get(profile.name)!, profile, file, false);
+      const uuids = [...r.stdout.matchAll(/^uuid=(.*)$/gm)].map((m) => m[1]);
+      if (name === 'lost-gpu.json') {
+        // GPU 5 has fallen off the bus: the example stops there, as go-nvml's log.Fatalf does.
+        expect({ code: r.code, last: r.stdout.trim().split('\n').at(-1) }, name).toEqual({ code: 1, last: 'handle 5 failed: GPU is lost (15)' });
+        expect(uuids, name).toEqual(devices.slice(0, 5).map((d) => d.uuid));
+      } else {
+        expect({ code: r.code, stderr: r.stderr }, name).toEqual({ code: 0, stderr: '' });
+        expect(uuids, name).toEqual(devices.map((d) => d.uuid));
+      }
     }
   });
 });
