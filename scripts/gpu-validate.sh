@@ -757,10 +757,8 @@ step_driver_abi() {
     "$REPO_ROOT/sim/profile-table.cjs" >"$names"
   if ! command -v python3 >/dev/null; then
     rc=no-python
-  elif [[ $MODE == simulate ]]; then
-    LD_LIBRARY_PATH="$SCRATCH/nvml${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" bounded 30 python3 "$HELPERS/driver-abi.py" "$names" \
-      >"$LOGS/driver-abi.json" 2>"$LOGS/driver-abi.err" || rc=$?
   else
+    # The library gpugate reads: GPUGATE_NVML_LIBRARY when set (the simulator with --simulate), else the driver's.
     bounded 30 python3 "$HELPERS/driver-abi.py" "$names" >"$LOGS/driver-abi.json" 2>"$LOGS/driver-abi.err" || rc=$?
   fi
   # Every NVML function the library exports, for the ones the table does not know yet.

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Reads what the NVML library itself does where gpugate's simulator imitates a driver quirk.
 
-For gpu-validate.sh's driver-abi step. Loads libnvidia-ml.so.1 (the normal search path) with ctypes,
+For gpu-validate.sh's driver-abi step. Loads the library GPUGATE_NVML_LIBRARY names, as gpugate does,
+else libnvidia-ml.so.1 (the normal search path), with ctypes,
 so no NVML binding is needed, and prints one JSON object on stdout:
   {"libraryPath", "driverVersion", "nvmlVersion", "cudaDriverVersion",
    "symbols": {NAME: true|false, ...}   for every NAME read from the file given as argv[1] (one a line),
@@ -12,6 +13,7 @@ the reason on stderr when the library cannot be loaded or initialised. Read-only
 """
 import ctypes
 import json
+import os
 import sys
 
 ADDRESSING_MODE_V1 = 0x01000008  # nvmlDeviceAddressingMode_v1: sizeof 8, version 1
@@ -70,10 +72,12 @@ def loaded_path():
 def main():
     with open(sys.argv[1], encoding="utf-8") as names:
         wanted = [line.strip() for line in names if line.strip()]
+    # The library gpugate itself is pointed at, when it is (GPUGATE_NVML_LIBRARY), else the driver's.
+    name = os.environ.get("GPUGATE_NVML_LIBRARY") or "libnvidia-ml.so.1"
     try:
-        lib = ctypes.CDLL("libnvidia-ml.so.1")
+        lib = ctypes.CDLL(name)
     except OSError as err:
-        sys.stderr.write(f"cannot load libnvidia-ml.so.1: {err}\n")
+        sys.stderr.write(f"cannot load {name}: {err}\n")
         sys.exit(1)
     rc = call(lib, "nvmlInit_v2")
     if rc is None:
