@@ -277,7 +277,9 @@ describe('utilisation in MIG mode', () => {
     expect((await lines(simLibraryPath(), ['utilization', '1'], file)).get('utilization')?.[0]).toBe('0');
     const status = await runCli(['status', '--json', '--library', simLibraryPath()], { env: cliEnv(file) });
     expect(status.code, status.stderr).toBe(0);
-    const devices = (JSON.parse(status.stdout) as { devices: Array<{ index: number; migMode: unknown; utilization: unknown }> }).devices;
+    const devices = (JSON.parse(status.stdout) as { devices: Array<{ migMode: unknown; utilization: unknown; fieldErrors: Record<string, { code: string }> }> }).devices;
     expect(devices.map((d) => d.utilization)).toEqual([null, { gpuPercent: 0, memoryPercent: 0 }]);
+    // The driver's answer is kept, not hidden: the field error names it; nothing else is affected.
+    expect(devices.map((d) => Object.entries(d.fieldErrors).map(([field, e]) => `${field}:${e.code}`))).toEqual([['utilization:NVML_ERROR_NOT_SUPPORTED'], []]);
   });
 });
