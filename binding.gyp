@@ -7,6 +7,7 @@
       "sim/exports_memory.cc",
       "sim/exports_mig.cc",
       "sim/exports_process.cc",
+      "sim/exports_stubs.cc",
       "sim/exports_system.cc",
       "sim/exports_telemetry.cc",
       "sim/extras.cc",
@@ -115,9 +116,22 @@
       "libraries": ["-lpthread"]
     },
     {
+      "target_name": "gpugate_sim_r535",
+      "type": "shared_library",
+      "sources": ["<@(gpugate_sim_sources)"],
+      "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=r535"],
+      "ldflags": [
+        "-Xlinker",
+        "--version-script",
+        "-Xlinker",
+        "<!(node sim/profile-table.cjs version-script r535 build/sim-exports)"
+      ],
+      "libraries": ["-lpthread"]
+    },
+    {
       "target_name": "gpugate_sim_nvml_name",
       "type": "none",
-      "dependencies": ["gpugate_sim", "gpugate_sim_legacy", "gpugate_sim_r470", "gpugate_sim_r510", "gpugate_sim_r535_early"],
+      "dependencies": ["gpugate_sim", "gpugate_sim_legacy", "gpugate_sim_r470", "gpugate_sim_r510", "gpugate_sim_r535_early", "gpugate_sim_r535"],
       "actions": [
         {
           "action_name": "install_current_as_libnvidia_ml",
@@ -159,6 +173,14 @@
             "<(PRODUCT_DIR)/sim/r535-early/libnvidia-ml.so.1"
           ],
           "action": ["node", "sim/profile-table.cjs", "install", "r535_early", "<(PRODUCT_DIR)/gpugate_sim_r535_early.so", "<(PRODUCT_DIR)"]
+        },
+        {
+          "action_name": "install_r535_as_libnvidia_ml",
+          "inputs": ["<(PRODUCT_DIR)/gpugate_sim_r535.so"],
+          "outputs": [
+            "<(PRODUCT_DIR)/sim/r535/libnvidia-ml.so.1"
+          ],
+          "action": ["node", "sim/profile-table.cjs", "install", "r535", "<(PRODUCT_DIR)/gpugate_sim_r535.so", "<(PRODUCT_DIR)"]
         }
       ]
     }

@@ -12,6 +12,9 @@
 #              document must be well-formed and every GPU's health read or an NVML code given
 #   select     gpugate select --count 1 --json, with --no-lease and then leasing under the run's
 #              own temp dir (select-lease): the choice recorded, the document judged well-formed
+#   driver-abi what the NVML library itself does where gpugate's simulator imitates a driver: its
+#              exports against the simulator profile of its version (and `nm -D`), its NVML and CUDA
+#              versions, utilisation of a GPU in MIG mode, DriverModel_v2 and AddressingMode
 # then prints one summary table and writes a JSON report. The whole run stays under 5 minutes.
 #
 # Read-only towards the GPUs: it only reads through NVML and nvidia-smi queries and starts one
@@ -747,6 +750,27 @@ step_select() {
   rm -rf -- "$leases"
 }
 
+step_driver_abi() {
+  heading "driver-abi: the library's exports, versions and quirks against the simulator's profile"
+  local rc=0 names="$SCRATCH/table-functions.txt" nm_args=() library
+  "$NODE_BIN" -e 'for (const s of require(process.argv[1]).readProfileTable().symbols) console.log(s.name)' \
+    "$REPO_ROOT/sim/profile-table.cjs" >"$names"
+  if ! command -v python3 >/dev/null; then
+    rc=no-python
+  else
+    # The library gpugate reads: GPUGATE_NVML_LIBRARY when set (the simulator with --simulate), else the driver's.
+    bounded 30 python3 "$HELPERS/driver-abi.py" "$names" >"$LOGS/driver-abi.json" 2>"$LOGS/driver-abi.err" || rc=$?
+  fi
+  # Every NVML function the library exports, for the ones the table does not know yet.
+  library=$("$NODE_BIN" -e 'try { process.stdout.write(JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8")).libraryPath ?? "") } catch {}' \
+    "$LOGS/driver-abi.json")
+  if [[ -n $library ]] && command -v nm >/dev/null && nm -D --defined-only "$library" >"$LOGS/driver-abi.nm" 2>/dev/null; then
+    nm_args=(--nm "$LOGS/driver-abi.nm")
+  fi
+  helper 70-driver-abi.json driver-abi driver-abi.cjs --facts "$LOGS/driver-abi.json" --facts-rc "$rc" \
+    --facts-stderr "$LOGS/driver-abi.err" --table "$REPO_ROOT/sim/profile-table.cjs" ${nm_args[@]+"${nm_args[@]}"}
+}
+
 # ---------------------------------------------------------------------------------------------
 # Run
 
@@ -790,6 +814,7 @@ fi
 step_latency
 step_doctor
 step_select
+step_driver_abi
 
 heading "summary"
 report_rc=0

@@ -221,9 +221,24 @@ GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned 
 GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
   return withDevice(kSym_nvmlDeviceGetUtilizationRates, device, true, [&](Resolved& r) {
     if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    if (!r.device->utilization.supported) return NVML_ERROR_NOT_SUPPORTED;
+    // A GPU in MIG mode has no whole-GPU utilisation: the driver answers NOT_SUPPORTED.
+    bool inMigMode = r.device->migMode.supported && r.device->migMode.value;
+    if (!r.device->utilization.supported || inMigMode) return NVML_ERROR_NOT_SUPPORTED;
     utilization->gpu = r.device->utilization.value.gpu;
     utilization->memory = r.device->utilization.value.memory;
+    return NVML_SUCCESS;
+  });
+}
+
+// nvmlDeviceAddressingMode_v1_t: {u32 version, u32 value}; version = sizeof | 1 << 24 (R580 header).
+constexpr unsigned kAddressingModeV1 = 0x01000008;
+
+// A discrete GPU where neither HMM nor ATS is active: NVML_DEVICE_ADDRESSING_MODE_NONE (0).
+GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device, unsigned int* mode) {
+  return withDevice(kSym_nvmlDeviceGetAddressingMode, device, true, [&](Resolved&) {
+    if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (mode[0] != kAddressingModeV1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    mode[1] = 0;
     return NVML_SUCCESS;
   });
 }

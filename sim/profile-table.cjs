@@ -13,7 +13,7 @@ const path = require('node:path');
 
 const TABLE = path.join(__dirname, 'driver_profiles.h');
 
-/** @returns {{ profiles: Array<{token: string, name: string, firstDriver: number, v3EntryBytes: number}>, symbols: Array<{name: string, firstProfile: string}> }} */
+/** @returns {{ profiles: Array<{token: string, name: string, firstDriver: number, v3EntryBytes: number}>, symbols: Array<{name: string, firstDriver: number, stub: boolean}>, cudaBranches: Array<{firstDriver: number, cudaDriverVersion: number}> }} */
 function readProfileTable(file = TABLE) {
   const text = fs.readFileSync(file, 'utf8');
   const profiles = [];
@@ -21,21 +21,37 @@ function readProfileTable(file = TABLE) {
     profiles.push({ token: m[1], name: m[2], firstDriver: Number(m[3]), v3EntryBytes: Number(m[4]) });
   }
   const symbols = [];
-  for (const m of text.matchAll(/^\s*X\((nvml\w+), (\w+)\)/gm)) symbols.push({ name: m[1], firstProfile: m[2] });
-  const tokens = profiles.map((p) => p.token);
+  // X rows: implemented entry points; S rows: stubs answering NOT_SUPPORTED (see the table).
+  for (const m of text.matchAll(/^\s*([XS])\((nvml\w+), (\d+)\)/gm)) symbols.push({ name: m[2], firstDriver: Number(m[3]), stub: m[1] === 'S' });
+  const seen = new Set();
   for (const s of symbols) {
-    if (!tokens.includes(s.firstProfile)) throw new Error(`${file}: ${s.name} names the unknown profile ${s.firstProfile}`);
+    if (seen.has(s.name)) throw new Error(`${file}: ${s.name} has more than one row`);
+    seen.add(s.name);
   }
-  if (profiles.length === 0 || symbols.length === 0) throw new Error(`${file}: no profile or symbol rows found`);
-  return { profiles, symbols };
+  const cudaBranches = [];
+  for (const m of text.matchAll(/\bB\((\d+), (\d+)\)/g)) cudaBranches.push({ firstDriver: Number(m[1]), cudaDriverVersion: Number(m[2]) });
+  if (profiles.length === 0 || symbols.length === 0 || cudaBranches.length === 0) throw new Error(`${file}: no profile, symbol or CUDA branch rows found`);
+  return { profiles, symbols, cudaBranches };
 }
 
-/** The NVML symbols the profile with `token` exports. */
+/** A driver version's leading MAJOR.MINOR as major * 1000 + minor ("535.54.03": 535054), or null. */
+function driverKey(version) {
+  const m = /^(\d+)\.(\d{1,3})(?!\d)/.exec(String(version));
+  return m === null ? null : Number(m[1]) * 1000 + Number(m[2]);
+}
+
+/** The CUDA driver version (12020 = 12.2) the branch of `version` reports, or null without a MAJOR.MINOR. */
+function cudaDriverVersionFor(version, table = readProfileTable()) {
+  const key = driverKey(version);
+  if (key === null) return null;
+  return table.cudaBranches.filter((b) => b.firstDriver <= key).at(-1)?.cudaDriverVersion ?? table.cudaBranches[0].cudaDriverVersion;
+}
+
+/** The NVML symbols the profile with `token` exports: those whose first driver it reaches. */
 function exportedSymbols(token, table = readProfileTable()) {
-  const order = table.profiles.map((p) => p.token);
-  const at = order.indexOf(token);
-  if (at < 0) throw new Error(`unknown simulator profile ${token}; expected one of ${order.join(', ')}`);
-  return table.symbols.filter((s) => order.indexOf(s.firstProfile) <= at).map((s) => s.name);
+  const profile = table.profiles.find((p) => p.token === token);
+  if (profile === undefined) throw new Error(`unknown simulator profile ${token}; expected one of ${table.profiles.map((p) => p.token).join(', ')}`);
+  return table.symbols.filter((s) => s.firstDriver <= profile.firstDriver).map((s) => s.name);
 }
 
 /** Writes `<dir>/<token>.map`, the version script exporting the profile's symbols and the extras. */
@@ -79,7 +95,7 @@ function installDriverNames(token, library, productDir) {
   });
 }
 
-module.exports = { readProfileTable, exportedSymbols, writeVersionScript, driverNamePaths, installDriverNames };
+module.exports = { readProfileTable, exportedSymbols, driverKey, cudaDriverVersionFor, writeVersionScript, driverNamePaths, installDriverNames };
 
 if (require.main === module) {
   const [command, ...args] = process.argv.slice(2);

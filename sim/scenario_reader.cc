@@ -807,6 +807,10 @@ void readSystem(const JsonValue* sys, SimSystem& system) {
       system.cudaDriverVersion = static_cast<int>(readInteger(*x, "cudaDriverVersion", 0, 1000000));
     }
     profile = sys->find("driverProfile");
+    // A driver version alone brings its branch's NVML and CUDA versions, as a real driver reports them.
+    int cuda = version != nullptr ? cudaDriverVersionFor(system.driverVersion.c_str()) : 0;
+    if (cuda != 0 && sys->find("cudaDriverVersion") == nullptr) system.cudaDriverVersion = cuda;
+    if (cuda != 0 && sys->find("nvmlVersion") == nullptr) system.nvmlVersion = std::to_string(cuda / 1000) + "." + system.driverVersion;
   }
   const JsonValue* decided = profile != nullptr ? profile : version != nullptr ? version : sys;
   if (decided != nullptr) {

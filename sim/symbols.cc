@@ -12,14 +12,16 @@ namespace gpugate_sim {
 
 namespace {
 const char* const kNames[] = {
-#define GPUGATE_SIM_SYMBOL_NAME(name, firstProfile) #name,
+#define GPUGATE_SIM_SYMBOL_NAME(name, firstDriver) #name,
     GPUGATE_SIM_SYMBOLS(GPUGATE_SIM_SYMBOL_NAME)
+    GPUGATE_SIM_STUBS(GPUGATE_SIM_SYMBOL_NAME)
 #undef GPUGATE_SIM_SYMBOL_NAME
 };
 
-const int kFirstProfile[] = {
-#define GPUGATE_SIM_SYMBOL_FIRST(name, firstProfile) kProfile_##firstProfile,
+const long kFirstDriver[] = {
+#define GPUGATE_SIM_SYMBOL_FIRST(name, firstDriver) firstDriver,
     GPUGATE_SIM_SYMBOLS(GPUGATE_SIM_SYMBOL_FIRST)
+    GPUGATE_SIM_STUBS(GPUGATE_SIM_SYMBOL_FIRST)
 #undef GPUGATE_SIM_SYMBOL_FIRST
 };
 
@@ -53,7 +55,9 @@ int symbolByName(const char* name) {
   return -1;
 }
 
-bool profileExports(int profile, int id) { return id >= 0 && id < kSymbolCount && kFirstProfile[id] <= profile; }
+bool profileExports(int profile, int id) {
+  return id >= 0 && id < kSymbolCount && profile >= 0 && profile < kProfileCount && kFirstDriver[id] <= kProfiles[profile].firstDriver;
+}
 
 int libraryProfile() { return kLibraryProfile; }
 
@@ -66,8 +70,9 @@ int profileByName(const char* name) {
   return -1;
 }
 
-int profileForDriverVersion(const char* version) {
-  // The leading MAJOR.MINOR decides; a patch level or anything else may follow.
+namespace {
+/** A driver version's leading MAJOR.MINOR as major * 1000 + minor ("535.54.03": 535054), or -1. */
+long driverKey(const char* version) {
   const char* p = version;
   char* end = nullptr;
   if (p == nullptr || *p < '0' || *p > '9') return -1;
@@ -75,10 +80,38 @@ int profileForDriverVersion(const char* version) {
   if (*end != '.' || end[1] < '0' || end[1] > '9') return -1;
   long minor = strtol(end + 1, &end, 10);
   if (minor > 999) return -1;
-  long key = major * 1000 + minor;
+  return major * 1000 + minor;
+}
+
+struct CudaBranch {
+  long firstDriver;
+  int cudaDriverVersion;
+};
+
+const CudaBranch kCudaBranches[] = {
+#define GPUGATE_SIM_CUDA_ROW(firstDriver, cudaDriverVersion) {firstDriver, cudaDriverVersion},
+    GPUGATE_SIM_CUDA_BRANCHES(GPUGATE_SIM_CUDA_ROW)
+#undef GPUGATE_SIM_CUDA_ROW
+};
+}  // namespace
+
+int profileForDriverVersion(const char* version) {
+  // The leading MAJOR.MINOR decides; a patch level or anything else may follow.
+  long key = driverKey(version);
+  if (key < 0) return -1;
   int found = 0;
   for (int i = 0; i < kProfileCount; i++) {
     if (kProfiles[i].firstDriver <= key) found = i;
+  }
+  return found;
+}
+
+int cudaDriverVersionFor(const char* version) {
+  long key = driverKey(version);
+  if (key < 0) return 0;
+  int found = kCudaBranches[0].cudaDriverVersion;
+  for (const CudaBranch& branch : kCudaBranches) {
+    if (branch.firstDriver <= key) found = branch.cudaDriverVersion;
   }
   return found;
 }

@@ -16,9 +16,11 @@ enum ProfileId : int {
   kProfileCount
 };
 
+// Implemented entry points first, then the stubs: both are counted and can be faulted alike.
 enum SymbolId : int {
-#define GPUGATE_SIM_SYMBOL_ENUM(name, firstProfile) kSym_##name,
+#define GPUGATE_SIM_SYMBOL_ENUM(name, firstDriver) kSym_##name,
   GPUGATE_SIM_SYMBOLS(GPUGATE_SIM_SYMBOL_ENUM)
+  GPUGATE_SIM_STUBS(GPUGATE_SIM_SYMBOL_ENUM)
 #undef GPUGATE_SIM_SYMBOL_ENUM
   kSymbolCount
 };
@@ -43,6 +45,9 @@ int profileByName(const char* name);
 
 /** The profile a driver version ("535.54.03") belongs to by its leading MAJOR.MINOR, or -1 without one. */
 int profileForDriverVersion(const char* version);
+
+/** The CUDA driver version (13000 = 13.0) the branch of `version` reports, or 0 without a MAJOR.MINOR. */
+int cudaDriverVersionFor(const char* version);
 
 /** Bytes per entry written by the _v3 process lists in `profile` (24 or 32). */
 int v3EntryBytes(int profile);

@@ -11,6 +11,7 @@ import { cliEnv, startCli } from './helpers/cli';
 import { buildNvmlClient, runNvmlClient } from './helpers/nvml-client';
 import { isAlive, procPpid } from './helpers/processes';
 import { simDevice, writeScenario } from './helpers/sim';
+import { SimulatedHost } from '../src/simulator/sim-host';
 
 const GiB = 2 ** 30;
 let client = '';
@@ -107,5 +108,35 @@ describe('gpugate sim', () => {
     const when = await startCli(['sim', '--started-at', 'soon'], { env: cliEnv(null) }).done;
     expect(when.code).toBe(64);
     expect(when.stderr).toContain('--started-at "soon": expected now, Unix milliseconds or an ISO 8601 UTC time');
+  });
+
+  it('keeps same-named holders distinct processes, one per entry of a GPU, and the same process across that GPU timeline', () => {
+    const python = (): object => ({ spawn: { comm: 'python3' }, usedBytes: GiB });
+    const host = SimulatedHost.start({
+      scenario: {
+        devices: [simDevice(0, { processes: [python(), python()] }), simDevice(1, { processes: [python()] })],
+        timeline: [{ atMs: 3_600_000, device: 0, set: { processes: [python()] } }],
+      },
+      startedAt: Date.now(),
+    });
+    try {
+      const written = JSON.parse(readFileSync(host.scenarioPath, 'utf8')) as {
+        devices: Array<{ processes: Array<{ pid: number; name: string }> }>;
+        timeline: Array<{ set: { processes: Array<{ pid: number }> } }>;
+      };
+      const [first, second] = written.devices[0]!.processes.map((p) => p.pid);
+      const other = written.devices[1]!.processes[0]!.pid;
+      expect(new Set([first, second, other]).size).toBe(3);
+      expect(written.timeline[0]!.set.processes[0]!.pid).toBe(first);
+      expect(host.holders.map((h) => h.pid).sort()).toEqual([first, second, other].sort());
+      for (const pid of [first!, second!, other]) {
+        expect(isAlive(pid)).toBe(true);
+        expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).toBe('python3');
+      }
+      expect(written.devices[0]!.processes.map((p) => p.name)).toEqual(['python3', 'python3']);
+    } finally {
+      host.stop();
+    }
+    for (const holder of host.holders) expect(isAlive(holder.pid)).toBe(false);
   });
 });

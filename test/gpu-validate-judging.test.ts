@@ -15,7 +15,7 @@ import Ajv from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv, runCli, type CliRun } from './helpers/cli';
 import { MIB, type StepRecord } from './helpers/gpu-validate-step';
-import { bundledScenario, simDevice, simLibraryFor, writeScenario } from './helpers/sim';
+import { bundledScenario, simDevice, simLibraryFor, simNvmlDir, writeScenario } from './helpers/sim';
 
 const helpers = resolve(__dirname, '..', 'scripts', 'gpu-validate');
 const schemas = resolve(__dirname, '..', 'schemas');
@@ -468,5 +468,47 @@ describe('the schema checker of the step programs', () => {
     const dir = mkdtempSync(join(work, 'schemas-'));
     writeFileSync(join(dir, 'x.schema.json'), JSON.stringify({ $id: 'urn:x', type: 'object', properties: { a: { type: 'string', maxLength: 3 } } }));
     expect(() => validate({ a: 'long' }, dir, 'urn:x')).toThrow(/x\.schema\.json\/properties\/a: schema keyword "maxLength" is not supported/);
+  });
+});
+
+describe('driver-abi: the library against the simulator profile of its version', () => {
+  const table = resolve(__dirname, '..', 'sim', 'profile-table.cjs');
+  const names = (): string => {
+    const { readProfileTable } = require(table) as { readProfileTable(): { symbols: Array<{ name: string }> } };
+    return file(readProfileTable().symbols.map((s) => s.name).join('\n'));
+  };
+  const abi = (facts: string, extra: string[] = []): StepRecord =>
+    judge('driver-abi.cjs', ['--facts', facts, '--facts-rc', '0', '--facts-stderr', file(''), '--table', table, ...extra]).record;
+
+  it('reads the simulator of mig.json through ctypes and finds what it imitates: utilisation NOT_SUPPORTED in MIG mode', () => {
+    const scenario = bundledScenario('mig');
+    const libDir = simNvmlDir('current');
+    const read = spawnSync('python3', [join(helpers, 'driver-abi.py'), names()], {
+      encoding: 'utf8', env: { ...process.env, GPUGATE_SIM_SCENARIO: scenario, LD_LIBRARY_PATH: libDir },
+    });
+    expect(read.status, read.stderr).toBe(0);
+    const facts = JSON.parse(read.stdout) as { devices: Array<{ migMode: number[]; utilization: number[]; driverModelV2: number[]; addressingMode: number[] }> };
+    expect(facts.devices[0]).toMatchObject({ migMode: [0, 1, 1], utilization: [3, 0, 0], driverModelV2: [3, 99, 99], addressingMode: [0, 0] });
+    expect(facts.devices[1]?.utilization[0]).toBe(0);
+    const record = abi(file(read.stdout));
+    expect(record.status, record.summary).toBe('pass');
+    expect(record.checks.map((c) => c.name)).toEqual(['profile exports', 'CUDA version', 'NVML version', 'GPU 0 utilization in MIG mode']);
+  });
+
+  it('fails a profile that exports what the driver lacks, a wrong CUDA version, and utilisation answered in MIG mode', () => {
+    const symbols = Object.fromEntries(readFileSync(names(), 'utf8').split('\n').map((n) => [n, n !== 'nvmlDeviceGetConfComputeMemSizeInfo']));
+    const facts = file({
+      libraryPath: '/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1', driverVersion: '535.54.03', nvmlVersion: '12.535.54.03', cudaDriverVersion: 12010, symbols,
+      devices: [{ index: 0, migMode: [0, 1, 1], utilization: [0, 0, 0], driverModelV2: [3, 99, 99], addressingMode: [null, 99] }],
+    });
+    const nm = file('0000000000001000 T nvmlDeviceGetSomethingNew\n0000000000002000 T nvmlInit_v2\n');
+    const record = abi(facts, ['--nm', nm]);
+    expect(record.status).toBe('fail');
+    expect(failedChecks(record)).toEqual(['profile exports', 'CUDA version', 'GPU 0 utilization in MIG mode']);
+    expect(record.summary).toContain('the r535-early profile exports 1 function(s) this driver lacks: nvmlDeviceGetConfComputeMemSizeInfo');
+    expect(record.summary).toContain('the driver reports 12010; the simulator derives 12020 for 535.54.03');
+    expect((record.data as { beyondProfile: string[]; unknownToTable: string[] }).unknownToTable).toEqual(['nvmlDeviceGetSomethingNew']);
+    // Every later function of the table that this driver has is listed as beyond the profile.
+    expect((record.data as { beyondProfile: string[] }).beyondProfile).toContain('nvmlDeviceGetRunningProcessDetailList');
   });
 });

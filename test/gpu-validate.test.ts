@@ -215,7 +215,12 @@ describe('gpu-validate.sh --simulate', () => {
     expect(lease?.path).toMatch(/\/gpu-validate\.[^/]+\/scratch\/leases\/GPU-6a1c27e0-5b0f-4d8e-9c43-0f2d7e1b8a01\.lease$/);
     expect(lease?.holderComm).toBe('bash');
     expect(existsSync(lease?.path ?? '')).toBe(false);
-    expect(report.steps.map((s) => s.step)).toEqual(['identity', 'processes', 'race', 'latency', 'doctor', 'select', 'select-lease']);
+    // What the library does where the simulator imitates a driver: here the simulator itself, so it agrees.
+    const abi = step(report, 'driver-abi');
+    expect(abi.status, abi.summary).toBe('pass');
+    expect(abi.checks.map((c) => `${c.name}:${c.ok}`)).toEqual(['profile exports:true', 'CUDA version:true', 'NVML version:true']);
+    expect(abi.data).toMatchObject({ driverVersion: '580.95.05', profile: 'current', beyondProfile: [] });
+    expect(report.steps.map((s) => s.step)).toEqual(['identity', 'processes', 'race', 'latency', 'doctor', 'select', 'select-lease', 'driver-abi']);
     expect(run.stdout).toMatch(/identity\s+PASS/);
     expect(run.stdout).toMatch(/race\s+PASS\s+exit 0/);
     expect(run.stdout).toMatch(/doctor\s+PASS\s+exit (0|69|75) /);
@@ -236,7 +241,7 @@ describe('gpu-validate.sh --simulate', () => {
     expect(run.code).toBe(1);
     const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
     expect(report.result).toBe('fail');
-    expect(report.steps.map((s) => `${s.step}:${s.status}`)).toEqual(['identity:fail', 'processes:skip', 'race:skip', 'latency:skip', 'doctor:skip', 'select:skip', 'select-lease:skip']);
+    expect(report.steps.map((s) => `${s.step}:${s.status}`)).toEqual(['identity:fail', 'processes:skip', 'race:skip', 'latency:skip', 'doctor:skip', 'select:skip', 'select-lease:skip', 'driver-abi:pass']);
     expect(step(report, 'race').summary).toBe('skipped: --skip race');
     expect(step(report, 'select-lease').summary).toBe('skipped: --skip select');
     expect((report as Report & { settings: unknown }).settings).toEqual({ gpu: 0, holdMib: '20% of total', toleranceMib: 4, usedToleranceMib: 64, skip: ['processes', 'race', 'latency', 'doctor', 'select'] });

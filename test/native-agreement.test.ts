@@ -51,7 +51,7 @@ describe('agreement with an independent NVML client', () => {
   for (const v1 of [false, true]) {
     it(`reads the same devices, memory and compute processes (${v1 ? 'plain v1 symbols, legacy build' : '_v2/_v3 symbols'})`, async () => {
       const host = busyHost();
-      // The legacy build serves only a driver that old (before R418: no _v2/_v3 entry points).
+      // The legacy build serves a driver that old (before R470: plain process lists and memory).
       if (v1) host['system'] = { driverVersion: '410.129', nvmlVersion: '10.410.129', cudaDriverVersion: 10000 };
       const file = useScenario(host);
       const lib = freshSimulator(v1 ? 'gpugate_sim_legacy' : 'gpugate_sim');

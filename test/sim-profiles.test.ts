@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { simDriverProfiles } from '../src/simulator/sim-library';
+import { runCli, cliEnv } from './helpers/cli';
 import { buildNvmlClient, runNvmlClient } from './helpers/nvml-client';
 import { bundledScenario, repoRoot, simDevice, simEnv, simLibraryFor, simLibraryPath, simProfileLibraryPath, writeScenario } from './helpers/sim';
 
@@ -57,7 +58,7 @@ describe('driver profiles', () => {
   const everySymbol = [...new Set(profiles.flatMap((p) => p.symbols))];
 
   it('each profile library exports exactly its profile symbols, as seen through dlsym', async () => {
-    expect(profiles.map((p) => p.name)).toEqual(['legacy', 'r470', 'r510', 'r535-early', 'current']);
+    expect(profiles.map((p) => p.name)).toEqual(['legacy', 'r470', 'r510', 'r535-early', 'r535', 'current']);
     for (const profile of profiles) {
       const result = await runNvmlClient(client, ['--lib', simProfileLibraryPath(profile.library), 'symbols', ...everySymbol], process.env);
       const present = result.stdout.trim().split('\n').filter((l) => l.endsWith(' present')).map((l) => l.split(' ')[0]);
@@ -103,7 +104,7 @@ describe('driver profiles', () => {
     );
     const bad = writeScenario({ system: { driverProfile: 'r999' }, devices: [simDevice(0)] });
     const rejected = await runNvmlClient(client, ['--lib', simLibraryPath(), 'dump'], simEnv(bad));
-    expect(rejected.stdout).toContain('expected one of "legacy", "r470", "r510", "r535-early", "current" for "driverProfile"');
+    expect(rejected.stdout).toContain('expected one of "legacy", "r470", "r510", "r535-early", "r535", "current" for "driverProfile"');
   });
 });
 
@@ -203,5 +204,82 @@ describe('MIG as NVML documents it', () => {
     const off = await lines(simLibraryPath(), ['migextra', '1'], file);
     expect(off.get('max')).toEqual(['0', '0']);
     expect(off.get('parent_procs')).toEqual(['0']);
+  });
+});
+
+describe('profile boundaries, one row per function with its first driver', () => {
+  const profiles = simDriverProfiles(repoRoot());
+  const exports = (name: string): Set<string> => new Set(profiles.find((p) => p.name === name)?.symbols);
+
+  it('follow the headers: NVML 5.319 _v2 entry points in legacy, MIG and _v2 lists from r470, the 12.2 names from r535-early, TemperatureV from R570 on', async () => {
+    const since = (symbol: string): string[] => profiles.filter((p) => p.symbols.includes(symbol)).map((p) => p.name);
+    const all = ['legacy', 'r470', 'r510', 'r535-early', 'r535', 'current'];
+    for (const symbol of ['nvmlInit_v2', 'nvmlDeviceGetCount_v2', 'nvmlDeviceGetHandleByIndex_v2', 'nvmlDeviceGetHandleByPciBusId_v2', 'nvmlDeviceGetPciInfo_v2']) {
+      expect(since(symbol), symbol).toEqual(all);
+    }
+    for (const symbol of ['nvmlDeviceGetMigMode', 'nvmlDeviceGetComputeRunningProcesses_v2', 'nvmlDeviceGetMPSComputeRunningProcesses_v2', 'nvmlDeviceGetMPSComputeRunningProcesses', 'nvmlDeviceGetPciInfo_v3']) {
+      expect(since(symbol), symbol).toEqual(all.slice(1));
+    }
+    for (const symbol of ['nvmlDeviceGetComputeRunningProcesses_v3', 'nvmlDeviceGetMemoryInfo_v2', 'nvmlDeviceGetNumFans']) expect(since(symbol), symbol).toEqual(all.slice(2));
+    for (const symbol of ['nvmlDeviceGetCurrentClocksEventReasons', 'nvmlDeviceGetGpuFabricInfo', 'nvmlDeviceGetConfComputeMemSizeInfo']) {
+      expect(since(symbol), symbol).toEqual(all.slice(3));
+    }
+    expect(since('nvmlDeviceGetRunningProcessDetailList')).toEqual(['r535', 'current']);
+    for (const symbol of ['nvmlDeviceGetTemperatureV', 'nvmlDeviceGetAddressingMode', 'nvmlDeviceGetDriverModel_v2']) expect(since(symbol), symbol).toEqual(['current']);
+    // The R580 header (NVML 13.0) declares 395 functions; nvmlErrorString is the one it declares without DECLDIR's return type.
+    expect(exports('current').size).toBe(396);
+    // The legacy library really has them: dlsym through the built file.
+    const legacy = await runNvmlClient(client, ['--lib', simProfileLibraryPath('gpugate_sim_legacy'), 'symbols', 'nvmlInit_v2', 'nvmlDeviceGetCount_v2', 'nvmlDeviceGetMigMode'], process.env);
+    expect(legacy.stdout.trim().split('\n')).toEqual(['nvmlInit_v2 present', 'nvmlDeviceGetCount_v2 present', 'nvmlDeviceGetMigMode absent']);
+  });
+
+  it('a 410 driver is read through the _v2 entry points, with 16-byte process lists, as on a real 410 host', async () => {
+    const file = writeScenario({ system: { driverVersion: '410.129' }, devices: [simDevice(0, { processes: [{ pid: 4101, usedBytes: GiB }, { pid: 4102, usedBytes: 2 * GiB }] })] });
+    expect(simLibraryFor(file)).toBe(simProfileLibraryPath('gpugate_sim_legacy'));
+    const count = await runNvmlClient(client, ['--lib', simLibraryFor(file), 'rawprocs', '0', 'nvmlDeviceGetComputeRunningProcesses'], simEnv(file));
+    expect(count.stdout.trim()).toBe('rc=0 count=2 bytesWritten=32 pids=4101,4102');
+    const versions = await lines(simLibraryFor(file), ['versions'], file);
+    expect(versions.get('driver')).toEqual(['0', '410.129']);
+    expect(versions.get('nvml')).toEqual(['0', '10.410.129']);
+    expect(versions.get('cuda')).toEqual(['0', '10000']);
+  });
+
+  it('a scenario giving only driverVersion gets the NVML and CUDA versions of its branch; given ones are kept', async () => {
+    const only = writeScenario({ system: { driverVersion: '535.104.05' }, devices: [simDevice(0)] });
+    expect(simLibraryFor(only)).toBe(simProfileLibraryPath('gpugate_sim_r535'));
+    const read = await lines(simLibraryFor(only), ['versions'], only);
+    expect([read.get('nvml'), read.get('cuda')]).toEqual([['0', '12.535.104.05'], ['0', '12020']]);
+    const given = writeScenario({ system: { driverVersion: '570.86.15', nvmlVersion: '12.570.custom', cudaDriverVersion: 12070 }, devices: [simDevice(0)] });
+    const kept = await lines(simLibraryFor(given), ['versions'], given);
+    expect([kept.get('nvml'), kept.get('cuda')]).toEqual([['0', '12.570.custom'], ['0', '12070']]);
+    const defaults = await lines(simLibraryPath(), ['versions'], writeScenario({ devices: [simDevice(0)] }));
+    expect([defaults.get('driver'), defaults.get('nvml'), defaults.get('cuda')]).toEqual([['0', '580.95.05'], ['0', '13.580.95.05'], ['0', '13000']]);
+  });
+
+  it('the functions with nothing to simulate answer NOT_SUPPORTED once initialised, UNINITIALIZED before, and take faults', async () => {
+    const stubs = ['nvmlDeviceGetDriverModel_v2', 'nvmlDeviceGetNumaNodeId', 'nvmlVgpuInstanceGetLicenseInfo_v2', 'nvmlGpmSampleAlloc'];
+    for (const s of stubs) expect(exports('current').has(s), s).toBe(true);
+    const file = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlGpmSampleAlloc', return: 999 }] });
+    const result = await runNvmlClient(client, ['--lib', simLibraryPath(), 'stubs', ...stubs], simEnv(file));
+    expect(result.stdout.trim().split('\n')).toEqual([
+      'nvmlDeviceGetDriverModel_v2 before=1 after=3',
+      'nvmlDeviceGetNumaNodeId before=1 after=3',
+      'nvmlVgpuInstanceGetLicenseInfo_v2 before=1 after=3',
+      'nvmlGpmSampleAlloc before=1 after=999',
+    ]);
+  });
+});
+
+describe('utilisation in MIG mode', () => {
+  it('a GPU in MIG mode answers NOT_SUPPORTED, as a real driver does; gpugate reports no utilisation for it', async () => {
+    const file = bundledScenario('mig');
+    expect((await lines(simLibraryPath(), ['utilization', '0'], file)).get('utilization')).toEqual(['3', '0', '0']);
+    expect((await lines(simLibraryPath(), ['utilization', '1'], file)).get('utilization')?.[0]).toBe('0');
+    const status = await runCli(['status', '--json', '--library', simLibraryPath()], { env: cliEnv(file) });
+    expect(status.code, status.stderr).toBe(0);
+    const devices = (JSON.parse(status.stdout) as { devices: Array<{ migMode: unknown; utilization: unknown; fieldErrors: Record<string, { code: string }> }> }).devices;
+    expect(devices.map((d) => d.utilization)).toEqual([null, { gpuPercent: 0, memoryPercent: 0 }]);
+    // The driver's answer is kept, not hidden: the field error names it; nothing else is affected.
+    expect(devices.map((d) => Object.entries(d.fieldErrors).map(([field, e]) => `${field}:${e.code}`))).toEqual([['utilization:NVML_ERROR_NOT_SUPPORTED'], []]);
   });
 });

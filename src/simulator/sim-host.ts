@@ -43,14 +43,19 @@ interface ScenarioProcess {
   name?: unknown;
 }
 
+interface ScenarioMigDevice {
+  slot?: unknown;
+  processes?: ScenarioProcess[];
+}
+
 interface TimelineEntry {
   atMs?: unknown;
   device?: unknown;
-  set?: { processes?: ScenarioProcess[]; migDevices?: Array<{ processes?: ScenarioProcess[] }> };
+  set?: { processes?: ScenarioProcess[]; migDevices?: ScenarioMigDevice[] };
 }
 
 interface ScenarioObject {
-  devices?: Array<{ processes?: ScenarioProcess[]; migDevices?: Array<{ processes?: ScenarioProcess[] }> }>;
+  devices?: Array<{ processes?: ScenarioProcess[]; migDevices?: ScenarioMigDevice[] }>;
   timeline?: TimelineEntry[];
   startedAt?: unknown;
 }
@@ -108,14 +113,14 @@ export class SimulatedHost {
     try {
       const binDir = join(folder, 'bin');
       mkdirSync(binDir);
-      const byComm = new Map<string, SimHolder>();
-      for (const process of spawnedProcesses(scenario)) {
+      const byKey = new Map<string, SimHolder>();
+      for (const { holderKey, process } of spawnedProcesses(scenario)) {
         const comm = process.spawn?.comm;
         if (typeof comm !== 'string') throw new Error(`${source ?? 'the scenario'}: expected "spawn": {"comm": "NAME"} in a process, found ${JSON.stringify(process.spawn)}`);
-        let holder = byComm.get(comm);
+        let holder = byKey.get(holderKey);
         if (holder === undefined) {
           holder = SimHolder.start(comm, binDir);
-          byComm.set(comm, holder);
+          byKey.set(holderKey, holder);
           running.push(holder);
         }
         process.pid = holder.pid;
@@ -167,18 +172,38 @@ export class SimulatedHost {
   }
 }
 
-/** Every process object (base devices, MIG devices, timeline sets) that asks for a holder. */
-function spawnedProcesses(scenario: ScenarioObject): ScenarioProcess[] {
-  const lists: Array<ScenarioProcess[] | undefined> = [];
-  for (const device of scenario.devices ?? []) {
-    lists.push(device.processes);
-    for (const mig of device.migDevices ?? []) lists.push(mig.processes);
+/**
+ * Every process object (base devices, MIG devices, timeline sets) that asks for a holder, with the
+ * holder it names: the n-th process spawned as COMM in a list of one GPU (or one MIG slot) is the
+ * same real process wherever that GPU's lists name it, and another process than the (n+1)-th, or
+ * than a COMM on another GPU. So same-named holders stay distinct processes, as on a real host.
+ */
+function spawnedProcesses(scenario: ScenarioObject): Array<{ holderKey: string; process: ScenarioProcess }> {
+  const lists: Array<{ scope: string; list: ScenarioProcess[] | undefined }> = [];
+  const migLists = (scope: string, migDevices: ScenarioMigDevice[] | undefined): void => {
+    for (const [at, mig] of (migDevices ?? []).entries()) lists.push({ scope: `${scope}/mig ${String(mig.slot ?? `#${at}`)}`, list: mig.processes });
+  };
+  for (const [index, device] of (scenario.devices ?? []).entries()) {
+    lists.push({ scope: `gpu ${index}`, list: device.processes });
+    migLists(`gpu ${index}`, device.migDevices);
   }
   for (const entry of scenario.timeline ?? []) {
-    lists.push(entry.set?.processes);
-    for (const mig of entry.set?.migDevices ?? []) lists.push(mig.processes);
+    const scope = typeof entry.device === 'number' ? `gpu ${entry.device}` : `gpu ${String(entry.device)}`;
+    lists.push({ scope, list: entry.set?.processes });
+    migLists(scope, entry.set?.migDevices);
   }
-  return lists.flatMap((list) => (Array.isArray(list) ? list : [])).filter((p) => p !== null && typeof p === 'object' && p.spawn !== undefined);
+  const spawned: Array<{ holderKey: string; process: ScenarioProcess }> = [];
+  for (const { scope, list } of lists) {
+    const seen = new Map<unknown, number>();
+    for (const process of Array.isArray(list) ? list : []) {
+      if (process === null || typeof process !== 'object' || process.spawn === undefined) continue;
+      const comm = process.spawn?.comm;
+      const nth = seen.get(comm) ?? 0;
+      seen.set(comm, nth + 1);
+      spawned.push({ holderKey: JSON.stringify([scope, comm, nth]), process });
+    }
+  }
+  return spawned;
 }
 
 /** For each pid, the first atMs after which no device lists it (timeline applied in time order). */

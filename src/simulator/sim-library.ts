@@ -34,7 +34,7 @@ export interface SimDriverProfile {
 interface ProfileTableModule {
   readProfileTable(file?: string): {
     profiles: Array<{ token: string; name: string; firstDriver: number; v3EntryBytes: number }>;
-    symbols: Array<{ name: string; firstProfile: string }>;
+    symbols: Array<{ name: string; firstDriver: number; stub: boolean }>;
   };
   exportedSymbols(token: string): string[];
 }

@@ -13,6 +13,11 @@
  *                                                         the plain oldest symbols instead)
  *   nvml_client [--lib PATH] probe                       one line per protocol probe: "name rc ..."
  *   nvml_client [--lib PATH] symbols NAME...             "NAME present|absent" per dlsym lookup
+ *   nvml_client [--lib PATH] stubs NAME...               "NAME before=RC after=RC": each function called
+ *                                                         with no argument before init and after it
+ *                                                         (only for functions that read no argument)
+ *   nvml_client [--lib PATH] utilization INDEX           "utilization RC GPU MEMORY" for GPU INDEX
+ *   nvml_client [--lib PATH] versions                    driver, NVML and CUDA versions, one per line
  *   nvml_client [--lib PATH] rawprocs INDEX [SYMBOL]     count and bytes written by the _v3 list
  *                                                         (or the process-list SYMBOL given)
  *   nvml_client [--lib PATH] procs24 INDEX               the _v3 list read as 24-byte entries, as a
@@ -353,6 +358,41 @@ static int cmd_probe(void) {
 
 static int cmd_symbols(int argc, char **argv) {
   for (int i = 0; i < argc; i++) printf("%s %s\n", argv[i], dlsym(lib, argv[i]) ? "present" : "absent");
+  return 0;
+}
+
+static int cmd_stubs(int argc, char **argv) {
+  rc_t before[64];
+  if (argc > 64) argc = 64;
+  for (int i = 0; i < argc; i++) before[i] = FN(f_void, argv[i])();
+  if (do_init() != 0) return 3;
+  for (int i = 0; i < argc; i++) printf("%s before=%d after=%d\n", argv[i], before[i], FN(f_void, argv[i])());
+  FN(f_void, "nvmlShutdown")();
+  return 0;
+}
+
+static int cmd_utilization(unsigned int index) {
+  if (do_init() != 0) return 3;
+  dev_t_ d = NULL;
+  unsigned int util[2] = {0, 0};
+  rc_t rc = FN(f_handle, "nvmlDeviceGetHandleByIndex_v2")(index, &d);
+  if (rc == 0) rc = ((rc_t(*)(dev_t_, unsigned int *))sym("nvmlDeviceGetUtilizationRates"))(d, util);
+  printf("utilization %d %u %u\n", rc, util[0], util[1]);
+  FN(f_void, "nvmlShutdown")();
+  return 0;
+}
+
+static int cmd_versions(void) {
+  if (do_init() != 0) return 3;
+  char buf[96];
+  int cuda = 0;
+  rc_t rc = FN(f_sysstr, "nvmlSystemGetDriverVersion")(buf, sizeof buf);
+  printf("driver %d %s\n", rc, rc == 0 ? buf : "");
+  rc = FN(f_sysstr, "nvmlSystemGetNVMLVersion")(buf, sizeof buf);
+  printf("nvml %d %s\n", rc, rc == 0 ? buf : "");
+  rc = ((rc_t(*)(int *))sym("nvmlSystemGetCudaDriverVersion"))(&cuda);
+  printf("cuda %d %d\n", rc, cuda);
+  FN(f_void, "nvmlShutdown")();
   return 0;
 }
 
@@ -714,6 +754,9 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "dump") == 0) return cmd_dump(repeat);
   if (strcmp(cmd, "probe") == 0) return cmd_probe();
   if (strcmp(cmd, "symbols") == 0) return cmd_symbols(argc - i, argv + i);
+  if (strcmp(cmd, "stubs") == 0) return cmd_stubs(argc - i, argv + i);
+  if (strcmp(cmd, "utilization") == 0 && i < argc) return cmd_utilization((unsigned int)atoi(argv[i]));
+  if (strcmp(cmd, "versions") == 0) return cmd_versions();
   if (strcmp(cmd, "rawprocs") == 0 && i < argc) {
     return cmd_rawprocs((unsigned int)atoi(argv[i]), i + 1 < argc ? argv[i + 1] : "nvmlDeviceGetComputeRunningProcesses_v3");
   }

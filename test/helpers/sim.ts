@@ -18,7 +18,7 @@ export function simLibraryPath(): string {
   return path.join(repoRoot(), 'build', 'Release', 'gpugate_sim.so');
 }
 
-/** build/Release/gpugate_sim_legacy.so: the same simulator without any _v2/_v3 symbol (an old driver). */
+/** build/Release/gpugate_sim_legacy.so: the simulator of a driver before R470 (plain lists and memory, NVML 5.319 _v2 init and handles). */
 export function simLegacyLibraryPath(): string {
   return path.join(repoRoot(), 'build', 'Release', 'gpugate_sim_legacy.so');
 }

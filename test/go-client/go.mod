@@ -1,0 +1,3 @@
+module gpugate.invalid/go-client
+
+go 1.19
