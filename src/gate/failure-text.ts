@@ -5,6 +5,7 @@
  */
 
 import { formatBytes, formatDuration } from '../units';
+import { usedExcludingReserved } from './criteria';
 import { describeOwner } from './owner-text';
 import type { Holder } from './stale';
 import type { GpuEvaluation } from './wait';
@@ -34,8 +35,9 @@ export function describeGpuFailure(gpu: GpuEvaluation): string {
       if (gpu.neededFreeBytes !== null && memory.freeBytes < gpu.neededFreeBytes) {
         parts.push(`free ${formatBytes(memory.freeBytes)} < needed ${formatBytes(gpu.neededFreeBytes)}`);
       }
-      if (gpu.maxUsedBytes !== null && memory.usedBytes > gpu.maxUsedBytes) {
-        parts.push(`used ${formatBytes(memory.usedBytes)} > allowed ${formatBytes(gpu.maxUsedBytes)}`);
+      const used = usedExcludingReserved(memory);
+      if (gpu.maxUsedBytes !== null && used > gpu.maxUsedBytes) {
+        parts.push(`used ${formatBytes(used)}${used === memory.usedBytes ? '' : ' (reserved not counted)'} > allowed ${formatBytes(gpu.maxUsedBytes)}`);
       }
     } else if (reason === 'processes') {
       parts.push(`${gpu.holders.length} process(es) on it`);
@@ -52,6 +54,7 @@ export function describeGpuFailure(gpu: GpuEvaluation): string {
     }
   }
   if (gpu.holders.length > 0) parts.push(`held by ${gpu.holders.map(ownedLabel).join(' ')}`);
+  else if (gpu.holdersUnknown !== null) parts.push(gpu.holdersUnknown);
   else if (gpu.unattributedBytes !== null && gpu.unattributedBytes > 0 && gpu.reasons.includes('memory')) {
     parts.push(`${formatBytes(gpu.unattributedBytes)} held by no listed process (driver teardown?)`);
   }

@@ -9,13 +9,14 @@ import { performance } from 'node:perf_hooks';
 import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlMemoryReader, NvmlSession, OpenNvmlOptions, Snapshot } from '../types';
 import { emptySelectionError, selectDevices, type DeviceSelection, type SelectableDevice } from './devices';
 import { DeviceSelectionError } from './device-selection-error';
-import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
+import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, reservedInUsed, usedExcludingReserved, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
 import { DEFAULT_INTERVAL_MS } from './gate-defaults';
 import { SnapshotPoller, snapshotOptionsFor, type PollResult, type ReadPlan } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import { ErrorCode, GpugateError } from '../gpugate-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from '../host/procfs';
+import { holdersUnknownReason } from './holders-unknown';
 import { GPUGATE_MEMORY_IMPLAUSIBLE, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
 import { openNvml } from '../nvml/session';
 
@@ -69,6 +70,12 @@ export interface GpuEvaluation {
   /** The GPU's compute mode (null when unread, e.g. with memoryOnly snapshots). */
   computeMode: GpuDevice['computeMode'];
   memory: GpuMemory | null;
+  /**
+   * Whether the reading's used figure includes the driver's reserved memory (v1 always; v2 on a
+   * driver with NVIDIA's R525 reference semantics); null when the reading cannot tell or is unread.
+   * maxUsed is compared with used excluding reserved either way.
+   */
+  reservedInUsed: boolean | null;
   neededFreeBytes: number | null;
   maxUsedBytes: number | null;
   stableForMs: number;
@@ -78,6 +85,12 @@ export interface GpuEvaluation {
   reasons: GpuFailureReason[];
   /** Listed processes that count (ignored ones are in ignoredPids). */
   holders: Holder[];
+  /**
+   * Why the holders cannot be named (NVML's process list unreadable: NO_PERMISSION, NOT_SUPPORTED…)
+   * and what would let gpugate see them; null when the list was read. `holders` is then empty
+   * because nobody knows, not because nobody holds the GPU.
+   */
+  holdersUnknown: string | null;
   ignoredPids: number[];
   unattributedBytes: number | null;
   error: FieldError | null;
@@ -343,7 +356,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     }
     let known = state.known.get(key);
     if (read !== undefined) {
-      known = { processes: read, all: await holdersOf(read, unit.index, snapshot.takenAt, state), usedAtRead: memory?.usedBytes ?? null };
+      known = { processes: read, all: await holdersOf(read, unit.index, snapshot.takenAt, state), usedAtRead: memory ? usedExcludingReserved(memory) : null };
       state.known.set(key, known);
     } else confirmed = false;
     const processes = known?.processes;
@@ -357,7 +370,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     } else {
       needed = neededFreeBytes(state.criteria, memory.totalBytes, label);
       maxUsed = maxUsedBytes(state.criteria, memory.totalBytes);
-      if ((needed !== null && memory.freeBytes < needed) || (maxUsed !== null && memory.usedBytes > maxUsed)) reasons.push('memory');
+      if ((needed !== null && memory.freeBytes < needed) || (maxUsed !== null && usedExcludingReserved(memory) > maxUsed)) reasons.push('memory');
       stableForMs = useStability ? state.tracker.update(key, memory.freeBytes, receivedAtMs) : 0;
     }
     const all = known?.all ?? [];
@@ -377,7 +390,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       processes !== null &&
       processes !== undefined &&
       nothingLeftToFree(
-        memory.usedBytes,
+        usedExcludingReserved(memory),
         holders,
         all.filter((h) => !holders.includes(h)).map((h) => h.usedBytes),
         state.criteria.stableToleranceBytes,
@@ -391,6 +404,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       migUuid: unit.migUuid,
       computeMode,
       memory,
+      reservedInUsed: memory === null ? null : reservedInUsed(memory),
       neededFreeBytes: needed,
       maxUsedBytes: maxUsed,
       stableForMs,
@@ -398,6 +412,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       ok: reasons.length === 0,
       reasons,
       holders,
+      holdersUnknown: holdersUnknownReason(processes, device.fieldErrors.processes),
       ignoredPids,
       unattributedBytes: unattributedBytesOf(memory, processes),
       error: reasons.includes('error') ? (error ?? (processes === null ? device.fieldErrors.processes ?? null : null)) : null,
@@ -445,7 +460,7 @@ function mayPassNextPoll(gpu: GpuEvaluation, state: WaitState, intervalMs: numbe
   const known = state.known.get(gpu.migUuid ?? String(gpu.index));
   if (gpu.memory === null || known === undefined || known.processes === null) return false;
   const ignoredBytes = known.all.filter((holder) => !gpu.holders.includes(holder)).map((holder) => holder.usedBytes);
-  return nothingLeftToFree(gpu.memory.usedBytes, gpu.holders, ignoredBytes, state.criteria.stableToleranceBytes);
+  return nothingLeftToFree(usedExcludingReserved(gpu.memory), gpu.holders, ignoredBytes, state.criteria.stableToleranceBytes);
 }
 
 /** What the poll after the latest one may decide on. */
@@ -475,7 +490,7 @@ export function nextReadPlan(state: WaitState, ahead: ReadAhead): ReadPlan {
     last.devices.some((gpu) => {
       if (gpu.memory === null || gpu.reasons.includes('memory') || gpu.reasons.includes('error') || gpu.computeMode === 'exclusive_process') return true;
       const known = state.known.get(gpu.migUuid ?? String(gpu.index));
-      return known === undefined || known.usedAtRead === null || Math.abs(gpu.memory.usedBytes - known.usedAtRead) > tolerance;
+      return known === undefined || known.usedAtRead === null || Math.abs(usedExcludingReserved(gpu.memory) - known.usedAtRead) > tolerance;
     });
   return { processes, computeMode: false, full: state.full };
 }
