@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
-import { simDevice, writeScenario } from './helpers/sim';
+import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
 import { freshSimulator } from './session-helpers';
 import { checkGpusOnce } from '../src/gate/wait';
 
@@ -86,5 +86,14 @@ describe('holder memory unknown: NVML reports "not available" per process', () =
     expect(gpu?.holderMemoryUnknown).toMatch(/no per-process memory here \("not available"/);
     const table = await runCli(['holders'], { env });
     expect(table.stdout).toMatch(/GPU 0: NVML reports no per-process memory here/);
+  });
+});
+
+describe('scenarios/holders-unknown.json', () => {
+  it('names, per GPU, why the holders or their memory are unknown', async () => {
+    const json = parseJsonOutput(await runCli(['holders', '--json'], { env: cliEnv(bundledScenario('holders-unknown')) }));
+    const gpus = json.gpus as Array<{ holdersUnknown: string | null; holderMemoryUnknown: string | null }>;
+    expect(gpus.map((gpu) => gpu.holdersUnknown?.match(/NVML_ERROR_\w+/)?.[0] ?? null)).toEqual(['NVML_ERROR_NO_PERMISSION', 'NVML_ERROR_NOT_SUPPORTED', null]);
+    expect(gpus.map((gpu) => gpu.holderMemoryUnknown !== null)).toEqual([false, false, true]);
   });
 });

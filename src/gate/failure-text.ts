@@ -5,7 +5,7 @@
  */
 
 import { formatBytes, formatDuration } from '../units';
-import { usedExcludingReserved } from './criteria';
+import { releasingHolders, usedExcludingReserved } from './criteria';
 import { describeOwner } from './owner-text';
 import type { Holder } from './stale';
 import type { GpuEvaluation } from './wait';
@@ -48,7 +48,12 @@ export function describeGpuFailure(gpu: GpuEvaluation): string {
           : `compute mode ${gpu.computeMode ?? 'unknown'}: one CUDA context at a time, and one is there (or the process list is unreadable)`,
       );
     } else if (reason === 'unstable') {
-      parts.push(`unstable: memory still moving (stable for ${formatDuration(gpu.stableForMs)})`);
+      const releasing = releasingHolders(gpu.holders).length;
+      parts.push(
+        releasing > 0
+          ? `unstable: ${releasing} holder(s) still releasing memory, which comes back in one step`
+          : `unstable: memory still moving (stable for ${formatDuration(gpu.stableForMs)})`,
+      );
     } else if (reason === 'error') {
       parts.push(gpu.error === null ? 'memory unreadable' : `${gpu.error.code} from ${gpu.error.fn}`);
     }

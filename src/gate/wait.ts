@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlMemoryReader, NvmlSession, OpenNvmlOptions, Snapshot } from '../types';
 import { emptySelectionError, selectDevices, type DeviceSelection, type SelectableDevice } from './devices';
 import { DeviceSelectionError } from './device-selection-error';
-import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, reservedInUsed, usedExcludingReserved, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
+import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, releasingHolders, reservedInUsed, usedExcludingReserved, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
 import { DEFAULT_INTERVAL_MS } from './gate-defaults';
 import { SnapshotPoller, snapshotOptionsFor, type PollResult, type ReadPlan } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
@@ -396,6 +396,9 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
         state.criteria.stableToleranceBytes,
       );
     if (memory && useStability && stableForMs < state.criteria.stableMs && !settled) reasons.push('unstable');
+    // A listed holder still releasing its memory hands it back in one step: memory that holds
+    // still until then is not stable, however long the window. (Said only where nothing else fails.)
+    else if (memory && useStability && reasons.length === 0 && releasingHolders(holders).length > 0) reasons.push('unstable');
     devices.push({
       index: device.index,
       uuid: unit.migUuid ?? device.uuid,
