@@ -6,7 +6,8 @@
  * waiting cannot help (GPU lost, NVML unusable, a hung call).
  */
 import { performance } from 'node:perf_hooks';
-import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlMemoryReader, NvmlSession, OpenNvmlOptions, Snapshot } from '../types';
+import type { FieldError, GpuDevice, GpuMemory, GpuProcess, MigDevice, NvmlMemoryReader, NvmlSession, OpenNvmlOptions, Snapshot } from '../types';
+import { formatBytes } from '../units';
 import { emptySelectionError, selectDevices, type DeviceSelection, type SelectableDevice } from './devices';
 import { DeviceSelectionError } from './device-selection-error';
 import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, releasingHolders, reservedInUsed, usedExcludingReserved, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
@@ -17,7 +18,7 @@ import { ErrorCode, GpugateError } from '../gpugate-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from '../host/procfs';
 import { holdersUnknownReason } from './holders-unknown';
-import { GPUGATE_MEMORY_IMPLAUSIBLE, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
+import { GPUGATE_MEMORY_IMPLAUSIBLE, GPUGATE_MEMORY_UNJUDGEABLE, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
 import { openNvml } from '../nvml/session';
 
 /** Options of waitForGpusFree (and checkGpusOnce, which ignores the timing ones). */
@@ -269,6 +270,48 @@ function unjudgeableMemory(device: GpuDevice, criteria: Criteria): Error | null 
 }
 
 /**
+ * A GPU whose memory cannot be read here for want of permission (inside a container, NVML answers
+ * NO_PERMISSION for a MIG GPU's parent) can never be judged: say so at once, naming what would
+ * help, instead of polling until the timeout. Only where a memory criterion applies.
+ */
+function memoryWithoutPermission(device: GpuDevice, criteria: Criteria): Error | null {
+  if (criteria.minFree === null && criteria.maxUsed === null) return null;
+  const failure = device.fieldErrors['memory'];
+  if (failure?.code !== 'NVML_ERROR_NO_PERMISSION') return null;
+  return new NvmlError({
+    code: failure.code,
+    nvmlReturn: failure.nvmlReturn,
+    fn: failure.fn,
+    device: device.index,
+    message:
+      `GPU ${device.index} (${device.uuid}, ${device.pciBusId}): ${failure.fn} answers NO_PERMISSION, as a MIG GPU's parent does ` +
+      'inside a container: its memory cannot be judged here and waiting cannot help; select the MIG instance ' +
+      '(its MIG- UUID, as the container runtime sets CUDA_VISIBLE_DEVICES), or run gpugate as root on the host',
+  });
+}
+
+/**
+ * A MIG instance that reports the whole GPU's memory as its own (as NVML can inside a container)
+ * says nothing about the slice: free memory of the whole GPU is not the slice's. Only where a
+ * memory criterion applies, and only when the parent's total is known to compare with.
+ */
+function migReportsWholeGpu(device: GpuDevice, mig: MigDevice, criteria: Criteria): Error | null {
+  if (criteria.minFree === null && criteria.maxUsed === null) return null;
+  if (mig.memory === null || device.memory === null || mig.memory.totalBytes < device.memory.totalBytes) return null;
+  const fn = mig.memory.source === 'v2' ? 'nvmlDeviceGetMemoryInfo_v2' : 'nvmlDeviceGetMemoryInfo';
+  return new NvmlError({
+    code: GPUGATE_MEMORY_UNJUDGEABLE,
+    nvmlReturn: null,
+    fn,
+    device: device.index,
+    message:
+      `GPU ${device.index} (${mig.uuid}, ${device.pciBusId}): the MIG instance reports the whole GPU's memory as its own ` +
+      `(total ${formatBytes(mig.memory.totalBytes)}, the GPU's ${formatBytes(device.memory.totalBytes)}): its own free memory cannot be judged here ` +
+      'and waiting cannot help; run gpugate where NVML reports per-instance memory (on the host, as root)',
+  });
+}
+
+/**
  * A memory reading whose numbers do not add up ends the wait at once: it comes from a wrongly
  * laid out struct or a faulty driver, and any verdict drawn from it could say "free" on a busy
  * GPU. Only where a memory criterion applies.
@@ -337,9 +380,12 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
   for (const unit of state.units) {
     const device = snapshot.devices.find((d) => d.index === unit.index);
     if (!device) return null;
-    const fatal = fatalFromDevice(device) ?? (unit.migUuid === null ? unjudgeableMemory(device, state.criteria) : null);
+    const fatal =
+      fatalFromDevice(device) ?? (unit.migUuid === null ? (unjudgeableMemory(device, state.criteria) ?? memoryWithoutPermission(device, state.criteria)) : null);
     if (fatal) throw fatal;
     const mig = unit.migUuid === null ? null : (device.migDevices ?? []).find((m) => m.uuid === unit.migUuid) ?? null;
+    const wholeGpu = mig === null ? null : migReportsWholeGpu(device, mig, state.criteria);
+    if (wholeGpu) throw wholeGpu;
     const key = unit.migUuid ?? String(unit.index);
     const memory = mig ? mig.memory : device.memory;
     const read = mig ? mig.processes : device.processes;
