@@ -76,6 +76,8 @@ describe('a driver whose v2 used figure includes reserved memory (NVIDIA\'s R525
       expect(run.code).toBe(0);
       const gpu = (parseJsonOutput(run).gpus as Array<Record<string, unknown>>)[0];
       expect(gpu).toMatchObject({ reservedInUsed: quirk, usedBytes: quirk ? 569 * MiB : 0, reservedBytes: 569 * MiB, ok: true });
+      const status = parseJsonOutput(await runCli(['status', '--json'], { env: cliEnv(l40s(quirk, 0)) }));
+      expect((status.devices as Array<{ memory: Record<string, unknown> }>)[0]?.memory).toMatchObject({ source: 'v2', reservedInUsed: quirk });
     }
   });
 
