@@ -74,6 +74,26 @@ describe('holders unknown: the process list is unreadable', () => {
   });
 });
 
+describe('holders unknown on a selected MIG instance', () => {
+  it('a check on the instance says its holders are unknown, with the code of its own list', async () => {
+    const slice = 'MIG-4a1c7e92-3b5d-5f08-9c2e-6d1a8b4f7e30';
+    const scenario = writeScenario({
+      devices: [simDevice(0, {
+        migMode: true,
+        maxMigDevices: 4,
+        memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 20 * GiB },
+        migDevices: [{ slot: 0, uuid: slice, gpuInstanceId: 3, computeInstanceId: 0, memory: { totalBytes: 24 * GiB, reservedBytes: 0, usedBytes: 20 * GiB }, processes: [{ pid: 4000004, usedBytes: 20 * GiB }] }],
+      })],
+      faults: [{ function: 'nvmlDeviceGetComputeRunningProcesses_v3', device: 0, return: 4 }],
+    });
+    const json = parseJsonOutput(await runCli(['check', '--gpus', slice, '--min-free', '0.9', '--json'], { env: cliEnv(scenario) }));
+    const gpu = (json.gpus as Array<{ uuid: string; holders: unknown[]; holdersUnknown: string | null }>)[0];
+    expect(gpu?.uuid).toBe(slice);
+    expect(gpu?.holders).toEqual([]);
+    expect(gpu?.holdersUnknown).toMatch(/NVML_ERROR_NO_PERMISSION from nvmlDeviceGetComputeRunningProcesses_v3/);
+  });
+});
+
 describe('holder memory unknown: NVML reports "not available" per process', () => {
   it('holders --json and the table name the holder but say its memory is unknown', async () => {
     const env = cliEnv(

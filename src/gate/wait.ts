@@ -330,6 +330,17 @@ function implausibleMemoryError(device: GpuDevice, memory: GpuMemory | null, lab
   });
 }
 
+/** A MIG instance's process list as read: absent when not asked for, null when asked for but unreadable (its error says why). */
+function migProcessesOf(mig: MigDevice, plan: ReadPlan): GpuProcess[] | null | undefined {
+  if (mig.processes !== undefined) return mig.processes;
+  return plan.processes ? null : undefined;
+}
+
+/** The MIG instance's error when it is its process list's failure. */
+function migProcessListError(mig: MigDevice): FieldError | undefined {
+  return mig.error !== null && mig.error.fn.includes('RunningProcess') ? mig.error : undefined;
+}
+
 /** True when no new CUDA context can be created on the GPU because of its compute mode. */
 function computeModeBlocks(mode: GpuDevice['computeMode'], processes: GpuProcess[] | null | undefined): boolean {
   if (mode === 'prohibited') return true;
@@ -388,7 +399,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     if (wholeGpu) throw wholeGpu;
     const key = unit.migUuid ?? String(unit.index);
     const memory = mig ? mig.memory : device.memory;
-    const read = mig ? mig.processes : device.processes;
+    const read = mig ? migProcessesOf(mig, plan) : device.processes;
     const error = device.error ?? mig?.error ?? device.fieldErrors.memory ?? null;
     const reasons: GpuEvaluation['reasons'] = [];
     const label = `GPU ${device.index} (${unit.migUuid ?? device.uuid})`;
@@ -461,7 +472,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       ok: reasons.length === 0,
       reasons,
       holders,
-      holdersUnknown: holdersUnknownReason(processes, device.fieldErrors.processes),
+      holdersUnknown: holdersUnknownReason(processes, mig ? migProcessListError(mig) : device.fieldErrors.processes),
       ignoredPids,
       unattributedBytes: unattributedBytesOf(memory, processes),
       error: reasons.includes('error') ? (error ?? (processes === null ? device.fieldErrors.processes ?? null : null)) : null,
