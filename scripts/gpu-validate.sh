@@ -12,6 +12,9 @@
 #              document must be well-formed and every GPU's health read or an NVML code given
 #   select     gpugate select --count 1 --json, with --no-lease and then leasing under the run's
 #              own temp dir (select-lease): the choice recorded, the document judged well-formed
+#   driver     what the driver does where gpugate's facts are unverified, read straight from NVML
+#              (driver-facts.py): v2 memory semantics (and whether gpugate reads the same), process
+#              list readability, the recovery action, CUDA's total and one CUDA context's cost
 #   driver-abi what the NVML library itself does where gpugate's simulator imitates a driver: its
 #              exports against the simulator profile of its version (and `nm -D`), its NVML and CUDA
 #              versions, utilisation of a GPU in MIG mode, DriverModel_v2 and AddressingMode
@@ -61,8 +64,8 @@ Options:
   --tolerance-mib N   allowed difference of a process's memory, gpugate vs nvidia-smi (default 4)
   --used-tolerance-mib N  allowed difference of device used memory between readers (default 64)
   --report FILE       where to write the JSON report (default: a new temp dir; the path is printed)
-  --skip STEPS        steps not to run, comma separated: processes, race, latency, doctor, select
-                      (identity always runs)
+  --skip STEPS        steps not to run, comma separated: processes, race, latency, doctor, select,
+                      driver (identity always runs)
   --keep              keep the work directory (logs of every command) and print its path
   -h, --help          show this help
 
@@ -137,7 +140,7 @@ while (($# > 0)); do
         --skip)
           IFS=, read -r -a skipped <<<"$value"
           for name in "${skipped[@]}"; do
-            [[ $name =~ ^(processes|race|latency|doctor|select)$ ]] || die 64 "--skip $value: '$name' is not a step that can be skipped (expected processes, race, latency, doctor or select)"
+            [[ $name =~ ^(processes|race|latency|doctor|select|driver)$ ]] || die 64 "--skip $value: '$name' is not a step that can be skipped (expected processes, race, latency, doctor, select or driver)"
             SKIP="$SKIP$name,"
           done
           ;;
@@ -750,6 +753,37 @@ step_select() {
   rm -rf -- "$leases"
 }
 
+step_driver() {
+  heading "driver: what this driver does where gpugate's facts are unverified (docs/hardware.md)"
+  if skipped driver; then
+    write_step 70 driver skip "--skip driver"
+    return 0
+  fi
+  if ! command -v python3 >/dev/null; then
+    write_step 70 driver skip "no python3 on PATH (driver-facts.py reads NVML and libcuda through ctypes)"
+    return 0
+  fi
+  local rc=0 extra=() left
+  left=$(time_left_s)
+  if ((left < 30)); then
+    write_step 70 driver skip "only ${left}s of the ${TOTAL_BUDGET_S}s budget left"
+    return 0
+  fi
+  # gpugate's own reading of the same GPU (reservedInUsed), compared with the driver's semantics.
+  bounded 30 "${GPUGATE[@]}" check --gpus "$GPU_INDEX" --max-used 1 --json >"$LOGS/driver-check.json" 2>"$LOGS/driver-check.err" || true
+  [[ -s $LOGS/driver-check.json ]] && extra=(--check "$LOGS/driver-check.json")
+  # One CUDA context on the chosen GPU (device 0 of CUDA_VISIBLE_DEVICES), created and destroyed.
+  if [[ $MODE == simulate ]]; then
+    LD_LIBRARY_PATH="$SCRATCH/nvml${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUDA_VISIBLE_DEVICES="${GPU_UUID:-$GPU_INDEX}" \
+      bounded 60 python3 "$HELPERS/driver-facts.py" "$GPU_INDEX" >"$LOGS/driver-facts.json" 2>"$LOGS/driver-facts.err" || rc=$?
+  else
+    CUDA_VISIBLE_DEVICES="${GPU_UUID:-$GPU_INDEX}" \
+      bounded 60 python3 "$HELPERS/driver-facts.py" "$GPU_INDEX" >"$LOGS/driver-facts.json" 2>"$LOGS/driver-facts.err" || rc=$?
+  fi
+  helper 70-driver.json driver driver-facts.cjs --facts "$LOGS/driver-facts.json" --facts-rc "$rc" \
+    --facts-stderr "$LOGS/driver-facts.err" ${extra[@]+"${extra[@]}"}
+}
+
 step_driver_abi() {
   heading "driver-abi: the library's exports, versions and quirks against the simulator's profile"
   local rc=0 names="$SCRATCH/table-functions.txt" nm_args=() library
@@ -767,7 +801,7 @@ step_driver_abi() {
   if [[ -n $library ]] && command -v nm >/dev/null && nm -D --defined-only "$library" >"$LOGS/driver-abi.nm" 2>/dev/null; then
     nm_args=(--nm "$LOGS/driver-abi.nm")
   fi
-  helper 70-driver-abi.json driver-abi driver-abi.cjs --facts "$LOGS/driver-abi.json" --facts-rc "$rc" \
+  helper 71-driver-abi.json driver-abi driver-abi.cjs --facts "$LOGS/driver-abi.json" --facts-rc "$rc" \
     --facts-stderr "$LOGS/driver-abi.err" --table "$REPO_ROOT/sim/profile-table.cjs" ${nm_args[@]+"${nm_args[@]}"}
 }
 
@@ -814,6 +848,7 @@ fi
 step_latency
 step_doctor
 step_select
+step_driver
 step_driver_abi
 
 heading "summary"

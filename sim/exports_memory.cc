@@ -1,4 +1,5 @@
-// NVML memory queries: nvmlDeviceGetMemoryInfo_v2 (versioned struct; used excludes reserved),
+// NVML memory queries: nvmlDeviceGetMemoryInfo_v2 (versioned struct; used excludes reserved, or
+// includes it with the system's memoryV2UsedIncludesReserved quirk),
 // the plain v1 nvmlDeviceGetMemoryInfo (used includes reserved), BAR1 and the confidential-
 // computing memory split. All work on GPU and MIG device handles. This is the simulator's hot path: no allocation, no syscall beyond the
 // gate's clock read, one uncontended lock.
@@ -39,7 +40,7 @@ GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvm
     memory->total = m.totalBytes;
     memory->reserved = m.reservedBytes;
     memory->free = freeBytes(m);
-    memory->used = m.usedBytes;
+    memory->used = runtime().live.system.memoryV2UsedIncludesReserved ? m.usedBytes + m.reservedBytes : m.usedBytes;
     return NVML_SUCCESS;
   });
 }

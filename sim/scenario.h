@@ -217,6 +217,8 @@ struct SimSystem {
   std::string driverVersion = "580.95.05";
   std::string nvmlVersion = "13.580.95.05";
   int cudaDriverVersion = 13000;
+  // NVIDIA's R525 reference semantics: nvmlDeviceGetMemoryInfo_v2 counts reserved in `used` too.
+  bool memoryV2UsedIncludesReserved = false;
   int profile = -1;  // ProfileId: "driverProfile", else the profile of driverVersion
   int profileLine = 1, profileColumn = 1;  // where the profile was decided, for messages
 };

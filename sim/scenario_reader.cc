@@ -784,7 +784,8 @@ SimTimelineEntry readTimelineEntry(const JsonValue& v, const std::vector<SimDevi
 }
 
 const char* const kTopKeys[] = {"system", "startedAt", "devices", "timeline", "faults", nullptr};
-const char* const kSystemKeys[] = {"driverVersion", "driverProfile", "nvmlVersion", "cudaDriverVersion", nullptr};
+const char* const kSystemKeys[] = {"driverVersion", "driverProfile", "nvmlVersion", "cudaDriverVersion",
+                                   "memoryV2UsedIncludesReserved", nullptr};
 
 std::string profileList() {
   std::string list;
@@ -805,6 +806,9 @@ void readSystem(const JsonValue* sys, SimSystem& system) {
     if (const JsonValue* x = sys->find("nvmlVersion")) system.nvmlVersion = readString(*x, "nvmlVersion", 79);
     if (const JsonValue* x = sys->find("cudaDriverVersion")) {
       system.cudaDriverVersion = static_cast<int>(readInteger(*x, "cudaDriverVersion", 0, 1000000));
+    }
+    if (const JsonValue* x = sys->find("memoryV2UsedIncludesReserved")) {
+      system.memoryV2UsedIncludesReserved = readBool(*x, "memoryV2UsedIncludesReserved");
     }
     profile = sys->find("driverProfile");
     // A driver version alone brings its branch's NVML and CUDA versions, as a real driver reports them.

@@ -41,6 +41,11 @@ export const ErrorCode = {
   nativeFailure: 'GPUGATE_NATIVE_FAILURE',
   /** NvmlError: a memory reading whose numbers do not add up: the GPU cannot be judged. */
   memoryImplausible: 'GPUGATE_MEMORY_IMPLAUSIBLE',
+  /**
+   * NvmlError: a selected MIG instance reports the whole GPU's memory as its own (as NVML can
+   * inside a container): its free memory cannot be judged where gpugate runs, and waiting cannot help.
+   */
+  memoryUnjudgeable: 'GPUGATE_MEMORY_UNJUDGEABLE',
   /** SystemdUnavailableError: systemctl could not be asked (not installed, systemd not running, no answer in time). */
   systemdUnavailable: 'GPUGATE_SYSTEMD_UNAVAILABLE',
   /** ForeignFileError: a file gpugate was to replace is not one it wrote (or changed meanwhile): left alone. */

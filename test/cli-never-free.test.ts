@@ -59,6 +59,39 @@ describe('implausible memory figures make a GPU unjudgeable', () => {
   });
 });
 
+describe('a driver whose v2 used figure includes reserved memory (NVIDIA\'s R525 reference semantics)', () => {
+  const MiB = 1024 ** 2;
+  // An L40S-class card: 569 MiB reserved is more than 1 % of its 46 GiB, so a check that only
+  // accepted free + used + reserved = total called every reading of it implausible.
+  const l40s = (quirk: boolean, usedBytes: number): string =>
+    writeScenario({
+      system: { memoryV2UsedIncludesReserved: quirk },
+      devices: [simDevice(0, { name: 'NVIDIA L40S', memory: { totalBytes: 46068 * MiB, reservedBytes: 569 * MiB, usedBytes } })],
+    });
+
+  it('judges an idle card free under either semantics and records which one the driver uses', async () => {
+    for (const quirk of [true, false]) {
+      const run = await runCli(['check', '--json'], { env: cliEnv(l40s(quirk, 0)) });
+      expect(run.stderr).not.toMatch(/implausible/);
+      expect(run.code).toBe(0);
+      const gpu = (parseJsonOutput(run).gpus as Array<Record<string, unknown>>)[0];
+      expect(gpu).toMatchObject({ reservedInUsed: quirk, usedBytes: quirk ? 569 * MiB : 0, reservedBytes: 569 * MiB, ok: true });
+      const status = parseJsonOutput(await runCli(['status', '--json'], { env: cliEnv(l40s(quirk, 0)) }));
+      expect((status.devices as Array<{ memory: Record<string, unknown> }>)[0]?.memory).toMatchObject({ source: 'v2', reservedInUsed: quirk });
+    }
+  });
+
+  it('compares maxUsed with used excluding reserved, so the reservation never reads as a holder', async () => {
+    // 900 MiB in use by a process: under the 1 GiB default once reserved is not counted (1469 MiB with it).
+    const free = await runCli(['check', '--max-used', '1GiB', '--json'], { env: cliEnv(l40s(true, 900 * MiB)) });
+    expect(free.code).toBe(0);
+    // 1200 MiB is over: the reason shows the figure that was compared.
+    const busy = await runCli(['check', '--max-used', '1GiB', '--json'], { env: cliEnv(l40s(true, 1200 * MiB)) });
+    expect(parseJsonOutput(busy).result).toBe('busy');
+    expect(busy.stderr).toMatch(/used 1\.2GiB \(reserved not counted\) > allowed 1GiB/);
+  });
+});
+
 describe('a gate that selects no GPU', () => {
   const busy = (): string =>
     writeScenario({ devices: [simDevice(0, { memory: { totalBytes: TOTAL, reservedBytes: 0, usedBytes: 90 * GiB } }), simDevice(1, { memory: { totalBytes: TOTAL, reservedBytes: 0, usedBytes: 90 * GiB } })] });

@@ -52,7 +52,8 @@ export const DEVICE_LEVEL_CODES: ReadonlySet<number> = new Set([15, 16, 28]);
  * Codes after which waiting cannot help (operations.md: exit 69 "NVML missing or failing to
  * initialise, version mismatch, GPU lost"), when they hit something the decision needs.
  * NO_PERMISSION is not among them: a MIG parent's aggregate memory query needs privileges that
- * its instances do not, so it is reported on the field and the GPU cannot be judged (75).
+ * its instances do not, so it is reported on the field; a gate with a memory criterion on that GPU
+ * then ends at once (69, with NVML's code), since waiting cannot grant the permission.
  */
 export const FATAL_CODES: ReadonlySet<number> = new Set([1, 9, 15, 16, 18, 28]);
 
@@ -61,6 +62,8 @@ export const MEMORY_V2_REFUSED_CODES: ReadonlySet<number> = new Set([2, 3, 13, 2
 
 /** NVML_ERROR_NOT_SUPPORTED: on the last memory query it means no memory figures exist at all. */
 const NOT_SUPPORTED = 3;
+/** NVML_ERROR_NO_PERMISSION: on the memory query the GPU cannot be judged where gpugate runs. */
+const NO_PERMISSION = 4;
 
 /** Where in gpugate a function is called, which decides what its failure must do. */
 export type FaultStage =
@@ -197,11 +200,11 @@ export function expectedOutcome(row: FaultRow, code: number): FaultExpectation {
     case 'memory':
       if (MEMORY_V2_REFUSED_CODES.has(code)) return { library: { kind: 'memory-v1' }, cliExit: 0 };
       if (deviceLevel) return { library: { kind: 'device-error', memoryNull: true }, cliExit: 69 };
-      return { library: { kind: 'field-error', field }, cliExit: fatal ? 69 : 75 };
+      return { library: { kind: 'field-error', field }, cliExit: fatal || code === NO_PERMISSION ? 69 : 75 };
     case 'memory-v1':
       if (deviceLevel) return { library: { kind: 'device-error', memoryNull: true }, cliExit: 69 };
       // Neither memory query supported (unified-memory systems): no memory criterion can ever be met.
-      return { library: { kind: 'field-error', field }, cliExit: fatal || code === NOT_SUPPORTED ? 69 : 75 };
+      return { library: { kind: 'field-error', field }, cliExit: fatal || code === NOT_SUPPORTED || code === NO_PERMISSION ? 69 : 75 };
     case 'field':
     case 'process-list':
     case 'process-list-extra':

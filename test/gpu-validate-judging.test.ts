@@ -512,3 +512,91 @@ describe('driver-abi: the library against the simulator profile of its version',
     expect((record.data as { beyondProfile: string[] }).beyondProfile).toContain('nvmlDeviceGetRunningProcessDetailList');
   });
 });
+
+describe('driver judging (the open questions a real run answers)', () => {
+  const MiB = 1024 * 1024;
+  /** driver-facts.py's document for one GPU, with `gpu` overriding its fields. */
+  const facts = (gpu: Record<string, unknown> = {}, cuda: Record<string, unknown> = { available: false, reason: 'libcuda.so.1 not loadable' }): object => ({
+    driverVersion: '525.60.13',
+    nestedPidNamespace: false,
+    gpu: 0,
+    gpus: [{
+      index: 0,
+      memory: {
+        v1: { totalBytes: 46068 * MiB, freeBytes: 45499 * MiB, usedBytes: 569 * MiB },
+        v2: { totalBytes: 46068 * MiB, reservedBytes: 569 * MiB, freeBytes: 45499 * MiB, usedBytes: 569 * MiB, semantics: 'used-includes-reserved' },
+      },
+      processList: { symbol: 'nvmlDeviceGetComputeRunningProcesses_v3', readable: true, code: 'SUCCESS', count: 0, firstMemoryNotAvailable: null },
+      recoveryAction: { value: 0, action: 'none' },
+      ...gpu,
+    }],
+    cuda,
+  });
+  const gateJson = (reservedInUsed: boolean | null): object => ({ command: 'check', gpus: [{ index: 0, reservedInUsed }] });
+  const judgeFacts = (document: object, options: { rc?: number; check?: object; stderr?: string } = {}): { record: StepRecord; stdout: string } =>
+    judge('driver-facts.cjs', [
+      '--facts', file(document), '--facts-rc', String(options.rc ?? 0), '--facts-stderr', file(options.stderr ?? ''),
+      ...(options.check === undefined ? [] : ['--check', file(options.check)]),
+    ]);
+
+  it('records a driver with the R525 semantics, and passes when gpugate reads them the same way', () => {
+    const { record, stdout } = judgeFacts(facts(), { check: gateJson(true) });
+    expect(record.status).toBe('pass');
+    expect(record.summary).toBe('driver 525.60.13: v2 used-includes-reserved; 1 GPU(s) read');
+    expect(stdout).toMatch(/note GPU 0: v2 memory semantics used-includes-reserved/);
+    expect(stdout).toMatch(/note GPU 0: recovery action none \(0\)/);
+  });
+
+  it('fails when gpugate reads other semantics than the driver, or the reading fits neither', () => {
+    expect(failedChecks(judgeFacts(facts(), { check: gateJson(false) }).record)).toEqual(['GPU 0 gpugate reads the same semantics']);
+    const neither = facts({ memory: { v1: {}, v2: { totalBytes: 46068 * MiB, reservedBytes: 569 * MiB, freeBytes: 40000 * MiB, usedBytes: 0, semantics: 'neither' } } });
+    expect(failedChecks(judgeFacts(neither).record)).toEqual(['GPU 0 memory reading adds up']);
+  });
+
+  it('notes unreadable process lists gpugate explains, and fails a code it does not', () => {
+    const denied = judgeFacts(facts({ processList: { symbol: 'nvmlDeviceGetComputeRunningProcesses_v3', readable: false, code: 'NVML_ERROR_NO_PERMISSION' } }));
+    expect(denied.record.status).toBe('pass');
+    expect(denied.stdout).toMatch(/process list unreadable: NVML_ERROR_NO_PERMISSION/);
+    const odd = judgeFacts(facts({ processList: { symbol: 'nvmlDeviceGetComputeRunningProcesses_v3', readable: false, code: 'NVML_ERROR_UNKNOWN' } }));
+    expect(failedChecks(odd.record)).toEqual(['GPU 0 process list answers a code gpugate explains']);
+  });
+
+  it('records a pending recovery action by name, and fails an undocumented value', () => {
+    const reset = judgeFacts(facts({ recoveryAction: { value: 1, action: 'gpu-reset' } }));
+    expect(reset.record.status).toBe('pass');
+    expect(reset.stdout).toMatch(/recovery action gpu-reset \(1\)/);
+    expect(failedChecks(judgeFacts(facts({ recoveryAction: { value: 9, action: 'unknown-9' } })).record)).toEqual(['GPU 0 recovery action is a documented one']);
+    expect(judgeFacts(facts({ recoveryAction: { error: 'NVML_ERROR_INVALID_ARGUMENT' } })).record.status).toBe('pass');
+  });
+
+  it('records CUDA\'s total against NVML\'s and what one context costs', () => {
+    const cuda = {
+      available: true, cudaTotalBytes: 97247 * MiB, cudaDeviceTotalBytes: 97247 * MiB, cudaFreeWithContextBytes: 96134 * MiB,
+      nvmlTotalBytes: 97887 * MiB, nvmlTotalMinusReservedBytes: 97247 * MiB, nvmlFreeBeforeContextBytes: 97244 * MiB, nvmlFreeWithContextBytes: 96689 * MiB, contextBytes: 555 * MiB,
+    };
+    const { stdout } = judgeFacts(facts({}, cuda));
+    expect(stdout).toMatch(/CUDA total 97247\.0 MiB, NVML total 97887\.0 MiB \(equal to NVML total - reserved\)/);
+    expect(stdout).toMatch(/one CUDA context takes 555\.0 MiB of NVML's free memory/);
+  });
+
+  it('skips when NVML cannot be read directly, and fails a crash of the reader', () => {
+    expect(judgeFacts({}, { rc: 3, stderr: 'libnvidia-ml.so.1 not loadable' }).record).toMatchObject({ status: 'skip', summary: 'skipped: NVML could not be read directly: libnvidia-ml.so.1 not loadable' });
+    expect(failedChecks(judgeFacts({}, { rc: 1, stderr: 'Traceback' }).record)).toEqual(['driver-facts.py ran']);
+  });
+
+  it('reads the simulator with the R525 quirk through ctypes as gpugate does (python3)', async () => {
+    const scenario = writeScenario({
+      system: { memoryV2UsedIncludesReserved: true },
+      devices: [simDevice(0, { name: 'NVIDIA L40S', memory: { totalBytes: 46068 * MiB, reservedBytes: 569 * MiB, usedBytes: 0 } })],
+    });
+    const python = spawnSync('python3', [join(helpers, 'driver-facts.py'), '0'], {
+      encoding: 'utf8', env: { ...process.env, GPUGATE_SIM_SCENARIO: scenario, LD_LIBRARY_PATH: simNvmlDir() },
+    });
+    expect(python.status, python.stderr).toBe(0);
+    const check = await runCli(['check', '--gpus', '0', '--max-used', '1', '--json'], { env: cliEnv(scenario) });
+    const { record } = judgeFacts(JSON.parse(python.stdout) as object, { check: JSON.parse(check.stdout) as object });
+    expect(record.status).toBe('pass');
+    expect(record.checks.map((c) => c.name)).toContain('GPU 0 gpugate reads the same semantics');
+    expect(record.summary).toBe('driver 580.95.05: v2 used-includes-reserved; 1 GPU(s) read');
+  });
+});

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { DEFAULT_MAX_USED_BYTES, StabilityTracker, maxUsedBytes, neededFreeBytes, nothingLeftToFree, resolveCriteria } from '../src/gate/criteria';
+import { DEFAULT_MAX_USED_BYTES, StabilityTracker, implausibleMemory, maxUsedBytes, neededFreeBytes, nothingLeftToFree, reservedInUsed, resolveCriteria, usedExcludingReserved } from '../src/gate/criteria';
+import type { GpuMemory } from '../src/types';
 import { ConfigError } from '../src/config-error';
 
 const SEED = { seed: 1129, numRuns: 500 };
@@ -142,5 +143,71 @@ describe('nothingLeftToFree (when a stability window has nothing left to wait fo
     // Unknown figures never count as settled.
     expect(nothingLeftToFree(1 * GiB, [{ class: 'foreign', usedBytes: null }], [], tolerance)).toBe(false);
     expect(nothingLeftToFree(1 * GiB, [], [null], tolerance)).toBe(false);
+  });
+});
+
+describe('v2 memory readings: used with or without reserved (driver semantics differ)', () => {
+  const MiB = 1024 ** 2;
+  /** A v2 reading of a card with `reserved` MiB reserved and `used` MiB in use by processes; R525 semantics counts reserved in used. */
+  const reading = (totalMiB: number, reservedMiB: number, usedMiB: number, r525: boolean, roundingMiB = 3): GpuMemory => ({
+    totalBytes: totalMiB * MiB,
+    reservedBytes: reservedMiB * MiB,
+    usedBytes: (usedMiB + (r525 ? reservedMiB : 0)) * MiB,
+    freeBytes: (totalMiB - reservedMiB - usedMiB - roundingMiB) * MiB,
+    source: 'v2',
+  });
+
+  it('accepts an L40S and a 24 GiB card read with the R525 semantics, and says which semantics each reading has', () => {
+    // 569 MiB reserved on 46 GiB (over 1 %), ~346 MiB on 24 GiB: the excluded-reserved sum alone is off by reserved.
+    for (const [total, reserved] of [[46068, 569], [24576, 346]] as const) {
+      const r525 = reading(total, reserved, 0, true);
+      expect(implausibleMemory(r525)).toBeNull();
+      expect(reservedInUsed(r525)).toBe(true);
+      expect(usedExcludingReserved(r525)).toBe(0);
+      const current = reading(total, reserved, 0, false);
+      expect(implausibleMemory(current)).toBeNull();
+      expect(reservedInUsed(current)).toBe(false);
+      expect(usedExcludingReserved(current)).toBe(0);
+    }
+  });
+
+  it('tells the semantics apart on a 96 GiB card, where reserved (640 MiB) is within the tolerance', () => {
+    const r525 = reading(97887, 640, 2048, true);
+    expect(reservedInUsed(r525)).toBe(true);
+    expect(usedExcludingReserved(r525)).toBe(2048 * MiB);
+    expect(reservedInUsed(reading(97887, 640, 2048, false))).toBe(false);
+    // Nothing reserved: both ways of counting give the same sum, and the reading cannot tell.
+    expect(reservedInUsed(reading(97887, 0, 2048, false))).toBeNull();
+    // v1 always counts reserved in used.
+    expect(reservedInUsed({ totalBytes: 97887 * MiB, freeBytes: 97000 * MiB, usedBytes: 887 * MiB, reservedBytes: null, source: 'v1' })).toBe(true);
+  });
+
+  it('still rejects a reading that fits neither way, naming both sums', () => {
+    // L40S: free is 2 GiB short of either sum.
+    const broken = reading(46068, 569, 0, false, 2048);
+    const why = implausibleMemory(broken);
+    expect(why).toMatch(/neither free \+ used \+ reserved = .* \(used excluding reserved\) nor free \+ used = .* \(used including it\) is within 460\.\d+MiB of total/);
+    expect(reservedInUsed(broken)).toBeNull();
+  });
+
+  it('any consistent reading of either semantics is plausible and judged the same (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 8 * 1024, max: 192 * 1024 }),
+        fc.integer({ min: 0, max: 2048 }),
+        fc.double({ min: 0, max: 0.9, noNaN: true }),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 8 }),
+        (totalMiB, reservedMiB, share, r525, rounding) => {
+          fc.pre(reservedMiB < totalMiB / 4);
+          const usedMiB = Math.floor((totalMiB - reservedMiB - rounding) * share);
+          const memory = reading(totalMiB, reservedMiB, usedMiB, r525, rounding);
+          expect(implausibleMemory(memory)).toBeNull();
+          // Within the rounding, reserved is never counted as used by processes, whatever the driver does.
+          expect(Math.abs(usedExcludingReserved(memory) - usedMiB * MiB)).toBeLessThanOrEqual(reservedMiB <= 2 * rounding ? reservedMiB * MiB : 0);
+        },
+      ),
+      SEED,
+    );
   });
 });

@@ -148,12 +148,16 @@ describe('waitForGpusFree criteria', () => {
 describe('waitForGpusFree stability and settling', () => {
   it('success needs free memory steady within the tolerance for stableMs while memory can still come back', async () => {
     // Memory drops at call 3, wobbles within tolerance afterwards; a dead holder (no such pid) is
-    // still listed, so its memory may yet come back and the whole window is waited out.
+    // listed until call 8, so its memory may yet come back (real drivers hand it back in one step
+    // when its teardown ends): never stable while it is listed, and the whole window is waited out.
     const gone = [{ pid: 999_999_903, usedBytes: 512 * 1024 ** 2 }];
-    const session = new FakeSession((call) => [{ usedBytes: call < 3 ? 50 * GiB : call % 2 === 0 ? 512 * 1024 ** 2 : 612 * 1024 ** 2, processes: gone }]);
+    const session = new FakeSession((call) => [{ usedBytes: call < 3 ? 50 * GiB : call % 2 === 0 ? 512 * 1024 ** 2 : 612 * 1024 ** 2, processes: call < 8 ? gone : [] }]);
     const seen: Evaluation[] = [];
     const result = await waitForGpusFree({ session, stableMs: 150, intervalMs: 10, timeoutMs: 10_000, onPoll: (e) => seen.push(e) });
     expect(result.devices[0]!.stableForMs).toBeGreaterThanOrEqual(150);
+    expect(result.devices[0]!.holders).toEqual([]);
+    // While the dead holder was listed, no poll was ready, however long memory had held still.
+    expect(seen.filter((e) => e.devices[0]!.holders.length > 0).every((e) => !e.ok)).toBe(true);
     const beforeDone = seen.slice(0, -1);
     expect(beforeDone.some((e) => e.devices[0]!.reasons.includes('memory'))).toBe(true);
     expect(beforeDone.some((e) => e.devices[0]!.reasons.join() === 'unstable')).toBe(true);

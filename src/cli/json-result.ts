@@ -74,6 +74,8 @@ export interface GpuJson {
   totalBytes: number | null;
   usedBytes: number | null;
   reservedBytes: number | null;
+  /** Whether usedBytes includes reservedBytes (see GpuEvaluation.reservedInUsed). */
+  reservedInUsed: boolean | null;
   freeBytes: number | null;
   neededFreeBytes: number | null;
   maxUsedBytes: number | null;
@@ -82,6 +84,8 @@ export interface GpuJson {
   ok: boolean;
   reasons: string[];
   holders: HolderJson[];
+  /** Why the holders cannot be named (see GpuEvaluation.holdersUnknown); null when NVML listed them. */
+  holdersUnknown: string | null;
   unattributedBytes: number | null;
   error: { code: string; message: string } | null;
 }
@@ -138,6 +142,7 @@ export function gpuJson(gpu: GpuEvaluation): GpuJson {
     totalBytes: memory?.totalBytes ?? null,
     usedBytes: memory?.usedBytes ?? null,
     reservedBytes: memory?.reservedBytes ?? null,
+    reservedInUsed: gpu.reservedInUsed,
     freeBytes: memory?.freeBytes ?? null,
     neededFreeBytes: gpu.neededFreeBytes,
     maxUsedBytes: gpu.maxUsedBytes,
@@ -146,6 +151,7 @@ export function gpuJson(gpu: GpuEvaluation): GpuJson {
     ok: gpu.ok,
     reasons: [...gpu.reasons],
     holders: gpu.holders.map(holderJson),
+    holdersUnknown: gpu.holdersUnknown,
     unattributedBytes: gpu.unattributedBytes,
     error: gpu.error === null ? null : { code: gpu.error.code, message: gpu.error.message },
   };

@@ -99,6 +99,8 @@ function unitOf(holder: Holder): string {
 
 const UP_HELP = 'Whether gpugate could read NVML (0: the error and message labels say why; no GPU figures follow).';
 const TIMESTAMP_HELP = 'When this sample was taken.';
+const HOLDERS_KNOWN_HELP =
+  'Whether NVML listed the processes on the GPU (0: holders unknown, the error label says why; no gpugate_gpu_holders series then, since "none" would be a guess).';
 
 /** The exposition when NVML could not be read at all. */
 export function prometheusFailureText(failure: PrometheusFailure): string {
@@ -154,8 +156,16 @@ export function prometheusText(input: PrometheusInput): string {
   perDevice('gpugate_gpu_temperature_celsius', 'GPU core temperature.', (d) => d.temperatureC);
   perDevice('gpugate_gpu_power_watts', 'GPU power draw.', (d) => d.powerWatts);
   perDevice('gpugate_gpu_processes', 'Processes NVML lists on the GPU.', (d) => (Array.isArray(d.processes) ? d.processes.length : null));
+  for (const device of input.devices) {
+    if (device.processes === undefined) continue;
+    const failure = device.fieldErrors['processes'];
+    const labels = device.processes === null ? { ...id(device), error: failure?.code ?? 'unreadable' } : id(device);
+    out.gauge('gpugate_gpu_holders_known', HOLDERS_KNOWN_HELP, labels, device.processes === null ? 0 : 1);
+  }
   if (input.holders !== undefined) {
     for (const device of input.devices) {
+      // Unknown holders are not "0 holders": their series are left out (gpugate_gpu_holders_known is 0).
+      if (device.processes === null) continue;
       const onDevice = input.holders.filter((holder) => holder.gpus === undefined || holder.gpus.includes(device.index));
       for (const [name, byUnit] of holderCounts(onDevice)) {
         for (const [unit, count] of byUnit) {

@@ -115,12 +115,32 @@ export const MEMORY_SUM_TOLERANCE_MIN_BYTES = 64 * 1024 ** 2;
 /** 1 %: the slack allowed between free + used (+ reserved) and total, as a fraction of total. */
 export const MEMORY_SUM_TOLERANCE_FRACTION = 0.01;
 
+/** The slack allowed between a memory reading's sum and its total: max(64 MiB, 1 % of total). */
+function memorySumTolerance(totalBytes: number): number {
+  return Math.max(MEMORY_SUM_TOLERANCE_MIN_BYTES, Math.ceil(totalBytes * MEMORY_SUM_TOLERANCE_FRACTION));
+}
+
+/**
+ * How far a memory reading's sums are from its total, for each way of counting reserved memory.
+ * The v1 query's used includes reserved (and reserved is unknown). The v2 query's used excludes
+ * reserved on current drivers (free + used + reserved = total), but NVIDIA's R525 reference says
+ * it includes it (free + used = total): both exist in the wild, so both are consistent.
+ */
+function sumErrors(memory: GpuMemory): { excluded: number; included: number; tolerance: number } {
+  const { totalBytes, freeBytes, usedBytes } = memory;
+  const tolerance = memorySumTolerance(totalBytes);
+  const included = Math.abs(freeBytes + usedBytes - totalBytes);
+  if (memory.source === 'v1') return { excluded: Number.POSITIVE_INFINITY, included, tolerance };
+  return { excluded: Math.abs(freeBytes + usedBytes + (memory.reservedBytes ?? 0) - totalBytes), included, tolerance };
+}
+
 /**
  * Why a memory reading cannot be believed, or null when it can. One NVML memory query returns
- * its numbers together, so they must add up: free and used each at most total, and free + used
- * (+ reserved for the v2 query, whose used excludes it) equal to total within
- * max(64 MiB, 1 % of total). Anything else means a struct read with the wrong layout or a driver
- * fault, and no free-memory verdict drawn from it can be trusted.
+ * its numbers together, so they must add up: free and used each at most total, and for v1
+ * free + used, for v2 either free + used + reserved (used excludes reserved) or free + used
+ * (used includes it), equal to total within max(64 MiB, 1 % of total). Anything else means a
+ * struct read with the wrong layout or a driver fault, and no free-memory verdict drawn from it
+ * can be trusted.
  */
 export function implausibleMemory(memory: GpuMemory): string | null {
   const { totalBytes, freeBytes, usedBytes } = memory;
@@ -130,13 +150,40 @@ export function implausibleMemory(memory: GpuMemory): string | null {
   if (values.some((value) => !Number.isFinite(value) || value < 0)) return `${numbers}: a value is not a byte count`;
   if (freeBytes > totalBytes) return `${numbers}: free exceeds total`;
   if (usedBytes > totalBytes) return `${numbers}: used exceeds total`;
-  const tolerance = Math.max(MEMORY_SUM_TOLERANCE_MIN_BYTES, Math.ceil(totalBytes * MEMORY_SUM_TOLERANCE_FRACTION));
-  const sum = freeBytes + usedBytes + reservedBytes;
-  if (Math.abs(sum - totalBytes) > tolerance) {
-    const terms = memory.source === 'v2' ? 'free + used + reserved' : 'free + used';
-    return `${numbers}: ${terms} = ${formatBytes(sum)}, more than ${formatBytes(tolerance)} away from total`;
+  const errors = sumErrors(memory);
+  if (Math.min(errors.excluded, errors.included) <= errors.tolerance) return null;
+  const away = `more than ${formatBytes(errors.tolerance)} away from total`;
+  if (memory.source === 'v1') return `${numbers}: free + used = ${formatBytes(freeBytes + usedBytes)}, ${away}`;
+  const withReserved = `free + used + reserved = ${formatBytes(freeBytes + usedBytes + reservedBytes)}`;
+  if (reservedBytes === 0) return `${numbers}: ${withReserved}, ${away}`;
+  return `${numbers}: neither ${withReserved} (used excluding reserved) nor free + used = ${formatBytes(freeBytes + usedBytes)} (used including it) is within ${formatBytes(errors.tolerance)} of total`;
+}
+
+/**
+ * Whether the reading's used figure includes the driver's reserved memory: true for v1; for v2,
+ * the way of counting whose sum comes closer to total (the two differ by reserved, hundreds of
+ * MiB, while a real driver's rounding is a few MiB): false for current drivers, true for
+ * NVIDIA's R525 reference semantics. Null when the reading cannot tell (no reserved memory, an
+ * exact tie) or fits neither way (implausible).
+ */
+export function reservedInUsed(memory: GpuMemory): boolean | null {
+  if (memory.source === 'v1') return true;
+  const errors = sumErrors(memory);
+  if (Math.min(errors.excluded, errors.included) > errors.tolerance || errors.excluded === errors.included) return null;
+  return errors.included < errors.excluded;
+}
+
+/**
+ * Memory in use apart from the driver's reservation, as a v2 reading on a current driver reports
+ * it: used minus reserved where the reading counts reserved in used. What maxUsed, the settled
+ * check and the unattributed figure compare, so that a driver with the R525 semantics is judged
+ * like any other. A v1 reading (reserved unknown) is taken as is.
+ */
+export function usedExcludingReserved(memory: GpuMemory): number {
+  if (memory.source === 'v2' && memory.reservedBytes !== null && reservedInUsed(memory) === true) {
+    return Math.max(0, memory.usedBytes - memory.reservedBytes);
   }
-  return null;
+  return memory.usedBytes;
 }
 
 /** The most memory a GPU of `totalBytes` may have in use: floor(total × fraction) or bytes; null when not set. */
@@ -177,6 +224,20 @@ export class StabilityTracker {
   reset(key: string): void {
     this.windows.delete(key);
   }
+}
+
+/**
+ * Holder classes whose memory is still to come back by itself: a process exiting or already gone
+ * from /proc whose context the driver is still tearing down. Real drivers give such memory back
+ * in one step (the figure sits at the full allocation, then drops to the baseline in one poll:
+ * 0.4-0.8 s for device memory, 16-26 s with a large pinned host pool), so memory that holds still
+ * proves nothing while one is listed.
+ */
+export const RELEASING_HOLDER_CLASSES: ReadonlySet<string> = new Set(['draining', 'zombie', 'gone']);
+
+/** The holders whose memory is still to come back in one step (see RELEASING_HOLDER_CLASSES). */
+export function releasingHolders<H extends { class: string }>(holders: readonly H[]): H[] {
+  return holders.filter((holder) => RELEASING_HOLDER_CLASSES.has(holder.class));
 }
 
 /** Holder classes of a live process that is not going away by itself (see stale.ts). */

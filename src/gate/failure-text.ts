@@ -5,6 +5,7 @@
  */
 
 import { formatBytes, formatDuration } from '../units';
+import { releasingHolders, usedExcludingReserved } from './criteria';
 import { describeOwner } from './owner-text';
 import type { Holder } from './stale';
 import type { GpuEvaluation } from './wait';
@@ -34,8 +35,9 @@ export function describeGpuFailure(gpu: GpuEvaluation): string {
       if (gpu.neededFreeBytes !== null && memory.freeBytes < gpu.neededFreeBytes) {
         parts.push(`free ${formatBytes(memory.freeBytes)} < needed ${formatBytes(gpu.neededFreeBytes)}`);
       }
-      if (gpu.maxUsedBytes !== null && memory.usedBytes > gpu.maxUsedBytes) {
-        parts.push(`used ${formatBytes(memory.usedBytes)} > allowed ${formatBytes(gpu.maxUsedBytes)}`);
+      const used = usedExcludingReserved(memory);
+      if (gpu.maxUsedBytes !== null && used > gpu.maxUsedBytes) {
+        parts.push(`used ${formatBytes(used)}${used === memory.usedBytes ? '' : ' (reserved not counted)'} > allowed ${formatBytes(gpu.maxUsedBytes)}`);
       }
     } else if (reason === 'processes') {
       parts.push(`${gpu.holders.length} process(es) on it`);
@@ -46,12 +48,18 @@ export function describeGpuFailure(gpu: GpuEvaluation): string {
           : `compute mode ${gpu.computeMode ?? 'unknown'}: one CUDA context at a time, and one is there (or the process list is unreadable)`,
       );
     } else if (reason === 'unstable') {
-      parts.push(`unstable: memory still moving (stable for ${formatDuration(gpu.stableForMs)})`);
+      const releasing = releasingHolders(gpu.holders).length;
+      parts.push(
+        releasing > 0
+          ? `unstable: ${releasing} holder(s) still releasing memory, which comes back in one step`
+          : `unstable: memory still moving (stable for ${formatDuration(gpu.stableForMs)})`,
+      );
     } else if (reason === 'error') {
       parts.push(gpu.error === null ? 'memory unreadable' : `${gpu.error.code} from ${gpu.error.fn}`);
     }
   }
   if (gpu.holders.length > 0) parts.push(`held by ${gpu.holders.map(ownedLabel).join(' ')}`);
+  else if (gpu.holdersUnknown !== null) parts.push(gpu.holdersUnknown);
   else if (gpu.unattributedBytes !== null && gpu.unattributedBytes > 0 && gpu.reasons.includes('memory')) {
     parts.push(`${formatBytes(gpu.unattributedBytes)} held by no listed process (driver teardown?)`);
   }

@@ -27,6 +27,7 @@ import {
 import { pidNamespaceObstacle, procHidepid } from '../host/proc-visibility';
 import { ownerOf, PASSWD_PATH, readUserNames, type ProcessOwner, type UserNames } from '../host/process-owner';
 import { DEFAULT_SHM_PATTERNS, findLeakedShm, type ShmEntry } from '../host/shm';
+import { usedExcludingReserved } from './criteria';
 
 /** The catalogue classes of a process NVML lists as holding a GPU (the stale ones: stale-holders.ts). */
 export const HOLDER_CLASSES = ['active', 'draining', 'zombie', 'zombie_live_threads', 'gone', 'unverifiable', 'leftover', 'orphan', 'foreign'] as const;
@@ -455,7 +456,7 @@ async function isReaperParent(ppid: number, ctx: InspectContext): Promise<boolea
   return parent.kind === 'ok' && REAPER_COMMS.has(parent.comm);
 }
 
-/** used (v2) minus the listed processes' memory, at least 0; null when not computable. */
+/** used (v2, reserved not counted) minus the listed processes' memory, at least 0; null when not computable. */
 export function unattributedBytesOf(memory: GpuDevice['memory'], processes: GpuDevice['processes']): number | null {
   if (!memory || memory.source !== 'v2' || !processes) return null;
   let listed = 0;
@@ -463,7 +464,7 @@ export function unattributedBytesOf(memory: GpuDevice['memory'], processes: GpuD
     if (proc.usedBytes === null) return null;
     listed += proc.usedBytes;
   }
-  return Math.max(0, memory.usedBytes - listed);
+  return Math.max(0, usedExcludingReserved(memory) - listed);
 }
 
 /** What a hidden holder is called and who owns it. */

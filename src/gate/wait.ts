@@ -6,17 +6,19 @@
  * waiting cannot help (GPU lost, NVML unusable, a hung call).
  */
 import { performance } from 'node:perf_hooks';
-import type { FieldError, GpuDevice, GpuMemory, GpuProcess, NvmlMemoryReader, NvmlSession, OpenNvmlOptions, Snapshot } from '../types';
+import type { FieldError, GpuDevice, GpuMemory, GpuProcess, MigDevice, NvmlMemoryReader, NvmlSession, OpenNvmlOptions, Snapshot } from '../types';
+import { formatBytes } from '../units';
 import { emptySelectionError, selectDevices, type DeviceSelection, type SelectableDevice } from './devices';
 import { DeviceSelectionError } from './device-selection-error';
-import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
+import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, releasingHolders, reservedInUsed, usedExcludingReserved, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
 import { DEFAULT_INTERVAL_MS } from './gate-defaults';
 import { SnapshotPoller, snapshotOptionsFor, type PollResult, type ReadPlan } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import { ErrorCode, GpugateError } from '../gpugate-error';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from '../host/procfs';
-import { GPUGATE_MEMORY_IMPLAUSIBLE, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
+import { holdersUnknownReason } from './holders-unknown';
+import { GPUGATE_MEMORY_IMPLAUSIBLE, GPUGATE_MEMORY_UNJUDGEABLE, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
 import { openNvml } from '../nvml/session';
 
 /** Options of waitForGpusFree (and checkGpusOnce, which ignores the timing ones). */
@@ -69,6 +71,12 @@ export interface GpuEvaluation {
   /** The GPU's compute mode (null when unread, e.g. with memoryOnly snapshots). */
   computeMode: GpuDevice['computeMode'];
   memory: GpuMemory | null;
+  /**
+   * Whether the reading's used figure includes the driver's reserved memory (v1 always; v2 on a
+   * driver with NVIDIA's R525 reference semantics); null when the reading cannot tell or is unread.
+   * maxUsed is compared with used excluding reserved either way.
+   */
+  reservedInUsed: boolean | null;
   neededFreeBytes: number | null;
   maxUsedBytes: number | null;
   stableForMs: number;
@@ -78,6 +86,12 @@ export interface GpuEvaluation {
   reasons: GpuFailureReason[];
   /** Listed processes that count (ignored ones are in ignoredPids). */
   holders: Holder[];
+  /**
+   * Why the holders cannot be named (NVML's process list unreadable: NO_PERMISSION, NOT_SUPPORTED…)
+   * and what would let gpugate see them; null when the list was read. `holders` is then empty
+   * because nobody knows, not because nobody holds the GPU.
+   */
+  holdersUnknown: string | null;
   ignoredPids: number[];
   unattributedBytes: number | null;
   error: FieldError | null;
@@ -256,6 +270,48 @@ function unjudgeableMemory(device: GpuDevice, criteria: Criteria): Error | null 
 }
 
 /**
+ * A GPU whose memory cannot be read here for want of permission (inside a container, NVML answers
+ * NO_PERMISSION for a MIG GPU's parent) can never be judged: say so at once, naming what would
+ * help, instead of polling until the timeout. Only where a memory criterion applies.
+ */
+function memoryWithoutPermission(device: GpuDevice, criteria: Criteria): Error | null {
+  if (criteria.minFree === null && criteria.maxUsed === null) return null;
+  const failure = device.fieldErrors['memory'];
+  if (failure?.code !== 'NVML_ERROR_NO_PERMISSION') return null;
+  return new NvmlError({
+    code: failure.code,
+    nvmlReturn: failure.nvmlReturn,
+    fn: failure.fn,
+    device: device.index,
+    message:
+      `GPU ${device.index} (${device.uuid}, ${device.pciBusId}): ${failure.fn} answers NO_PERMISSION, as a MIG GPU's parent does ` +
+      'inside a container: its memory cannot be judged here and waiting cannot help; select the MIG instance ' +
+      '(its MIG- UUID, as the container runtime sets CUDA_VISIBLE_DEVICES), or run gpugate as root on the host',
+  });
+}
+
+/**
+ * A MIG instance that reports the whole GPU's memory as its own (as NVML can inside a container)
+ * says nothing about the slice: free memory of the whole GPU is not the slice's. Only where a
+ * memory criterion applies, and only when the parent's total is known to compare with.
+ */
+function migReportsWholeGpu(device: GpuDevice, mig: MigDevice, criteria: Criteria): Error | null {
+  if (criteria.minFree === null && criteria.maxUsed === null) return null;
+  if (mig.memory === null || device.memory === null || mig.memory.totalBytes < device.memory.totalBytes) return null;
+  const fn = mig.memory.source === 'v2' ? 'nvmlDeviceGetMemoryInfo_v2' : 'nvmlDeviceGetMemoryInfo';
+  return new NvmlError({
+    code: GPUGATE_MEMORY_UNJUDGEABLE,
+    nvmlReturn: null,
+    fn,
+    device: device.index,
+    message:
+      `GPU ${device.index} (${mig.uuid}, ${device.pciBusId}): the MIG instance reports the whole GPU's memory as its own ` +
+      `(total ${formatBytes(mig.memory.totalBytes)}, the GPU's ${formatBytes(device.memory.totalBytes)}): its own free memory cannot be judged here ` +
+      'and waiting cannot help; run gpugate where NVML reports per-instance memory (on the host, as root)',
+  });
+}
+
+/**
  * A memory reading whose numbers do not add up ends the wait at once: it comes from a wrongly
  * laid out struct or a faulty driver, and any verdict drawn from it could say "free" on a busy
  * GPU. Only where a memory criterion applies.
@@ -272,6 +328,17 @@ function implausibleMemoryError(device: GpuDevice, memory: GpuMemory | null, lab
     device: device.index,
     message: `${label}, ${device.pciBusId}: ${fn} reported implausible memory figures (${why}); the GPU cannot be judged and is never reported free`,
   });
+}
+
+/** A MIG instance's process list as read: absent when not asked for, null when asked for but unreadable (its error says why). */
+function migProcessesOf(mig: MigDevice, plan: ReadPlan): GpuProcess[] | null | undefined {
+  if (mig.processes !== undefined) return mig.processes;
+  return plan.processes ? null : undefined;
+}
+
+/** The MIG instance's error when it is its process list's failure. */
+function migProcessListError(mig: MigDevice): FieldError | undefined {
+  return mig.error !== null && mig.error.fn.includes('RunningProcess') ? mig.error : undefined;
 }
 
 /** True when no new CUDA context can be created on the GPU because of its compute mode. */
@@ -324,12 +391,15 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
   for (const unit of state.units) {
     const device = snapshot.devices.find((d) => d.index === unit.index);
     if (!device) return null;
-    const fatal = fatalFromDevice(device) ?? (unit.migUuid === null ? unjudgeableMemory(device, state.criteria) : null);
+    const fatal =
+      fatalFromDevice(device) ?? (unit.migUuid === null ? (unjudgeableMemory(device, state.criteria) ?? memoryWithoutPermission(device, state.criteria)) : null);
     if (fatal) throw fatal;
     const mig = unit.migUuid === null ? null : (device.migDevices ?? []).find((m) => m.uuid === unit.migUuid) ?? null;
+    const wholeGpu = mig === null ? null : migReportsWholeGpu(device, mig, state.criteria);
+    if (wholeGpu) throw wholeGpu;
     const key = unit.migUuid ?? String(unit.index);
     const memory = mig ? mig.memory : device.memory;
-    const read = mig ? mig.processes : device.processes;
+    const read = mig ? migProcessesOf(mig, plan) : device.processes;
     const error = device.error ?? mig?.error ?? device.fieldErrors.memory ?? null;
     const reasons: GpuEvaluation['reasons'] = [];
     const label = `GPU ${device.index} (${unit.migUuid ?? device.uuid})`;
@@ -343,7 +413,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     }
     let known = state.known.get(key);
     if (read !== undefined) {
-      known = { processes: read, all: await holdersOf(read, unit.index, snapshot.takenAt, state), usedAtRead: memory?.usedBytes ?? null };
+      known = { processes: read, all: await holdersOf(read, unit.index, snapshot.takenAt, state), usedAtRead: memory ? usedExcludingReserved(memory) : null };
       state.known.set(key, known);
     } else confirmed = false;
     const processes = known?.processes;
@@ -357,7 +427,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     } else {
       needed = neededFreeBytes(state.criteria, memory.totalBytes, label);
       maxUsed = maxUsedBytes(state.criteria, memory.totalBytes);
-      if ((needed !== null && memory.freeBytes < needed) || (maxUsed !== null && memory.usedBytes > maxUsed)) reasons.push('memory');
+      if ((needed !== null && memory.freeBytes < needed) || (maxUsed !== null && usedExcludingReserved(memory) > maxUsed)) reasons.push('memory');
       stableForMs = useStability ? state.tracker.update(key, memory.freeBytes, receivedAtMs) : 0;
     }
     const all = known?.all ?? [];
@@ -377,12 +447,15 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       processes !== null &&
       processes !== undefined &&
       nothingLeftToFree(
-        memory.usedBytes,
+        usedExcludingReserved(memory),
         holders,
         all.filter((h) => !holders.includes(h)).map((h) => h.usedBytes),
         state.criteria.stableToleranceBytes,
       );
     if (memory && useStability && stableForMs < state.criteria.stableMs && !settled) reasons.push('unstable');
+    // A listed holder still releasing its memory hands it back in one step: memory that holds
+    // still until then is not stable, however long the window. (Said only where nothing else fails.)
+    else if (memory && useStability && reasons.length === 0 && releasingHolders(holders).length > 0) reasons.push('unstable');
     devices.push({
       index: device.index,
       uuid: unit.migUuid ?? device.uuid,
@@ -391,6 +464,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       migUuid: unit.migUuid,
       computeMode,
       memory,
+      reservedInUsed: memory === null ? null : reservedInUsed(memory),
       neededFreeBytes: needed,
       maxUsedBytes: maxUsed,
       stableForMs,
@@ -398,6 +472,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       ok: reasons.length === 0,
       reasons,
       holders,
+      holdersUnknown: holdersUnknownReason(processes, mig ? migProcessListError(mig) : device.fieldErrors.processes),
       ignoredPids,
       unattributedBytes: unattributedBytesOf(memory, processes),
       error: reasons.includes('error') ? (error ?? (processes === null ? device.fieldErrors.processes ?? null : null)) : null,
@@ -445,7 +520,7 @@ function mayPassNextPoll(gpu: GpuEvaluation, state: WaitState, intervalMs: numbe
   const known = state.known.get(gpu.migUuid ?? String(gpu.index));
   if (gpu.memory === null || known === undefined || known.processes === null) return false;
   const ignoredBytes = known.all.filter((holder) => !gpu.holders.includes(holder)).map((holder) => holder.usedBytes);
-  return nothingLeftToFree(gpu.memory.usedBytes, gpu.holders, ignoredBytes, state.criteria.stableToleranceBytes);
+  return nothingLeftToFree(usedExcludingReserved(gpu.memory), gpu.holders, ignoredBytes, state.criteria.stableToleranceBytes);
 }
 
 /** What the poll after the latest one may decide on. */
@@ -475,7 +550,7 @@ export function nextReadPlan(state: WaitState, ahead: ReadAhead): ReadPlan {
     last.devices.some((gpu) => {
       if (gpu.memory === null || gpu.reasons.includes('memory') || gpu.reasons.includes('error') || gpu.computeMode === 'exclusive_process') return true;
       const known = state.known.get(gpu.migUuid ?? String(gpu.index));
-      return known === undefined || known.usedAtRead === null || Math.abs(gpu.memory.usedBytes - known.usedAtRead) > tolerance;
+      return known === undefined || known.usedAtRead === null || Math.abs(usedExcludingReserved(gpu.memory) - known.usedAtRead) > tolerance;
     });
   return { processes, computeMode: false, full: state.full };
 }

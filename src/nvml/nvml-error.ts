@@ -51,6 +51,8 @@ export const GPUGATE_QUEUE_FULL = ErrorCode.queueFull;
 export const GPUGATE_NATIVE_FAILURE = ErrorCode.nativeFailure;
 /** A memory reading whose numbers do not add up (see implausibleMemory): the GPU cannot be judged. */
 export const GPUGATE_MEMORY_IMPLAUSIBLE = ErrorCode.memoryImplausible;
+/** A MIG instance that reports the whole GPU's memory as its own: its memory cannot be judged where gpugate runs. */
+export const GPUGATE_MEMORY_UNJUDGEABLE = ErrorCode.memoryUnjudgeable;
 
 /** The stable name of an nvmlReturn_t value: 'NVML_ERROR_GPU_IS_LOST', or 'NVML_ERROR_<n>' when unlisted. */
 export function nvmlCodeName(nvmlReturn: number): string {

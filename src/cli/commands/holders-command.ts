@@ -14,6 +14,7 @@ import { isStaleHolder } from '../../gate/stale-holders';
 import { shortBusId } from '../bus-id';
 import { shortCommand } from '../holder-text';
 import { describeOwner } from '../../gate/owner-text';
+import { holderMemoryUnknownReason, holdersUnknownReason } from '../../gate/holders-unknown';
 import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { holderJson, ownerJson } from '../json-result';
@@ -79,6 +80,8 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
             reservedBytes: device.memory?.reservedBytes ?? null,
             freeBytes: device.memory?.freeBytes ?? null,
             holders: report.holders.filter((holder) => holder.gpus.includes(device.index)).map(holderJson),
+            holdersUnknown: holdersUnknownReason(device.processes, device.fieldErrors.processes),
+            holderMemoryUnknown: holderMemoryUnknownReason(device.processes),
             unattributedBytes: summary?.unattributedBytes ?? null,
             hiddenHolders: (summary?.hiddenHolders ?? []).map((hidden) => ({ pid: hidden.pid, comm: hidden.comm, cmdline: hidden.cmdline, owner: ownerJson(hidden.owner), via: hidden.via })),
           };
@@ -117,12 +120,16 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
       }
       if (device.processes === null || device.processes === undefined) {
         const failure = device.fieldErrors.processes;
-        rows.push([String(device.index), '-', 'unreadable', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', `NVML's process list could not be read${failure === undefined ? '' : ` (${failure.code})`}: holders unknown`]);
+        rows.push([String(device.index), '-', 'unreadable', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', holdersUnknownReason(null, failure) ?? '']);
       } else if (listed.length === 0 && (bytes === null || bytes <= 0) && (summary?.hiddenHolders.length ?? 0) === 0) {
         rows.push([String(device.index), '-', 'none', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', `no holder (${shortBusId(device.pciBusId)})`]);
       }
     }
     let text = `${textTable(rows)}\n`;
+    for (const device of devices) {
+      const memoryUnknown = holderMemoryUnknownReason(device.processes);
+      if (memoryUnknown !== null) text += `\nGPU ${device.index}: ${memoryUnknown}.\n`;
+    }
     if (report.nestedPidNamespace) text += '\nNote: gpugate runs in a nested PID namespace; NVML\'s pids cannot be looked up here (run with the host PID namespace to attribute holders).\n';
     const shm = report.shm;
     text += `\n/dev/shm: ${shm.leaked.length} leaked file(s)`;

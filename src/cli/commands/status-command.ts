@@ -4,8 +4,9 @@
  */
 
 import { readFileSync } from 'node:fs';
-import type { GpuDevice, GpuProcess, NvmlSession, Snapshot } from '../../types';
+import type { GpuDevice, GpuMemory, GpuProcess, NvmlSession, Snapshot } from '../../types';
 import { formatBytes } from '../../units';
+import { reservedInUsed } from '../../gate/criteria';
 import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
 import { ExitCode } from '../exit-codes';
@@ -18,6 +19,14 @@ import { prometheusText } from '../prometheus-text';
 import { readSelectedSnapshot } from '../selected-snapshot';
 import { escapeForTerminal } from '../terminal-text';
 import { textTable } from '../text-table';
+
+/** A device as `--json` prints it: its memory also says whether used includes reserved (see GpuEvaluation.reservedInUsed). */
+type StatusJsonDevice = Omit<GpuDevice, 'memory'> & { memory: (GpuMemory & { reservedInUsed: boolean | null }) | null };
+
+function statusJsonDevice(device: GpuDevice): StatusJsonDevice {
+  const memory = device.memory;
+  return { ...device, memory: memory === null ? null : { ...memory, reservedInUsed: reservedInUsed(memory) } };
+}
 
 /** Run `gpugate status`. */
 export async function runStatus(context: CommandContext): Promise<number> {
@@ -49,7 +58,7 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
         takenAt: snapshot.takenAt,
         selection: { source: selection.source, warnings: selection.warnings },
         library: { path: library.path, driverVersion: library.driverVersion, nvmlVersion: library.nvmlVersion, cudaDriverVersion: library.cudaDriverVersion },
-        devices: snapshot.devices,
+        devices: snapshot.devices.map(statusJsonDevice),
       }));
     } else {
       context.stdout.write(statusTable(snapshot, library, selection.source));
