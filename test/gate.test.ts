@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/config-error';
 import { gate, type GateEvent } from '../src/gate/gate';
-import type { Evaluation } from '../src/gate/wait';
+import { waitForGpusFree, type Evaluation } from '../src/gate/wait';
 import { NvmlError } from '../src/nvml/nvml-error';
 import { killSpawned, spawnSleeper } from './helpers/processes';
 import { bundledScenario, freshSimulator, GiB, rtxProDevice, simCallsOf, tempDir, useScenario } from './session-helpers';
@@ -89,6 +89,33 @@ describe('gate() on the simulator', () => {
     const outcome = await gate({ libraryPath: freshSimulator(), gpus: ['7'], env: {} });
     expect(outcome.result).toBe('config-error');
     expect(outcome.reason).toMatch(/GPU selector "7" matches no GPU index/);
+  });
+
+  it('config-error: a duration longer than a timer holds (timeoutMs 1e20 would time out at once), before any NVML read', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }])] });
+    for (const name of ['timeoutMs', 'intervalMs', 'stableMs', 'killGraceMs'] as const) {
+      const outcome = await gate({ libraryPath: freshSimulator(), [name]: 1e20, env: {} });
+      expect(outcome, name).toMatchObject({ result: 'config-error', evaluation: null, polls: 0, library: null });
+      expect(outcome.error).toBeInstanceOf(ConfigError);
+      expect(outcome.error).toMatchObject({ code: 'GPUGATE_CONFIG', option: name });
+      expect(outcome.reason).toContain(`option ${name} 100000000000000000000 is too long: expected at most 2147483647 ms`);
+    }
+    // The longest accepted timeout is a real one: the busy GPU is polled until the signal ends the wait.
+    const controller = new AbortController();
+    const outcome = await gate({ libraryPath: freshSimulator(), timeoutMs: 2 ** 31 - 1, intervalMs: 50, stableMs: 0, env: {}, signal: controller.signal, onPoll: (e) => { if (e.polls === 3) controller.abort(); } });
+    expect(outcome).toMatchObject({ result: 'interrupted', polls: 3 });
+    await expect(waitForGpusFree({ libraryPath: freshSimulator(), timeoutMs: 1e20 })).rejects.toMatchObject({ name: 'ConfigError', option: 'timeoutMs' });
+  });
+
+  it('config-error: minFree of the whole GPU (fraction 1) can never be met, the same class and code as the command line', async () => {
+    useScenario({ devices: [gpu(0, 0)] });
+    const outcome = await gate({ libraryPath: freshSimulator(), minFree: { fraction: 1 }, env: {} });
+    expect(outcome).toMatchObject({ result: 'config-error', evaluation: null, polls: 0 });
+    expect(outcome.error).toBeInstanceOf(ConfigError);
+    expect(outcome.error).toMatchObject({ code: 'GPUGATE_CONFIG', option: 'minFree' });
+    expect(outcome.reason).toMatch(/minFree fraction 1 is out of range: expected above 0 and below 1/);
+    // The most a maxUsed may be is all of it: that stays accepted.
+    expect((await gate({ mode: 'check', libraryPath: freshSimulator(), maxUsed: { fraction: 1 }, env: {} })).result).toBe('ready');
   });
 
   it('interrupted: an AbortSignal ends the wait with the last evaluation, whatever aborted it', async () => {

@@ -19,6 +19,7 @@ import type { Snapshot } from '../types';
 import { formatBytes, formatDuration } from '../units';
 import { DeviceSelectionError } from './device-selection-error';
 import type { DeviceSelection } from './devices';
+import { resolveCriteria } from './criteria';
 import { describeFailures } from './failure-text';
 import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from './gate-defaults';
 import type { GateOutcome, GateResult } from './gate-outcome';
@@ -27,6 +28,7 @@ import { inspectHolders, type Holder, type HolderReport } from './stale';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import {
   acquireSession,
+  checkDurationLimits,
   checkOptions,
   confirmingPlan,
   evaluateFirstRead,
@@ -190,6 +192,9 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   let release: (() => Promise<void>) | null = null;
   let state: WaitState | null = null;
   try {
+    // Options that can never work are a config-error before NVML is opened.
+    checkDurationLimits(options);
+    resolveCriteria(waitOptions);
     const acquired = await withBackstop(acquireSession(options), callTimeoutMs, 'opening NVML');
     release = acquired.release;
     const session = acquired.session;
