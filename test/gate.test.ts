@@ -11,6 +11,7 @@ import { ConfigError } from '../src/config-error';
 import { gate, type GateEvent } from '../src/gate/gate';
 import { waitForGpusFree, type Evaluation } from '../src/gate/wait';
 import { NvmlError } from '../src/nvml/nvml-error';
+import { parseDuration } from '../src/units';
 import { killSpawned, spawnSleeper } from './helpers/processes';
 import { bundledScenario, freshSimulator, GiB, rtxProDevice, simCallsOf, tempDir, useScenario } from './session-helpers';
 
@@ -137,6 +138,19 @@ describe('gate() on the simulator', () => {
     expect(outcome.evaluation?.devices[0]?.reasons).toEqual(['memory', 'unstable']);
     expect(outcome.reason).toMatch(/^interrupted by an abort after \S+: GPU 0 .*used 50GiB > allowed 1GiB/);
     expect(outcome.error).toBeNull();
+  });
+
+  it('interrupted: the reason gives the time the abort came, not when the gate could stop (opening NVML cannot be aborted)', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB)], faults: [{ function: 'nvmlInit_v2', delayMs: 1500 }] });
+    const controller = new AbortController();
+    const opening = gate({ libraryPath: freshSimulator(), stableMs: 0, intervalMs: 50, timeoutMs: 60_000, env: {}, signal: controller.signal });
+    controller.abort();
+    const outcome = await opening;
+    expect(outcome.result).toBe('interrupted');
+    const said = /^interrupted by an abort after (\S+?)(?::|$)/.exec(outcome.reason);
+    expect(said, outcome.reason).not.toBeNull();
+    // The open takes 1.5 s of the simulator's delay; the abort came before it.
+    expect(parseDuration(said![1]!)).toBeLessThanOrEqual(outcome.elapsedMs - 1500);
   });
 
   it('accept: a check is ready when the predicate takes its one read, busy when it declines, whatever the GPUs are', async () => {

@@ -191,6 +191,14 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   };
   let release: (() => Promise<void>) | null = null;
   let state: WaitState | null = null;
+  // An interruption is reported at the moment it came, not when the gate got round to stopping
+  // (a read in flight, an NVML call stuck in the driver).
+  let abortedAtMs: number | null = options.signal?.aborted === true ? startMs : null;
+  const noteAbort = (): void => {
+    abortedAtMs ??= performance.now();
+  };
+  options.signal?.addEventListener('abort', noteAbort, { once: true });
+  const abortedAfter = (): string => formatDuration((abortedAtMs ?? performance.now()) - startMs);
   try {
     // Options that can never work are a config-error before NVML is opened.
     checkDurationLimits(options);
@@ -253,7 +261,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
       outcome.evaluation = (error as { evaluation?: Evaluation | null }).evaluation ?? state?.last ?? outcome.evaluation;
       const message = error instanceof Error ? error.message : String(error);
       if (outcome.result === 'interrupted') {
-        outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${formatDuration(elapsedMs)}${outcome.evaluation === null ? '' : `: ${describeFailures(outcome.evaluation.devices) || 'GPUs free, not yet stable'}`}`;
+        outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${abortedAfter()}${outcome.evaluation === null ? '' : `: ${describeFailures(outcome.evaluation.devices) || 'GPUs free, not yet stable'}`}`;
       } else if (outcome.result === 'timeout') {
         outcome.reason = message;
       } else {
@@ -266,8 +274,9 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     // The signal arrived during a step that cannot be aborted (opening NVML, the /proc scan).
     outcome.result = 'interrupted';
     outcome.error = null;
-    outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${formatDuration(performance.now() - startMs)}`;
+    outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${abortedAfter()}`;
   }
+  options.signal?.removeEventListener('abort', noteAbort);
   outcome.elapsedMs = performance.now() - startMs;
   outcome.polls = outcome.evaluation?.polls ?? 0;
   if (release !== null) await release().catch(() => undefined);
