@@ -294,6 +294,7 @@ async function holdersOf(processes: GpuProcess[] | null | undefined, index: numb
         class: 'unverifiable',
         gpus: entry.gpus,
         usedBytes: entry.usedBytes,
+        usedBytesPerGpu: entry.usedBytesPerGpu,
         comm: info.kind === 'ok' ? info.comm : null,
         cmdline: info.kind === 'ok' ? info.cmdline : null,
         state: info.kind === 'ok' ? info.stat.state : null,
