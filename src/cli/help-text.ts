@@ -119,7 +119,7 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
     exitCodes: `Exit codes:
   64   usage error: unknown flag, bad --started-at, a scenario that cannot be read or that the simulator rejects
   69   the simulator library for the scenario's driver profile is not built
-  130  interrupted by SIGINT / 143 by SIGTERM: the host is stopped, its processes ended, its folder removed`,
+  129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM, at any moment: the host is stopped, its processes ended, its folder removed`,
   },
   systemd: {
     usage: ['gpugate systemd --unit NAME [--unit-path DIR] [--write [--root DIR]] [--json]'],
