@@ -801,7 +801,7 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
  * Waits until every selected GPU meets the criteria and its free memory has been stable for
  * stableMs. Resolves with { elapsedMs, polls, devices, evaluation }. Rejects with
  * GpuWaitTimeoutError after timeoutMs, GpuWaitAbortError (name 'AbortError') when `signal`
- * aborts, the NvmlError at once on a fatal NVML condition, ConfigError for impossible criteria,
+ * aborts, the NvmlError at once on a fatal NVML condition, ConfigError for impossible criteria or a duration above MAX_DURATION_MS,
  * DeviceSelectionError when a selector matches nothing. Many waiters on one session share one
  * poll per interval; a poll reads memory, and process lists and the compute mode only where the
  * decision needs them.
