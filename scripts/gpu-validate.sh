@@ -770,7 +770,7 @@ step_driver() {
     return 0
   fi
   # gpugate's own reading of the same GPU (reservedInUsed), compared with the driver's semantics.
-  bounded 30 "${GPUGATE[@]}" check --gpus "$GPU_INDEX" --max-used 1 --json >"$LOGS/driver-check.json" 2>"$LOGS/driver-check.err" || true
+  bounded 30 "${GPUGATE[@]}" check --gpus "$GPU_INDEX" --max-used 100% --json >"$LOGS/driver-check.json" 2>"$LOGS/driver-check.err" || true
   [[ -s $LOGS/driver-check.json ]] && extra=(--check "$LOGS/driver-check.json")
   # One CUDA context on the chosen GPU (device 0 of CUDA_VISIBLE_DEVICES), created and destroyed.
   if [[ $MODE == simulate ]]; then

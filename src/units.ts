@@ -1,7 +1,9 @@
 /**
  * Parsing and formatting of sizes, fractions and durations as users write them on the command
- * line and in options: `1.5GiB`, `500MB`, `0.9`, `90%`, `250ms`, `1m30s`. Every parse error is a
- * UsageError naming the input and what was expected.
+ * line and in options: `1.5GiB`, `500MB`, `0.9`, `90%`, `250ms`, `1m30s`. A bare number is never
+ * guessed at: it is a fraction only where a fraction is the documented meaning (`--min-free`),
+ * else refused (`0` excepted). Every parse error is a UsageError naming the input and what was
+ * expected.
  */
 import { UsageError } from './usage-error';
 
@@ -24,9 +26,16 @@ const DURATION_UNITS: Record<string, number> = {
   h: 3_600_000,
 };
 
-const SIZE_EXPECTED = 'a size such as 512MiB, 1.5GiB, 2GB or a whole number of bytes (units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)';
+/**
+ * The longest duration gpugate accepts: 2^31 - 1 ms (about 24.8 days), the longest delay a Node
+ * timer holds; a longer one would fire after 1 ms instead.
+ */
+export const MAX_DURATION_MS = 2_147_483_647;
+
+const SIZE_EXPECTED = 'a size with a unit such as 512MiB, 1.5GiB, 2GB or 4096B (units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB; a bare number is only accepted for 0)';
 const DURATION_EXPECTED = 'a duration such as 500ms, 30s, 2m, 1h or 1m30s (a bare number is only accepted for 0)';
-const SIZE_OR_FRACTION_EXPECTED = 'a fraction of total memory (0 < x <= 1, or a percentage like 90%) or a size such as 2GiB';
+const SIZE_OR_FRACTION_EXPECTED = 'a fraction of total memory (0 < x < 1 such as 0.9, or a percentage such as 90%) or a size with a unit such as 2GiB';
+const SIZE_OR_PERCENTAGE_EXPECTED = 'a size with a unit such as 1GiB or 512MiB, or a percentage of total memory such as 90% (a bare number is only accepted for 0)';
 
 const NUMBER = '(?:\\d+(?:\\.\\d*)?|\\.\\d+)';
 const SIZE_RE = new RegExp(`^(${NUMBER})\\s*([a-z]*)$`, 'i');
@@ -34,7 +43,8 @@ const DURATION_TOKEN_RE = new RegExp(`(${NUMBER})\\s*([a-z]*)\\s*`, 'iy');
 
 /**
  * Parses a size into bytes. Binary (KiB…TiB) and decimal (KB…TB) units, any letter case,
- * decimals allowed (`1.5GiB`); a bare number is bytes. Throws UsageError on anything else.
+ * decimals allowed (`1.5GiB`). A bare number is refused (bytes or a fraction would be a guess)
+ * except `0`. Throws UsageError on anything else.
  */
 export function parseSize(text: string): number {
   if (typeof text !== 'string') throw new UsageError(String(text), SIZE_EXPECTED);
@@ -46,6 +56,9 @@ export function parseSize(text: string): number {
   const multiplier = unitText === '' ? 1 : SIZE_UNITS[unitText];
   if (multiplier === undefined) {
     throw new UsageError(text, SIZE_EXPECTED, `invalid size ${JSON.stringify(text)}: unknown unit ${JSON.stringify(match[2])}; expected ${SIZE_EXPECTED}`);
+  }
+  if (unitText === '' && value !== 0) {
+    throw new UsageError(text, SIZE_EXPECTED, `invalid size ${JSON.stringify(text)}: a number needs a unit (for bytes write ${match[1]}B); expected ${SIZE_EXPECTED}`);
   }
   if (unitText === '' || unitText === 'b') {
     if (!Number.isInteger(value)) {
@@ -88,40 +101,70 @@ export function parseDuration(text: string): number {
     position = DURATION_TOKEN_RE.lastIndex;
   }
   const ms = Math.round(total);
-  if (!Number.isSafeInteger(ms)) throw new UsageError(text, DURATION_EXPECTED, `invalid duration ${JSON.stringify(text)}: too large`);
+  if (!(ms <= MAX_DURATION_MS)) {
+    throw new UsageError(text, DURATION_EXPECTED, `invalid duration ${JSON.stringify(text)}: too large; the longest accepted is ${formatDuration(MAX_DURATION_MS)} (${MAX_DURATION_MS} ms)`);
+  }
   return ms;
 }
 
 /** A memory criterion: either a fraction of the GPU's total memory or an absolute byte count. */
 export type SizeOrFraction = { fraction: number } | { bytes: number };
 
+const PERCENT_RE = new RegExp(`^(${NUMBER})\\s*%$`);
+const BARE_NUMBER_RE = new RegExp(`^${NUMBER}$`);
+
+/** A percentage (`90%`, 0 < p <= 100) as a fraction, null when `trimmed` is not one; `expected` names the caller's grammar. */
+function percentageOf(text: string, trimmed: string, expected: string): { fraction: number } | null {
+  const percent = PERCENT_RE.exec(trimmed);
+  if (!percent) return null;
+  const value = Number(percent[1]);
+  if (!(value > 0 && value <= 100)) {
+    throw new UsageError(text, expected, `invalid value ${JSON.stringify(text)}: a percentage must be above 0% and at most 100%; expected ${expected}`);
+  }
+  return { fraction: value / 100 };
+}
+
+/** parseSize of `trimmed`, its failure reworded for the caller's grammar. */
+function sizeIn(text: string, trimmed: string, expected: string): { bytes: number } {
+  try {
+    return { bytes: parseSize(trimmed) };
+  } catch (error) {
+    if (error instanceof UsageError) throw new UsageError(text, expected, `invalid value ${JSON.stringify(text)}: expected ${expected}`);
+    throw error;
+  }
+}
+
 /**
- * Parses a fraction of total memory or a size. A bare number with 0 < x <= 1 or a percentage
- * (`90%`, 0 < p <= 100) is a fraction; anything else must be a size (see parseSize).
+ * Parses a fraction of total memory or a size, as `--min-free` takes it: a bare number
+ * 0 < x <= 1 or a percentage (`90%`, 0 < p <= 100) is a fraction, `0` is no bytes, and anything
+ * else must be a size with a unit (see parseSize). A bare number above 1 is refused: neither a
+ * fraction nor a byte count without a unit. (A fraction of 1 parses; no GPU can ever have all of
+ * its memory free, so the criteria check refuses it as a ConfigError.)
  */
 export function parseSizeOrFraction(text: string): SizeOrFraction {
   if (typeof text !== 'string') throw new UsageError(String(text), SIZE_OR_FRACTION_EXPECTED);
   const trimmed = text.trim();
-  const percent = new RegExp(`^(${NUMBER})\\s*%$`).exec(trimmed);
-  if (percent) {
-    const value = Number(percent[1]);
-    if (!(value > 0 && value <= 100)) {
-      throw new UsageError(text, SIZE_OR_FRACTION_EXPECTED, `invalid value ${JSON.stringify(text)}: a percentage must be above 0% and at most 100%`);
-    }
-    return { fraction: value / 100 };
-  }
-  if (new RegExp(`^${NUMBER}$`).test(trimmed)) {
+  const percent = percentageOf(text, trimmed, SIZE_OR_FRACTION_EXPECTED);
+  if (percent !== null) return percent;
+  if (BARE_NUMBER_RE.test(trimmed)) {
     const value = Number(trimmed);
     if (value > 0 && value <= 1) return { fraction: value };
-  }
-  try {
-    return { bytes: parseSize(trimmed) };
-  } catch (error) {
-    if (error instanceof UsageError) {
-      throw new UsageError(text, SIZE_OR_FRACTION_EXPECTED, `invalid value ${JSON.stringify(text)}: expected ${SIZE_OR_FRACTION_EXPECTED}`);
+    if (value > 1) {
+      throw new UsageError(text, SIZE_OR_FRACTION_EXPECTED, `invalid value ${JSON.stringify(text)}: a bare number is a fraction of total memory and must be at most 1; for a size write a unit (${trimmed}B, ${trimmed}GiB); expected ${SIZE_OR_FRACTION_EXPECTED}`);
     }
-    throw error;
   }
+  return sizeIn(text, trimmed, SIZE_OR_FRACTION_EXPECTED);
+}
+
+/**
+ * Parses a size or a percentage of total memory, as `--max-used` takes it: `90%` (0 < p <= 100)
+ * is a fraction, anything else must be a size with a unit, or `0` (see parseSize). A bare number
+ * is refused: `1` read as a fraction would allow every byte, read as bytes almost none.
+ */
+export function parseSizeOrPercentage(text: string): SizeOrFraction {
+  if (typeof text !== 'string') throw new UsageError(String(text), SIZE_OR_PERCENTAGE_EXPECTED);
+  const trimmed = text.trim();
+  return percentageOf(text, trimmed, SIZE_OR_PERCENTAGE_EXPECTED) ?? sizeIn(text, trimmed, SIZE_OR_PERCENTAGE_EXPECTED);
 }
 
 const FORMAT_UNITS: Array<[string, number]> = [

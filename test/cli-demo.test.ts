@@ -7,10 +7,10 @@
  * no temporary folder behind (also when interrupted).
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, cliPath, runCli, startCli } from './helpers/cli';
 import { repoRoot } from './helpers/sim';
 import { isAlive } from './helpers/processes';
@@ -102,5 +102,76 @@ describe('gpugate demo', () => {
     expect(run.stderr).toMatch(/^gpugate: interrupted gpu=6 /m);
     expect(isAlive(pid)).toBe(false);
     expect(demoFolders()).toEqual(before);
+  }, 70_000);
+});
+
+describe('gpugate demo interrupted at any moment', () => {
+  /** A folder of this test's own as TMPDIR, so that what the demo leaves there is the demo's alone. */
+  const temp = mkdtempSync(join(tmpdir(), 'gpugate-demo-signals-'));
+  afterAll(() => rmSync(temp, { recursive: true, force: true }));
+
+  /** Processes started for `ownerPid` (a holder is `tail --pid=OWNER`): none may outlive the demo. */
+  function holdersOf(ownerPid: number): number[] {
+    const found: number[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(`--pid=${ownerPid}`)) found.push(Number(entry));
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return found;
+  }
+
+  function leftovers(): string[] {
+    return readdirSync(temp).filter((name) => name.startsWith('gpugate-demo-') || name.startsWith('gpugate-sim'));
+  }
+
+  async function until(what: string, predicate: () => boolean): Promise<void> {
+    for (let i = 0; !predicate(); i += 1) {
+      if (i > 3000) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  const EXIT = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 } as const;
+
+  it.each(['SIGHUP', 'SIGINT', 'SIGTERM'] as const)('%s as soon as its simulated host exists (before its wait): exit 128+N, no folder, no process left', async (signal) => {
+    const demo = startCli(['demo'], { env: cliEnv(null, { TMPDIR: temp }), killAfterMs: 60_000 });
+    const pid = demo.child.pid as number;
+    await until('the demo folder', () => leftovers().length > 0);
+    demo.child.kill(signal);
+    const run = await demo.done;
+    expect(run.code, run.stderr).toBe(EXIT[signal]);
+    expect(leftovers()).toEqual([]);
+    expect(holdersOf(pid)).toEqual([]);
+  }, 70_000);
+
+  it('SIGHUP right after it is spawned: it ends by that signal, leaving nothing', async () => {
+    const demo = startCli(['demo'], { env: cliEnv(null, { TMPDIR: temp }), killAfterMs: 60_000 });
+    const pid = demo.child.pid as number;
+    demo.child.kill('SIGHUP');
+    const run = await demo.done;
+    // Before Node has installed any handler the kernel ends it by the signal itself; either way
+    // a shell sees status 129.
+    expect(run.code === 129 || run.signal === 'SIGHUP', `code ${run.code}, signal ${run.signal}: ${run.stderr}`).toBe(true);
+    expect(leftovers()).toEqual([]);
+    expect(holdersOf(pid)).toEqual([]);
+  }, 70_000);
+
+  it('SIGHUP mid-run (while waiting): the last state, exit 129, nothing left', async () => {
+    const demo = startCli(['demo'], { env: cliEnv(null, { TMPDIR: temp }), killAfterMs: 60_000 });
+    const pid = demo.child.pid as number;
+    await demo.waitFor(/waiting gpu=6 /);
+    const worker = workerPid(demo.stdout());
+    expect(isAlive(worker)).toBe(true);
+    demo.child.kill('SIGHUP');
+    const run = await demo.done;
+    expect(run.code, run.stderr).toBe(129);
+    expect(run.stderr).toMatch(/^gpugate: interrupted gpu=6 /m);
+    expect(isAlive(worker)).toBe(false);
+    expect(leftovers()).toEqual([]);
+    expect(holdersOf(pid)).toEqual([]);
   }, 70_000);
 });

@@ -150,6 +150,22 @@ describe.skipIf(!inInitialPidNamespace)('gpugate doctor on a simulated host', ()
     expect(document.exitCode).toBe(69);
   });
 
+  it('recognises an Xid line whose process name holds a raw CR, U+2028 or U+2029, and prints it escaped', async () => {
+    const scenario = bundledScenario('idle-8x-rtx-pro-6000');
+    // Anyone can name a process so; the driver copies the name into the line as it is.
+    const log = kernelLog([
+      '4,1030,9120002417,-;NVRM: Xid (PCI:0000:18:00): 13, pid=93310, name=py\rthon, Graphics Exception',
+      '4,1031,9120002418,-;NVRM: Xid (PCI:0000:18:00): 13, pid=93311, name=py\u2028thon, Graphics Exception',
+      '4,1032,9120002419,-;NVRM: Xid (PCI:0000:18:00): 13, pid=93312, name=py\u2029thon, Graphics Exception',
+    ]);
+    const { run, document } = await doctor(scenario, { kernelLog: log });
+    expect(checkOf(document, 'kernel.xid-13')).toMatchObject({ status: 'warn', evidence: { count: 3, gpus: [{ pciAddress: '0000:18:00', gpu: 0 }] } });
+    expect(run.stdout).not.toMatch(/[\r\u2028\u2029]/);
+    const text = await runCli(['doctor', '--kernel-log', log], { env: env(scenario), killAfterMs: 60_000 });
+    expect(text.stdout).toMatch(/Xid 13 .*logged 3 time\(s\)/);
+    expect(text.stdout + text.stderr).not.toMatch(/[\r\u2028\u2029]/);
+  });
+
   it('explains NVML_ERROR_LIB_RM_VERSION_MISMATCH at init, still runs the host and kernel-log checks, and exits 69', async () => {
     const scenario = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlInit_v2', return: 18 }] });
     fs.writeFileSync(path.join(work, 'version-570'), MODULE_LINE.replace('580.95.05', '570.86.15'));

@@ -37,14 +37,14 @@ describe('implausible memory figures make a GPU unjudgeable', () => {
     const far = writeScenario({
       devices: [simDevice(0, { memory: { totalBytes: TOTAL, reservedBytes: 0, usedBytes: 88 * GiB, freeBytes: 80 * GiB } })],
     });
-    const farRun = await runCli(['check', '--max-used', '0.95'], { env: cliEnv(far) });
+    const farRun = await runCli(['check', '--max-used', '95%'], { env: cliEnv(far) });
     expect(farRun.code).toBe(69);
     expect(farRun.stderr).toMatch(/free \+ used \+ reserved = 168GiB, more than 1GiB away from total/);
     // 10 MiB of rounding between the three figures is a real driver's, not a fault.
     const near = writeScenario({
       devices: [simDevice(0, { memory: { totalBytes: TOTAL, reservedBytes: GiB, usedBytes: 0, freeBytes: 95 * GiB - 10 * 2 ** 20 } })],
     });
-    const nearRun = await runCli(['check', '--max-used', '0.95'], { env: cliEnv(near) });
+    const nearRun = await runCli(['check', '--max-used', '95%'], { env: cliEnv(near) });
     expect(nearRun.stderr).not.toMatch(/implausible/);
     expect(nearRun.code).toBe(0);
   });

@@ -221,6 +221,35 @@ describe('gpugate holders', () => {
   });
 });
 
+describe('a holder on several GPUs', () => {
+  it('is shown under each GPU with what it holds there, not its total (holders table and JSON, check JSON)', async () => {
+    const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+    children.push(child);
+    const pid = child.pid as number;
+    // One real process: 10 GiB on GPU 0, 30 GiB on GPU 1 (40 GiB in all).
+    const scenario = writeScenario({
+      devices: [
+        simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 10 * GiB }, processes: [{ pid, usedBytes: 10 * GiB, kinds: ['compute'] }] }),
+        simDevice(1, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 30 * GiB }, processes: [{ pid, usedBytes: 30 * GiB, kinds: ['compute'] }] }),
+      ],
+    });
+    const table = await runCli(['holders'], { env: cliEnv(scenario) });
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(new RegExp(`^0 +${pid} +\\S+ +10GiB `, 'm'));
+    expect(table.stdout).toMatch(new RegExp(`^1 +${pid} +\\S+ +30GiB `, 'm'));
+    expect(table.stdout).not.toContain('40GiB');
+
+    type HolderJson = { pid: number; usedBytes: number | null; gpus: number[] };
+    const holders = parseJsonOutput(await runCli(['holders', '--json'], { env: cliEnv(scenario) }));
+    const listed = (holders.gpus as Array<{ index: number; holders: HolderJson[] }>).map((gpu) => [gpu.index, gpu.holders.map((h) => [h.pid, h.usedBytes, h.gpus])]);
+    expect(listed).toEqual([[0, [[pid, 10 * GiB, [0, 1]]]], [1, [[pid, 30 * GiB, [0, 1]]]]]);
+
+    const check = parseJsonOutput(await runCli(['check', '--max-used', '1GiB', '--json'], { env: cliEnv(scenario) }));
+    const judged = (check.gpus as Array<{ index: number; holders: HolderJson[] }>).map((gpu) => [gpu.index, gpu.holders.map((h) => [h.pid, h.usedBytes])]);
+    expect(judged).toEqual([[0, [[pid, 10 * GiB]]], [1, [[pid, 30 * GiB]]]]);
+  });
+});
+
 describe('--notify', () => {
   /** A real unix datagram socket (Python: Node has none) printing each datagram it receives. */
   function receiver(address: string): { child: ChildProcess; ready: Promise<void>; received: () => string } {

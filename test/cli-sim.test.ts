@@ -5,7 +5,9 @@
  * the timeline drops it, picks the library of the scenario's driver profile, and removes
  * everything on SIGINT (exit 130).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv, startCli } from './helpers/cli';
 import { buildNvmlClient, runNvmlClient } from './helpers/nvml-client';
@@ -96,6 +98,44 @@ describe('gpugate sim', () => {
       expect((await sim.done).code).toBe(143);
     } finally {
       sim.child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('SIGHUP as soon as its folder exists, or once it runs: exit 129, its folder and holders gone', async () => {
+    const temp = mkdtempSync(join(tmpdir(), 'gpugate-sim-signals-'));
+    const folders = (): string[] => readdirSync(temp).filter((name) => name.startsWith('gpugate-simhost-'));
+    try {
+      for (const moment of ['folder', 'running'] as const) {
+        const sim = startCli(['sim'], { env: cliEnv(null, { TMPDIR: temp }), killAfterMs: 60_000 });
+        const pid = sim.child.pid as number;
+        try {
+          if (moment === 'folder') {
+            for (let i = 0; folders().length === 0; i += 1) {
+              if (i > 3000) throw new Error('the simulated host folder did not appear');
+              await new Promise((resolve) => setTimeout(resolve, 5));
+            }
+          } else {
+            await sim.waitFor(/simulated host running /);
+          }
+          sim.child.kill('SIGHUP');
+          const run = await sim.done;
+          expect(run.code, `${moment}: ${run.stderr}`).toBe(129);
+          expect(folders(), moment).toEqual([]);
+          // Its holders are `tail --pid=PID`: none may outlive it.
+          const holders = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && (() => {
+            try {
+              return readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(`--pid=${pid}`);
+            } catch {
+              return false;
+            }
+          })());
+          expect(holders, moment).toEqual([]);
+        } finally {
+          sim.child.kill('SIGKILL');
+        }
+      }
+    } finally {
+      rmSync(temp, { recursive: true, force: true });
     }
   }, 60_000);
 

@@ -137,6 +137,50 @@ describe('gpugate command line', () => {
     expect(run.stderr).toMatch(/duration/);
   });
 
+  it('exits 64 for a duration longer than a timer holds, naming the flag and the longest accepted', async () => {
+    for (const [flag, value] of [['--timeout', '600h'], ['--interval', '1000h'], ['--stable', '2147483648ms'], ['--nvml-timeout', '700h']]) {
+      const run = await runCli(['wait', flag!, value!], { env: cliEnv(twoIdleGpus) });
+      expect(run.code, run.stderr).toBe(64);
+      expect(run.stderr).toContain(`${flag} "${value}"`);
+      expect(run.stderr).toContain('the longest accepted is 596h31m (2147483647 ms)');
+    }
+  });
+
+  it('sizes: a bare number is refused where a size is expected (exit 64 naming the flag, the input and the accepted forms)', async () => {
+    // 40 GiB held: `--max-used 1` once passed it as "100 %", `--max-used 2` meant 2 bytes.
+    const held = writeScenario({ devices: [simDevice(0, { memory: { totalBytes: 96 * 1024 ** 3, reservedBytes: 0, usedBytes: 40 * 1024 ** 3 } })] });
+    for (const value of ['1', '2', '0.5']) {
+      const run = await runCli(['check', '--max-used', value], { env: cliEnv(held) });
+      expect(run.code, run.stderr).toBe(64);
+      expect(run.stderr).toContain(`--max-used "${value}"`);
+      expect(run.stderr).toMatch(/expected a size with a unit such as 1GiB .*or a percentage of total memory such as 90%/);
+    }
+    for (const [flag, value] of [['--margin', '2048'], ['--stable-tolerance', '100']]) {
+      const run = await runCli(['wait', '--min-free', '0.5', flag!, value!], { env: cliEnv(held) });
+      expect(run.code, run.stderr).toBe(64);
+      expect(run.stderr).toContain(`${flag} "${value}"`);
+      expect(run.stderr).toContain(`a number needs a unit (for bytes write ${value}B)`);
+    }
+    const bytes = await runCli(['check', '--min-free', '4096'], { env: cliEnv(held) });
+    expect(bytes.code, bytes.stderr).toBe(64);
+    expect(bytes.stderr).toContain('--min-free "4096"');
+    expect(bytes.stderr).toMatch(/a bare number is a fraction of total memory and must be at most 1; for a size write a unit/);
+    // The accepted forms judge the held GPU as they say.
+    expect((await runCli(['check', '--max-used', '1GiB'], { env: cliEnv(held) })).code).toBe(75);
+    expect((await runCli(['check', '--max-used', '30%'], { env: cliEnv(held) })).code).toBe(75);
+    expect((await runCli(['check', '--max-used', '50%'], { env: cliEnv(held) })).code).toBe(0);
+    expect((await runCli(['check', '--min-free', '0.5'], { env: cliEnv(held) })).code).toBe(0);
+    expect((await runCli(['check', '--min-free', '60GiB'], { env: cliEnv(held) })).code).toBe(75);
+  });
+
+  it('exits 78 for --min-free 1 or 100% (all memory free: the driver always reserves some), at once rather than after waiting', async () => {
+    for (const value of ['1', '100%']) {
+      const run = await runCli(['wait', '--min-free', value, '--timeout', '10m', '--json'], { env: cliEnv(twoIdleGpus) });
+      expect(run.code, run.stderr).toBe(78);
+      expect(run.stderr).toContain(`--min-free "${value}": minFree fraction 1 is out of range: expected above 0 and below 1`);
+    }
+  });
+
   it('exits 64 for a flag that needs a value but has none', async () => {
     const run = await runCli(['check', '--gpus'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(64);

@@ -9,8 +9,9 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/config-error';
 import { gate, type GateEvent } from '../src/gate/gate';
-import type { Evaluation } from '../src/gate/wait';
+import { waitForGpusFree, type Evaluation } from '../src/gate/wait';
 import { NvmlError } from '../src/nvml/nvml-error';
+import { parseDuration } from '../src/units';
 import { killSpawned, spawnSleeper } from './helpers/processes';
 import { bundledScenario, freshSimulator, GiB, rtxProDevice, simCallsOf, tempDir, useScenario } from './session-helpers';
 
@@ -91,6 +92,33 @@ describe('gate() on the simulator', () => {
     expect(outcome.reason).toMatch(/GPU selector "7" matches no GPU index/);
   });
 
+  it('config-error: a duration longer than a timer holds (timeoutMs 1e20 would time out at once), before any NVML read', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }])] });
+    for (const name of ['timeoutMs', 'intervalMs', 'stableMs', 'killGraceMs'] as const) {
+      const outcome = await gate({ libraryPath: freshSimulator(), [name]: 1e20, env: {} });
+      expect(outcome, name).toMatchObject({ result: 'config-error', evaluation: null, polls: 0, library: null });
+      expect(outcome.error).toBeInstanceOf(ConfigError);
+      expect(outcome.error).toMatchObject({ code: 'GPUGATE_CONFIG', option: name });
+      expect(outcome.reason).toContain(`option ${name} 100000000000000000000 is too long: expected at most 2147483647 ms`);
+    }
+    // The longest accepted timeout is a real one: the busy GPU is polled until the signal ends the wait.
+    const controller = new AbortController();
+    const outcome = await gate({ libraryPath: freshSimulator(), timeoutMs: 2 ** 31 - 1, intervalMs: 50, stableMs: 0, env: {}, signal: controller.signal, onPoll: (e) => { if (e.polls === 3) controller.abort(); } });
+    expect(outcome).toMatchObject({ result: 'interrupted', polls: 3 });
+    await expect(waitForGpusFree({ libraryPath: freshSimulator(), timeoutMs: 1e20 })).rejects.toMatchObject({ name: 'ConfigError', option: 'timeoutMs' });
+  });
+
+  it('config-error: minFree of the whole GPU (fraction 1) can never be met, the same class and code as the command line', async () => {
+    useScenario({ devices: [gpu(0, 0)] });
+    const outcome = await gate({ libraryPath: freshSimulator(), minFree: { fraction: 1 }, env: {} });
+    expect(outcome).toMatchObject({ result: 'config-error', evaluation: null, polls: 0 });
+    expect(outcome.error).toBeInstanceOf(ConfigError);
+    expect(outcome.error).toMatchObject({ code: 'GPUGATE_CONFIG', option: 'minFree' });
+    expect(outcome.reason).toMatch(/minFree fraction 1 is out of range: expected above 0 and below 1/);
+    // The most a maxUsed may be is all of it: that stays accepted.
+    expect((await gate({ mode: 'check', libraryPath: freshSimulator(), maxUsed: { fraction: 1 }, env: {} })).result).toBe('ready');
+  });
+
   it('interrupted: an AbortSignal ends the wait with the last evaluation, whatever aborted it', async () => {
     useScenario({ devices: [gpu(0, 50 * GiB)] });
     const controller = new AbortController();
@@ -110,6 +138,19 @@ describe('gate() on the simulator', () => {
     expect(outcome.evaluation?.devices[0]?.reasons).toEqual(['memory', 'unstable']);
     expect(outcome.reason).toMatch(/^interrupted by an abort after \S+: GPU 0 .*used 50GiB > allowed 1GiB/);
     expect(outcome.error).toBeNull();
+  });
+
+  it('interrupted: the reason gives the time the abort came, not when the gate could stop (opening NVML cannot be aborted)', async () => {
+    useScenario({ devices: [gpu(0, 50 * GiB)], faults: [{ function: 'nvmlInit_v2', delayMs: 1500 }] });
+    const controller = new AbortController();
+    const opening = gate({ libraryPath: freshSimulator(), stableMs: 0, intervalMs: 50, timeoutMs: 60_000, env: {}, signal: controller.signal });
+    controller.abort();
+    const outcome = await opening;
+    expect(outcome.result).toBe('interrupted');
+    const said = /^interrupted by an abort after (\S+?)(?::|$)/.exec(outcome.reason);
+    expect(said, outcome.reason).not.toBeNull();
+    // The open takes 1.5 s of the simulator's delay; the abort came before it.
+    expect(parseDuration(said![1]!)).toBeLessThanOrEqual(outcome.elapsedMs - 1500);
   });
 
   it('accept: a check is ready when the predicate takes its one read, busy when it declines, whatever the GPUs are', async () => {

@@ -593,7 +593,7 @@ describe('driver judging (the open questions a real run answers)', () => {
       encoding: 'utf8', env: { ...process.env, GPUGATE_SIM_SCENARIO: scenario, LD_LIBRARY_PATH: simNvmlDir() },
     });
     expect(python.status, python.stderr).toBe(0);
-    const check = await runCli(['check', '--gpus', '0', '--max-used', '1', '--json'], { env: cliEnv(scenario) });
+    const check = await runCli(['check', '--gpus', '0', '--max-used', '100%', '--json'], { env: cliEnv(scenario) });
     const { record } = judgeFacts(JSON.parse(python.stdout) as object, { check: JSON.parse(check.stdout) as object });
     expect(record.status).toBe('pass');
     expect(record.checks.map((c) => c.name)).toContain('GPU 0 gpugate reads the same semantics');

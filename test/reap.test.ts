@@ -36,7 +36,7 @@ function serviceRoot(leftovers: number[], foreign: number[]): ProcRoot {
 }
 
 function holder(pid: number, klass: Holder['class']): Holder {
-  return { pid, class: klass, gpus: [0], usedBytes: GiB, comm: null, cmdline: null, state: 'S', ppid: null, cgroup: null, unit: null, startTime: null, owner: null, reason: 'test' };
+  return { pid, class: klass, gpus: [0], usedBytes: GiB, usedBytesPerGpu: [{ gpu: 0, usedBytes: GiB }], comm: null, cmdline: null, state: 'S', ppid: null, cgroup: null, unit: null, startTime: null, owner: null, reason: 'test' };
 }
 
 /** A real process's start time, as classification records it. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { formatBytes, formatDuration, parseDuration, parseSize, parseSizeOrFraction } from '../src/units';
+import { formatBytes, formatDuration, MAX_DURATION_MS, parseDuration, parseSize, parseSizeOrFraction, parseSizeOrPercentage } from '../src/units';
 import { UsageError } from '../src/usage-error';
 import { thrownBy } from './helpers/thrown-by';
 
@@ -11,9 +11,9 @@ function usageErrorOf(fn: () => unknown): UsageError {
 }
 
 describe('parseSize', () => {
-  it('reads binary and decimal units, decimals and bare byte counts', () => {
+  it('reads binary and decimal units, decimals, and a bare 0', () => {
     expect(parseSize('0')).toBe(0);
-    expect(parseSize('512')).toBe(512);
+    expect(parseSize('512B')).toBe(512);
     expect(parseSize('12B')).toBe(12);
     expect(parseSize('1KiB')).toBe(1024);
     expect(parseSize('256MiB')).toBe(256 * 1024 ** 2);
@@ -30,6 +30,16 @@ describe('parseSize', () => {
       expect(error.input).toBe(bad);
       expect(error.message).toContain(JSON.stringify(bad));
       expect(error.message).toMatch(/GiB/);
+    }
+  });
+
+  it('rejects a bare number other than 0 and says a unit is needed', () => {
+    for (const bad of ['512', '1', '2', '0.5', '4096']) {
+      const error = usageErrorOf(() => parseSize(bad));
+      expect(error.input).toBe(bad);
+      expect(error.message).toContain(JSON.stringify(bad));
+      expect(error.message).toMatch(/needs a unit/);
+      expect(error.expected).toMatch(/bare number is only accepted for 0/);
     }
   });
 
@@ -80,6 +90,17 @@ describe('parseDuration', () => {
     expect(error.expected).toMatch(/bare number/);
   });
 
+  it('accepts up to the longest delay a timer holds and rejects anything longer, naming the limit', () => {
+    expect(MAX_DURATION_MS).toBe(2 ** 31 - 1);
+    expect(parseDuration(`${MAX_DURATION_MS}ms`)).toBe(MAX_DURATION_MS);
+    expect(parseDuration('596h')).toBe(596 * 3_600_000);
+    for (const long of [`${MAX_DURATION_MS + 1}ms`, '600h', '1000h', '596h32m']) {
+      const error = usageErrorOf(() => parseDuration(long));
+      expect(error.message).toContain(JSON.stringify(long));
+      expect(error.message).toContain(`${MAX_DURATION_MS} ms`);
+    }
+  });
+
   it('rejects unknown units and junk', () => {
     for (const bad of ['', '5 days', '5d', 's', '-1s', '1s garbage']) {
       const error = usageErrorOf(() => parseDuration(bad));
@@ -97,18 +118,44 @@ describe('parseDuration', () => {
   });
 });
 
+describe('parseSizeOrPercentage', () => {
+  it('takes percentages as fractions and sizes with a unit as sizes', () => {
+    expect(parseSizeOrPercentage('5%')).toEqual({ fraction: 0.05 });
+    expect(parseSizeOrPercentage('100%')).toEqual({ fraction: 1 });
+    expect(parseSizeOrPercentage('1GiB')).toEqual({ bytes: 1024 ** 3 });
+    expect(parseSizeOrPercentage('0')).toEqual({ bytes: 0 });
+  });
+
+  it('rejects every bare number but 0, naming the input and both accepted forms', () => {
+    for (const bad of ['1', '2', '0.95', '0.5', '1073741824']) {
+      const error = usageErrorOf(() => parseSizeOrPercentage(bad));
+      expect(error.message).toContain(JSON.stringify(bad));
+      expect(error.expected).toMatch(/size with a unit.*percentage/);
+    }
+    for (const bad of ['0%', '101%', 'x']) expect(usageErrorOf(() => parseSizeOrPercentage(bad)).message).toContain(JSON.stringify(bad));
+  });
+});
+
 describe('parseSizeOrFraction', () => {
-  it('takes 0 < x <= 1 and percentages as fractions, everything else as sizes', () => {
+  it('takes a bare 0 < x <= 1 and percentages as fractions, sizes with a unit as sizes', () => {
     expect(parseSizeOrFraction('0.9')).toEqual({ fraction: 0.9 });
     expect(parseSizeOrFraction('1')).toEqual({ fraction: 1 });
     expect(parseSizeOrFraction('90%')).toEqual({ fraction: 0.9 });
     expect(parseSizeOrFraction('2GiB')).toEqual({ bytes: 2 * 1024 ** 3 });
     expect(parseSizeOrFraction('0')).toEqual({ bytes: 0 });
-    expect(parseSizeOrFraction('4096')).toEqual({ bytes: 4096 });
+    expect(parseSizeOrFraction('4096B')).toEqual({ bytes: 4096 });
+  });
+
+  it('rejects a bare number above 1: neither a fraction nor a byte count without a unit', () => {
+    for (const bad of ['4096', '2', '1.5']) {
+      const error = usageErrorOf(() => parseSizeOrFraction(bad));
+      expect(error.message).toContain(JSON.stringify(bad));
+      expect(error.message).toMatch(/at most 1; for a size write a unit/);
+    }
   });
 
   it('rejects out-of-range percentages and junk naming both accepted forms', () => {
-    for (const bad of ['0%', '101%', 'x', '1.5']) {
+    for (const bad of ['0%', '101%', 'x', '1.5', '4096']) {
       const error = usageErrorOf(() => parseSizeOrFraction(bad));
       expect(error.message).toContain(JSON.stringify(bad));
     }

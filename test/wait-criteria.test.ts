@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { DEFAULT_MAX_USED_BYTES, StabilityTracker, implausibleMemory, maxUsedBytes, neededFreeBytes, nothingLeftToFree, reservedInUsed, resolveCriteria, usedExcludingReserved } from '../src/gate/criteria';
 import type { GpuMemory } from '../src/types';
 import { ConfigError } from '../src/config-error';
+import { thrownBy } from './helpers/thrown-by';
 
 const SEED = { seed: 1129, numRuns: 500 };
 const GiB = 1024 ** 3;
@@ -44,7 +45,8 @@ describe('resolveCriteria', () => {
 describe('thresholds', () => {
   it('minFree is exactly vLLM\'s check, ceil(total * f) + margin, and never above total (property)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 2 ** 42 }), fc.integer({ min: 1, max: 1000 }), fc.nat(4 * GiB), (total, permille, margin) => {
+      // Up to 0.999: a fraction of 1 is refused when the criteria are resolved (the test after this).
+      fc.property(fc.integer({ min: 1, max: 2 ** 42 }), fc.integer({ min: 1, max: 999 }), fc.nat(4 * GiB), (total, permille, margin) => {
         const fraction = permille / 1000;
         const criteria = resolveCriteria({ minFree: { fraction }, marginBytes: margin });
         const expected = Math.ceil(total * fraction) + margin;
@@ -60,6 +62,14 @@ describe('thresholds', () => {
       }),
       SEED,
     );
+  });
+
+  it('minFree of the whole GPU (fraction 1) is refused: the driver reserves memory, so it could never be met', () => {
+    const error = thrownBy(() => resolveCriteria({ minFree: { fraction: 1 } }), ConfigError);
+    expect(error.option).toBe('minFree');
+    expect(error.message).toMatch(/minFree fraction 1 is out of range: expected above 0 and below 1/);
+    expect(resolveCriteria({ minFree: { fraction: 0.999 } }).minFree).toEqual({ fraction: 0.999 });
+    expect(resolveCriteria({ maxUsed: { fraction: 1 } }).maxUsed).toEqual({ fraction: 1 });
   });
 
   it('maxUsed as a fraction floors, as bytes is taken as is (property)', () => {

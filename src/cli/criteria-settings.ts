@@ -4,11 +4,12 @@
  * wrong here is a usage error (exit 64) that names the flag, the value and what was expected.
  */
 
-import type { CriteriaOptions } from '../gate/criteria';
+import { ConfigError } from '../config-error';
+import { resolveCriteria, type CriteriaOptions } from '../gate/criteria';
 import { parseSelectorList } from '../gate/devices';
 import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from '../gate/gate-defaults';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
-import { parseDuration, parseSize, parseSizeOrFraction, type SizeOrFraction } from '../units';
+import { parseDuration, parseSize, parseSizeOrFraction, parseSizeOrPercentage, type SizeOrFraction } from '../units';
 import { CliError } from './cli-error';
 import { booleanFlag, listFlag, stringFlag } from './command-context';
 import { ExitCode } from './exit-codes';
@@ -82,6 +83,25 @@ function flagValue<T>(values: FlagValues, name: string, parse: (text: string) =>
   }
 }
 
+/** The flag of each memory criterion the library's check may refuse. */
+const FLAG_OF_CRITERION: Readonly<Record<string, string>> = { minFree: 'min-free', marginBytes: 'margin', maxUsed: 'max-used' };
+
+/**
+ * The library's own check of the criteria (src/gate/criteria.ts), before any GPU is read: a value
+ * that parses but can never be met (`--min-free 1`) is the same configuration error (78) the
+ * library gives, here naming the flag.
+ */
+function checkCriteria(values: FlagValues, criteria: CriteriaOptions): void {
+  try {
+    resolveCriteria(criteria);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const flag = FLAG_OF_CRITERION[error.option];
+    const named = flag === undefined ? '' : `--${flag} ${JSON.stringify(stringFlag(values, flag))}: `;
+    throw new CliError(`${named}${error.message}`, ExitCode.config, 'config-error');
+  }
+}
+
 function usage(message: string): CliError {
   return new CliError(message, ExitCode.usage, 'usage-error');
 }
@@ -151,11 +171,13 @@ export function parseCriteriaSettings(command: CommandName, values: FlagValues):
   if (stringFlag(values, 'kill-grace') !== undefined && !killStale) {
     throw usage(`gpugate ${command}: --kill-grace only applies to --kill-stale`);
   }
+  const maxUsed = flagValue(values, 'max-used', parseSizeOrPercentage);
+  checkCriteria(values, { ...(minFree !== undefined ? { minFree } : {}), ...(marginBytes !== undefined ? { marginBytes } : {}), ...(maxUsed !== undefined ? { maxUsed } : {}) });
   return {
     ...base,
     minFree,
     marginBytes,
-    maxUsed: flagValue(values, 'max-used', parseSizeOrFraction),
+    maxUsed,
     noProcesses: booleanFlag(values, 'no-processes'),
     ignore,
     allowEmpty: booleanFlag(values, 'allow-empty'),

@@ -43,13 +43,14 @@ export async function runGateCommand(kind: 'wait' | 'check', context: CommandCon
     renderOutcome(kind, context, settings, outcome, exitCode, reporter, publish);
   };
   const watch = new InterruptWatch((signal) => {
-    // The gate did not finish by itself within a second of the signal (NVML stuck): report now.
+    // The gate did not finish by itself within a second of the signal (NVML stuck): report now,
+    // saying when the signal came (the command ends a grace period later).
     const elapsedMs = performance.now() - startMs;
     const evaluation = reporter.last;
     report(
       {
         result: 'interrupted',
-        reason: `interrupted by ${signal} after ${formatDuration(elapsedMs)}`,
+        reason: `interrupted by ${signal} after ${formatDuration(watch.signalledAfterMs(startMs))}`,
         elapsedMs,
         polls: evaluation?.polls ?? 0,
         evaluation,

@@ -106,6 +106,10 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
     usage: ['gpugate demo'],
     about: 'Replay a service restart race on the bundled simulated 8x RTX PRO 6000 host (no GPU needed):\nthe previous attempt still holds ~92 GiB per GPU, one holder is a real orphaned engine worker, then memory drains.\nShows "gpugate wait --min-free 0.9 --stable 2s" waiting, explaining why, and succeeding.',
     examples: ['gpugate demo'],
+    exitCodes: `Exit codes:
+  0    the wait succeeded, as it should
+  69   the simulator library is not built
+  129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM, at any moment: its worker is ended, its folder removed`,
   },
   sim: {
     usage: ['gpugate sim [--scenario FILE] [--started-at WHEN]'],
@@ -117,7 +121,7 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
     exitCodes: `Exit codes:
   64   usage error: unknown flag, bad --started-at, a scenario that cannot be read or that the simulator rejects
   69   the simulator library for the scenario's driver profile is not built
-  130  interrupted by SIGINT / 143 by SIGTERM: the host is stopped, its processes ended, its folder removed`,
+  129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM, at any moment: the host is stopped, its processes ended, its folder removed`,
   },
   systemd: {
     usage: ['gpugate systemd --unit NAME [--unit-path DIR] [--write [--root DIR]] [--json]'],

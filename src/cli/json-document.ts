@@ -8,7 +8,12 @@
 /** MAJOR.MINOR of the documents this version prints (the pattern in schemas/common.schema.json). */
 export const SCHEMA_VERSION = '1.1';
 
-/** One document as one line of stdout, `schemaVersion` first. */
+/**
+ * One document as one line of stdout, `schemaVersion` first. JSON.stringify leaves U+2028 and
+ * U+2029 raw (valid JSON, but line breaks to many readers); outside strings they cannot occur, so
+ * writing them as escapes changes no value.
+ */
 export function jsonDocument(fields: object): string {
-  return `${JSON.stringify({ schemaVersion: SCHEMA_VERSION, ...fields })}\n`;
+  const text = JSON.stringify({ schemaVersion: SCHEMA_VERSION, ...fields }).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+  return `${text}\n`;
 }

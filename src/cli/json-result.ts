@@ -7,7 +7,7 @@
 import type { ProcessOwner } from '../host/process-owner';
 import { holderName } from '../gate/failure-text';
 import { isStaleHolder } from '../gate/stale-holders';
-import type { Holder, HolderReport } from '../gate/stale';
+import { usedBytesOn, type Holder, type HolderReport } from '../gate/stale';
 import type { GpuEvaluation } from '../gate/wait';
 
 /** Who owns a holder and where it lives, as `--json` prints it (the command line whole, one string per argument). */
@@ -111,7 +111,7 @@ export interface ResultJson {
   error: { name: string; code: string | null; message: string } | null;
 }
 
-/** A holder's JSON form. */
+/** A holder's JSON form; `usedBytes` is its total over `gpus`. */
 export function holderJson(holder: Holder): HolderJson {
   return {
     pid: holder.pid,
@@ -128,6 +128,11 @@ export function holderJson(holder: Holder): HolderJson {
     owner: ownerJson(holder.owner),
     reason: holder.reason,
   };
+}
+
+/** A holder's JSON form as listed under GPU `gpu`: `usedBytes` is what it holds on that GPU alone. */
+export function holderOnGpuJson(holder: Holder, gpu: number): HolderJson {
+  return { ...holderJson(holder), usedBytes: usedBytesOn(holder, gpu) };
 }
 
 /** A GPU's JSON form. */
@@ -150,7 +155,7 @@ export function gpuJson(gpu: GpuEvaluation): GpuJson {
     settled: gpu.settled,
     ok: gpu.ok,
     reasons: [...gpu.reasons],
-    holders: gpu.holders.map(holderJson),
+    holders: gpu.holders.map((holder) => holderOnGpuJson(holder, gpu.index)),
     holdersUnknown: gpu.holdersUnknown,
     unattributedBytes: gpu.unattributedBytes,
     error: gpu.error === null ? null : { code: gpu.error.code, message: gpu.error.message },

@@ -72,7 +72,9 @@ export interface XidEvent {
 }
 
 // "NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
-const XID_LINE = /NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): (\d+),?\s*(.*)$/;
+// The `s` flag: the detail may hold a raw CR, U+2028 or U+2029 (a process name is anyone's to
+// choose), which `.` alone would not match, hiding the whole line.
+const XID_LINE = /NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): (\d+),?\s*(.*)$/s;
 // /dev/kmsg: "PRIORITY,SEQ,MICROSECONDS,FLAGS;TEXT"
 const KMSG_PREFIX = /^\d+,\d+,(\d+),[^;]*;/;
 // dmesg and journalctl -o short-monotonic: "[ 1234.567890] "

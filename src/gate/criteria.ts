@@ -39,12 +39,19 @@ export interface Criteria {
   stableToleranceBytes: number;
 }
 
-function checkFraction(option: string, value: SizeOrFraction, allowZero: boolean): void {
+/** The fractions each memory criterion accepts, and why the ends are in or out. */
+const FRACTION_RANGES = {
+  // No GPU ever has all of its memory free (the driver reserves some): 1 could never be met.
+  minFree: { low: 'above', high: 'below', text: 'above 0 and below 1 (a GPU never has all of its memory free: the driver reserves some)' },
+  maxUsed: { low: 'from', high: 'through', text: 'from 0 through 1' },
+} as const;
+
+function checkFraction(option: keyof typeof FRACTION_RANGES, value: SizeOrFraction): void {
   if ('fraction' in value) {
     const f = value.fraction;
-    if (!Number.isFinite(f) || f > 1 || f < 0 || (!allowZero && f === 0)) {
-      throw new ConfigError(option, `${option} fraction ${f} is outside ${allowZero ? '0..1' : '(0, 1]'}`);
-    }
+    const range = FRACTION_RANGES[option];
+    const fits = Number.isFinite(f) && (range.low === 'above' ? f > 0 : f >= 0) && (range.high === 'below' ? f < 1 : f <= 1);
+    if (!fits) throw new ConfigError(option, `${option} fraction ${f} is out of range: expected ${range.text}`);
   } else if (!Number.isSafeInteger(value.bytes) || value.bytes < 0) {
     throw new ConfigError(option, `${option} ${value.bytes} is not a byte count (a whole number >= 0)`);
   }
@@ -62,8 +69,8 @@ function checkNonNegative(option: string, value: number): void {
 export function resolveCriteria(options: CriteriaOptions, selfPid: number = process.pid): Criteria {
   const marginBytes = options.marginBytes ?? 0;
   checkNonNegative('marginBytes', marginBytes);
-  if (options.minFree) checkFraction('minFree', options.minFree, false);
-  if (options.maxUsed) checkFraction('maxUsed', options.maxUsed, true);
+  if (options.minFree) checkFraction('minFree', options.minFree);
+  if (options.maxUsed) checkFraction('maxUsed', options.maxUsed);
   const stableMs = options.stableMs ?? 0;
   checkNonNegative('stableMs', stableMs);
   const stableToleranceBytes = options.stableToleranceBytes ?? DEFAULT_STABLE_TOLERANCE_BYTES;

@@ -19,6 +19,7 @@ import type { Snapshot } from '../types';
 import { formatBytes, formatDuration } from '../units';
 import { DeviceSelectionError } from './device-selection-error';
 import type { DeviceSelection } from './devices';
+import { resolveCriteria } from './criteria';
 import { describeFailures } from './failure-text';
 import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from './gate-defaults';
 import type { GateOutcome, GateResult } from './gate-outcome';
@@ -27,6 +28,7 @@ import { inspectHolders, type Holder, type HolderReport } from './stale';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import {
   acquireSession,
+  checkDurationLimits,
   checkOptions,
   confirmingPlan,
   evaluateFirstRead,
@@ -189,7 +191,18 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   };
   let release: (() => Promise<void>) | null = null;
   let state: WaitState | null = null;
+  // An interruption is reported at the moment it came, not when the gate got round to stopping
+  // (a read in flight, an NVML call stuck in the driver).
+  let abortedAtMs: number | null = options.signal?.aborted === true ? startMs : null;
+  const noteAbort = (): void => {
+    abortedAtMs ??= performance.now();
+  };
+  options.signal?.addEventListener('abort', noteAbort, { once: true });
+  const abortedAfter = (): string => formatDuration((abortedAtMs ?? performance.now()) - startMs);
   try {
+    // Options that can never work are a config-error before NVML is opened.
+    checkDurationLimits(options);
+    resolveCriteria(waitOptions);
     const acquired = await withBackstop(acquireSession(options), callTimeoutMs, 'opening NVML');
     release = acquired.release;
     const session = acquired.session;
@@ -248,7 +261,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
       outcome.evaluation = (error as { evaluation?: Evaluation | null }).evaluation ?? state?.last ?? outcome.evaluation;
       const message = error instanceof Error ? error.message : String(error);
       if (outcome.result === 'interrupted') {
-        outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${formatDuration(elapsedMs)}${outcome.evaluation === null ? '' : `: ${describeFailures(outcome.evaluation.devices) || 'GPUs free, not yet stable'}`}`;
+        outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${abortedAfter()}${outcome.evaluation === null ? '' : `: ${describeFailures(outcome.evaluation.devices) || 'GPUs free, not yet stable'}`}`;
       } else if (outcome.result === 'timeout') {
         outcome.reason = message;
       } else {
@@ -261,8 +274,9 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     // The signal arrived during a step that cannot be aborted (opening NVML, the /proc scan).
     outcome.result = 'interrupted';
     outcome.error = null;
-    outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${formatDuration(performance.now() - startMs)}`;
+    outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${abortedAfter()}`;
   }
+  options.signal?.removeEventListener('abort', noteAbort);
   outcome.elapsedMs = performance.now() - startMs;
   outcome.polls = outcome.evaluation?.polls ?? 0;
   if (release !== null) await release().catch(() => undefined);

@@ -15,6 +15,8 @@ import { DEFAULT_INTERVAL_MS } from './gate-defaults';
 import { SnapshotPoller, snapshotOptionsFor, type PollResult, type ReadPlan } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import { ErrorCode, GpugateError } from '../gpugate-error';
+import { ConfigError } from '../config-error';
+import { formatDuration, MAX_DURATION_MS } from '../units';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from '../host/procfs';
 import { holdersUnknownReason } from './holders-unknown';
@@ -359,6 +361,7 @@ async function holdersOf(processes: GpuProcess[] | null | undefined, index: numb
         class: 'unverifiable',
         gpus: entry.gpus,
         usedBytes: entry.usedBytes,
+        usedBytesPerGpu: entry.usedBytesPerGpu,
         comm: info.kind === 'ok' ? info.comm : null,
         cmdline: info.kind === 'ok' ? info.cmdline : null,
         state: info.kind === 'ok' ? info.stat.state : null,
@@ -631,6 +634,22 @@ function firstBad(list: readonly unknown[], ok: (item: unknown) => boolean): { i
 const isIndexOrSelector = (item: unknown): boolean =>
   (typeof item === 'string' && item.trim() !== '') || (typeof item === 'number' && Number.isInteger(item) && item >= 0);
 
+/** The duration options; each one at most MAX_DURATION_MS. */
+const DURATION_OPTIONS = ['timeoutMs', 'intervalMs', 'stableMs', 'killGraceMs'] as const;
+
+/**
+ * Rejects a duration option longer than a timer can hold (Node would fire it after 1 ms: a
+ * timeout of 1e20 ms would end the wait at once) with a ConfigError naming the option.
+ */
+export function checkDurationLimits(options: { [name in (typeof DURATION_OPTIONS)[number]]?: number | undefined }): void {
+  for (const name of DURATION_OPTIONS) {
+    const value = options[name];
+    if (typeof value === 'number' && value > MAX_DURATION_MS) {
+      throw new ConfigError(name, `option ${name} ${value} is too long: expected at most ${MAX_DURATION_MS} ms (${formatDuration(MAX_DURATION_MS)}), the longest delay a timer holds`);
+    }
+  }
+}
+
 /** Rejects option values of the wrong type with a TypeError naming the option and what it takes. */
 export function checkOptions(options: WaitOptions): void {
   if (typeof options !== 'object' || options === null) {
@@ -690,6 +709,7 @@ export async function evaluateFirstRead(first: { snapshot: Snapshot; receivedAtM
 export async function checkGpusOnce(options: WaitOptions = {}): Promise<Evaluation> {
   const startMs = performance.now();
   checkOptions(options);
+  checkDurationLimits(options);
   resolveCriteria(options);
   const { session, release } = await acquireSession(options);
   try {
@@ -856,7 +876,7 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
  * Waits until every selected GPU meets the criteria and its free memory has been stable for
  * stableMs. Resolves with { elapsedMs, polls, devices, evaluation }. Rejects with
  * GpuWaitTimeoutError after timeoutMs, GpuWaitAbortError (name 'AbortError') when `signal`
- * aborts, the NvmlError at once on a fatal NVML condition, ConfigError for impossible criteria,
+ * aborts, the NvmlError at once on a fatal NVML condition, ConfigError for impossible criteria or a duration above MAX_DURATION_MS,
  * DeviceSelectionError when a selector matches nothing. Many waiters on one session share one
  * poll per interval; a poll reads memory, and process lists and the compute mode only where the
  * decision needs them.
@@ -864,6 +884,7 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
 export async function waitForGpusFree(options: WaitOptions = {}): Promise<WaitResult> {
   const startMs = performance.now();
   checkOptions(options);
+  checkDurationLimits(options);
   resolveCriteria(options);
   if (options.signal?.aborted) throw new GpuWaitAbortError(null, options.signal.reason);
   const { session, release } = await acquireSession(options);

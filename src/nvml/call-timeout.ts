@@ -4,8 +4,10 @@
  * `--nvml-timeout` defaults to it. Kept apart from the session so `--help` needs no NVML code.
  */
 
+import { MAX_DURATION_MS } from '../units';
+
 /** Default deadline of one NVML request, in milliseconds, counted from when the NVML thread starts it. */
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 
-/** The longest deadline a timer can hold (2^31 - 1 ms). */
-export const MAX_CALL_TIMEOUT_MS = 2_147_483_647;
+/** The longest deadline: the longest delay a timer can hold (2^31 - 1 ms), as for every duration. */
+export const MAX_CALL_TIMEOUT_MS = MAX_DURATION_MS;

@@ -12,6 +12,7 @@ export function fakeHolder(overrides: Partial<Holder> & Pick<Holder, 'pid'>): Ho
     class: 'active',
     gpus: [],
     usedBytes: null,
+    usedBytesPerGpu: [],
     comm: null,
     cmdline: null,
     state: null,

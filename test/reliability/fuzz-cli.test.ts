@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDuration, parseSize, parseSizeOrFraction } from '../../src/units';
+import { MAX_DURATION_MS, parseDuration, parseSize, parseSizeOrFraction, parseSizeOrPercentage } from '../../src/units';
 import { cliEnv, runCli } from '../helpers/cli';
 import { repoRoot } from '../helpers/sim';
 import { describeRuns, fuzzParameters } from './helpers/fuzz-settings';
@@ -78,8 +78,20 @@ const malformed: fc.Arbitrary<Malformed> = fc.oneof(
   command.chain((c) => fc.tuple(fc.constant(c), fc.constantFrom(...DURATION_FLAGS[c]), anyText.filter((t) => rejects(parseDuration, t)))).map(([c, flag, value]): Malformed => ({
     kind: 'bad duration', command: c, tokens: [`--${flag}=${value}`], flag, exit: 64, names: [`--${flag}`], mixable: true,
   })),
-  fc.tuple(fc.constantFrom<Command>('wait', 'check'), fc.constantFrom('max-used', 'min-free'), anyText.filter((t) => rejects(parseSizeOrFraction, t))).map(([c, flag, value]): Malformed => ({
-    kind: 'bad size or fraction', command: c, tokens: [`--${flag}=${value}`], flag, exit: 64, names: [`--${flag}`], mixable: true,
+  command.chain((c) => fc.tuple(fc.constant(c), fc.constantFrom(...DURATION_FLAGS[c]), fc.integer({ min: MAX_DURATION_MS + 1, max: Number.MAX_SAFE_INTEGER }), fc.constantFrom(['ms', 1], ['s', 1000], ['m', 60_000], ['h', 3_600_000]))).map(([c, flag, ms, [unit, size]]): Malformed => ({
+    kind: 'duration too long', command: c, tokens: [`--${flag}=${Math.ceil(ms / (size as number))}${unit}`], flag, exit: 64, names: [`--${flag}`], mixable: true,
+  })),
+  fc.tuple(fc.constantFrom<Command>('wait', 'check'), anyText.filter((t) => rejects(parseSizeOrFraction, t))).map(([c, value]): Malformed => ({
+    kind: 'bad fraction or size', command: c, tokens: [`--min-free=${value}`], flag: 'min-free', exit: 64, names: ['--min-free'], mixable: true,
+  })),
+  fc.tuple(fc.constantFrom<Command>('wait', 'check'), anyText.filter((t) => rejects(parseSizeOrPercentage, t))).map(([c, value]): Malformed => ({
+    kind: 'bad size or percentage', command: c, tokens: [`--max-used=${value}`], flag: 'max-used', exit: 64, names: ['--max-used'], mixable: true,
+  })),
+  fc.tuple(fc.constantFrom<Command>('wait', 'check'), fc.constantFrom('1', '1.0', '100%', '100.0%')).map(([c, value]): Malformed => ({
+    kind: 'impossible fraction', command: c, tokens: [`--min-free=${value}`], flag: 'min-free', exit: 78, names: ['--min-free'], mixable: true,
+  })),
+  fc.tuple(fc.constantFrom<Command>('wait', 'check'), anyText.filter((t) => rejects(parseSize, t))).map(([c, value]): Malformed => ({
+    kind: 'bad margin', command: c, tokens: ['--min-free=0.5', `--margin=${value}`], flag: 'margin', exit: 64, names: ['--margin'], mixable: true,
   })),
   fc.tuple(fc.constantFrom<Command>('wait'), fc.constantFrom('stable-tolerance'), anyText.filter((t) => rejects(parseSize, t))).map(([c, flag, value]): Malformed => ({
     kind: 'bad size', command: c, tokens: [`--${flag}=${value}`], flag, exit: 64, names: [`--${flag}`], mixable: true,

@@ -253,7 +253,7 @@ describe('holder classification over a fuzzed /proc (property)', () => {
         fc.asyncProperty(statText, fc.oneof(cgroupText, fc.constant(`0::${UNIT}\n`)), procText(REAL.status), fc.string({ maxLength: 40 }), fc.constantFrom('/dev/nvidia0', '/dev/nvidia0', '/dev/null', 'socket:[1]'), async (stat, cgroup, status, cmdline, fd) => {
           rmSync(path.join(root.root, String(FAKE_PID)), { recursive: true, force: true });
           root.add({ pid: FAKE_PID, stat, cgroup, status, cmdline, comm: 'python3\n', fds: { '3': fd }, maps: '' });
-          const holder = await classifyHolder({ pid: FAKE_PID, gpus: [0], usedBytes: 1 }, Date.now(), ctx);
+          const holder = await classifyHolder({ pid: FAKE_PID, gpus: [0], usedBytes: 1, usedBytesPerGpu: [{ gpu: 0, usedBytes: 1 }] }, Date.now(), ctx);
           expect(CLASSES.has(holder.class), holder.class).toBe(true);
           expect(holder.reason, holder.class).not.toBe('');
           // The process's directory exists: it is never "gone" (that would let memory be waited for as coming back).

@@ -5,12 +5,15 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseDuration, parseSize, parseSizeOrFraction } from '../../src/units';
+import { MAX_DURATION_MS, parseDuration, parseSize, parseSizeOrFraction, parseSizeOrPercentage } from '../../src/units';
 import { describeRuns, fuzzParameters } from './helpers/fuzz-settings';
 
 const RUNS = 2000;
 const printed: string[] = [];
 afterAll(() => console.log(`fuzz (units): ${printed.join('; ')}`));
+
+/** A bare number (no unit, no percent sign): a size parser may take it only for 0. */
+const BARE_NUMBER = /^\s*(?:\d+(?:\.\d*)?|\.\d+)\s*$/;
 
 /** Any text, weighted towards the characters these parsers care about. */
 const unitText = fc.oneof(
@@ -51,6 +54,7 @@ describe('size and duration strings (property)', () => {
         if (result.ok) {
           expect(Number.isSafeInteger(result.value)).toBe(true);
           expect(result.value as number).toBeGreaterThanOrEqual(0);
+          if (BARE_NUMBER.test(text)) expect(result.value).toBe(0);
         }
       }),
       fuzzParameters(RUNS),
@@ -65,6 +69,7 @@ describe('size and duration strings (property)', () => {
         if (result.ok) {
           expect(Number.isSafeInteger(result.value)).toBe(true);
           expect(result.value as number).toBeGreaterThanOrEqual(0);
+          expect(result.value as number).toBeLessThanOrEqual(MAX_DURATION_MS);
         }
       }),
       fuzzParameters(RUNS),
@@ -84,6 +89,28 @@ describe('size and duration strings (property)', () => {
         } else {
           expect(Number.isSafeInteger(value.bytes)).toBe(true);
           expect(value.bytes as number).toBeGreaterThanOrEqual(0);
+          if (BARE_NUMBER.test(text)) expect(value.bytes).toBe(0);
+        }
+      }),
+      fuzzParameters(RUNS),
+    );
+  });
+
+  it('parseSizeOrPercentage: a percentage as a fraction in (0, 1], a byte count (a bare number only 0), or a UsageError naming the input', () => {
+    printed.push(describeRuns('parseSizeOrPercentage', RUNS));
+    fc.assert(
+      fc.property(unitText, (text) => {
+        const result = classify(parseSizeOrPercentage, text);
+        if (!result.ok) return;
+        const value = result.value as { fraction?: number; bytes?: number };
+        if ('fraction' in value) {
+          expect(text).toContain('%');
+          expect(value.fraction).toBeGreaterThan(0);
+          expect(value.fraction).toBeLessThanOrEqual(1);
+        } else {
+          expect(Number.isSafeInteger(value.bytes)).toBe(true);
+          expect(value.bytes as number).toBeGreaterThanOrEqual(0);
+          if (BARE_NUMBER.test(text)) expect(value.bytes).toBe(0);
         }
       }),
       fuzzParameters(RUNS),
@@ -105,7 +132,10 @@ describe('size and duration strings (property)', () => {
         (count, [unit, multiplier], upper, space, parts) => {
           expect(parseSize(`${count}${space}${caseOf(unit, upper)}`)).toBe(count * multiplier);
           const text = parts.map(([n, [u]]) => `${n}${u}`).join('');
-          expect(parseDuration(text)).toBe(parts.reduce((sum, [n, [, m]]) => sum + n * m, 0));
+          const ms = parts.reduce((sum, [n, [, m]]) => sum + n * m, 0);
+          // Up to the longest delay a timer holds, exactly what it spells; beyond it, refused naming the limit.
+          if (ms <= MAX_DURATION_MS) expect(parseDuration(text)).toBe(ms);
+          else expect(() => parseDuration(text)).toThrow(`${MAX_DURATION_MS} ms`);
         },
       ),
       fuzzParameters(RUNS / 4),

@@ -8,6 +8,8 @@ import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { cliEnv, startCli, type CliProcess } from '../helpers/cli';
 import { simDevice, writeScenario } from '../helpers/sim';
+import { InterruptWatch } from '../../src/cli/interrupt-watch';
+import { parseDuration } from '../../src/units';
 import type { SimFault } from './helpers/fault-scenario';
 
 const GiB = 1024 ** 3;
@@ -82,6 +84,24 @@ describe('SIGTERM during gpugate wait', () => {
     expect(run.stderr).toMatch(/interrupted by SIGTERM after .*\(exit 143\/SIGTERM\)/);
     expect(run.stderr).not.toMatch(/internal error|\n\s+at /);
     expect(run.afterSignalMs).toBeLessThan(EXIT_BOUND_MS);
+  });
+
+  it('the message gives the time the signal came, not the exit: a hung call holds the exit a grace period later', async () => {
+    // The second poll never returns, so the command ends only when the grace after the signal runs out.
+    const cli = startCli([...WAIT_ARGS, '--json'], { env: cliEnv(busyGpu([{ function: 'nvmlDeviceGetMemoryInfo_v2', hang: true, fromCall: 2 }])) });
+    await cli.waitFor(/waiting gpu=0 /);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const run = await terminate(cli);
+    expect(run.code, run.stderr).toBe(143);
+    const document = JSON.parse(cli.stdout()) as { result: string; reason: string; elapsedMs: number };
+    expect(document.result).toBe('interrupted');
+    // The figures are the command's own: its elapsed time at exit, and the reason's time of the signal.
+    const said = /^interrupted by SIGTERM after (\S+)$/.exec(document.reason);
+    expect(said, document.reason).not.toBeNull();
+    const signalledMs = parseDuration(said![1]!);
+    expect(signalledMs).toBeGreaterThan(0);
+    expect(signalledMs).toBeLessThanOrEqual(document.elapsedMs - InterruptWatch.GRACE_MS);
+    expect(run.stderr).toContain(`interrupted by SIGTERM after ${said![1]} (exit 143/SIGTERM)`);
   });
 
   it('a second SIGTERM while the first is being handled still exits 143', async () => {

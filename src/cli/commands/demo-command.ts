@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { CliError } from '../cli-error';
 import type { CommandContext } from '../command-context';
 import { demoScenario, DEMO_WORKER_EXIT_MS, DEMO_WORKER_GPU, DEMO_WORKER_TITLE } from '../demo-scenario';
-import { ExitCode } from '../exit-codes';
+import { ExitCode, exitCodeForSignal, type InterruptSignal } from '../exit-codes';
+import { INTERRUPT_SIGNALS } from '../interrupt-watch';
 import { PACKAGE_ROOT } from '../../package-root';
 import { colourEnabled, paint, terminalWidth, wrapLine } from '../terminal-style';
 import { formatBytes, formatDuration } from '../../units';
@@ -65,17 +66,23 @@ export async function runDemo(context: CommandContext): Promise<number> {
   const { SimLibraryNotFoundError } = require('../../simulator/sim-library') as typeof import('../../simulator/sim-library');
   let host: import('../../simulator/sim-host').SimulatedHost | null = null;
   let waiting = false;
+  /** A signal that came during the wait: the demo ends with it once the wait has returned. */
+  let interruptedBy: InterruptSignal | null = null;
   const cleanup = (): void => {
     host?.stop();
   };
-  // SIGINT/SIGTERM outside the wait (which handles them itself): clean up and leave.
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (waiting) return;
+  // SIGINT/SIGTERM/SIGHUP at any moment, from the start of the simulated host on. During the wait
+  // (which reports its last state itself) it is noted, so a signal just before or after the
+  // wait's own handlers still ends the demo; outside it: clean up and leave at once.
+  const onSignal = (signal: InterruptSignal): void => {
+    if (waiting) {
+      interruptedBy ??= signal;
+      return;
+    }
     cleanup();
-    process.exit(signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm);
+    process.exit(exitCodeForSignal(signal));
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const signal of INTERRUPT_SIGNALS) process.on(signal, onSignal);
   process.on('exit', cleanup);
   try {
     const scenario = demoScenario(unusedPids(8));
@@ -128,13 +135,13 @@ ${paint(colour, `$ gpugate ${DEMO_WAIT_ARGS.join(' ')}`, 'bold', 'cyan')}   (on 
       stdout: { write: (text: string) => { document += text; } },
     });
     waiting = false;
+    if (interruptedBy !== null) return exitCodeForSignal(interruptedBy);
     out.write(`\n${summary(code, parseDocument(document), held, worker.pid, colour)}`);
     return code;
   } finally {
     cleanup();
     process.removeListener('exit', cleanup);
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
+    for (const signal of INTERRUPT_SIGNALS) process.removeListener(signal, onSignal);
   }
 }
 

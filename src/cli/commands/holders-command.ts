@@ -11,13 +11,14 @@ import { parseSessionSettings, type SessionSettings } from '../criteria-settings
 import { ExitCode } from '../exit-codes';
 import { holderName } from '../../gate/failure-text';
 import { isStaleHolder } from '../../gate/stale-holders';
+import { usedBytesOn } from '../../gate/stale';
 import { shortBusId } from '../bus-id';
 import { shortCommand } from '../holder-text';
 import { describeOwner } from '../../gate/owner-text';
 import { holderMemoryUnknownReason, holdersUnknownReason } from '../../gate/holders-unknown';
 import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
-import { holderJson, ownerJson } from '../json-result';
+import { holderJson, holderOnGpuJson, ownerJson } from '../json-result';
 import { logfmt } from '../logfmt';
 import { closeSession, openSession } from '../nvml-session';
 import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
@@ -27,6 +28,11 @@ import { escapeForTerminal } from '../terminal-text';
 import { textTable } from '../text-table';
 
 /** Run `gpugate holders`. */
+/** A byte count for the table; n/a when NVML did not say. */
+function bytesOrNa(bytes: number | null): string {
+  return bytes === null ? 'n/a' : formatBytes(bytes);
+}
+
 export async function runHolders(context: CommandContext): Promise<number> {
   const settings = parseSessionSettings('holders', context.values);
   return withJsonError('holders', settings.format === 'json', context,
@@ -79,7 +85,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
             usedBytes: device.memory?.usedBytes ?? null,
             reservedBytes: device.memory?.reservedBytes ?? null,
             freeBytes: device.memory?.freeBytes ?? null,
-            holders: report.holders.filter((holder) => holder.gpus.includes(device.index)).map(holderJson),
+            holders: report.holders.filter((holder) => holder.gpus.includes(device.index)).map((holder) => holderOnGpuJson(holder, device.index)),
             holdersUnknown: holdersUnknownReason(device.processes, device.fieldErrors.processes),
             holderMemoryUnknown: holderMemoryUnknownReason(device.processes),
             unattributedBytes: summary?.unattributedBytes ?? null,
@@ -102,7 +108,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
           String(device.index),
           String(holder.pid),
           holder.class,
-          holder.usedBytes === null ? 'n/a' : formatBytes(holder.usedBytes),
+          bytesOrNa(usedBytesOn(holder, device.index)),
           holder.state ?? '-',
           holder.ppid === null ? '-' : String(holder.ppid),
           holderName(holder),

@@ -149,7 +149,8 @@ export async function runSelect(context: CommandContext): Promise<number> {
   const watch = new InterruptWatch((signal) => {
     outcome.result = 'interrupted';
     outcome.exitCode = watch.exitCode();
-    outcome.reason = `interrupted by ${signal} after ${formatDuration(performance.now() - startMs)}`;
+    // When the signal came; the command ends a grace period later.
+    outcome.reason = `interrupted by ${signal} after ${formatDuration(watch.signalledAfterMs(startMs))}`;
     report();
   });
   let session: NvmlSession | null = null;
@@ -195,7 +196,7 @@ export async function runSelect(context: CommandContext): Promise<number> {
     if ((error as { code?: unknown }).code === ErrorCode.aborted) {
       outcome.result = 'interrupted';
       outcome.exitCode = watch.exitCode();
-      outcome.reason = `interrupted by ${watch.received ?? 'SIGTERM'} after ${formatDuration(performance.now() - startMs)}`;
+      outcome.reason = `interrupted by ${watch.received ?? 'SIGTERM'} after ${formatDuration(watch.signalledAfterMs(startMs))}`;
       outcome.error = null;
     } else {
       outcome.exitCode = exitCodeForError(error);

@@ -9,7 +9,8 @@ import * as path from 'node:path';
 import { PACKAGE_ROOT } from '../../package-root';
 import { CliError } from '../cli-error';
 import { stringFlag, type CommandContext } from '../command-context';
-import { ExitCode } from '../exit-codes';
+import { ExitCode, exitCodeForSignal, type InterruptSignal } from '../exit-codes';
+import { INTERRUPT_SIGNALS } from '../interrupt-watch';
 
 /** Parse --started-at: "now", Unix milliseconds, or an ISO 8601 UTC time. */
 function startedAtFlag(text: string | undefined): number {
@@ -29,6 +30,19 @@ export async function runSim(context: CommandContext): Promise<number> {
   const { SimLibraryNotFoundError } = require('../../simulator/sim-library') as typeof import('../../simulator/sim-library');
   const scenario = stringFlag(context.values, 'scenario') ?? path.join(PACKAGE_ROOT, 'scenarios', 'restart-race.json');
   const startedAt = startedAtFlag(stringFlag(context.values, 'started-at'));
+  // Listening from before the host exists: a signal at any moment, its first one included, stops
+  // it (SIGHUP too, which would otherwise kill the process and leave the folder behind).
+  const handlers: Array<[InterruptSignal, () => void]> = [];
+  const stopped = new Promise<InterruptSignal>((resolve) => {
+    for (const signal of INTERRUPT_SIGNALS) {
+      const handler = (): void => resolve(signal);
+      handlers.push([signal, handler]);
+      process.on(signal, handler);
+    }
+  });
+  const stopListening = (): void => {
+    for (const [signal, handler] of handlers) process.removeListener(signal, handler);
+  };
   let host: import('../../simulator/sim-host').SimulatedHost;
   try {
     host = SimulatedHost.start({
@@ -38,15 +52,12 @@ export async function runSim(context: CommandContext): Promise<number> {
       onHolderExit: (holder) => context.logger.info(`holder exited pid=${holder.pid} comm=${holder.comm} at_ms=${holder.exitAtMs}`),
     });
   } catch (error) {
+    stopListening();
     if (error instanceof SimLibraryNotFoundError) throw new CliError(`gpugate sim: ${error.message}`, ExitCode.unavailable, 'unavailable');
     throw new CliError(`gpugate sim: ${error instanceof Error ? error.message : String(error)}`, ExitCode.usage, 'usage-error');
   }
   // A listener alone does not keep Node running: the interval does, until the signal.
   const keepAlive = setInterval(() => undefined, 1 << 30);
-  const stopped = new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-  });
   try {
     const count = await deviceCount(host.libraryPath, host.scenarioPath, scenario);
     const env = host.env({});
@@ -60,13 +71,14 @@ export async function runSim(context: CommandContext): Promise<number> {
     const holders = host.holders.map((h) => `${h.pid}/${h.comm}${h.exitAtMs === null ? '' : `(exits at ${h.exitAtMs}ms)`}`).join(',');
     context.logger.notice(
       `simulated host running gpus=${count} profile=${host.profile.name} started_at=${new Date(host.startedAt).toISOString()} ` +
-        `holders=${holders === '' ? '-' : holders} folder=${host.folder}; SIGINT or SIGTERM stops it`,
+        `holders=${holders === '' ? '-' : holders} folder=${host.folder}; SIGINT, SIGTERM or SIGHUP stops it`,
     );
     const signal = await stopped;
     context.logger.notice(`simulated host stopped by ${signal}`);
-    return signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
+    return exitCodeForSignal(signal);
   } finally {
     clearInterval(keepAlive);
+    stopListening();
     host.stop();
   }
 }
