@@ -7,6 +7,8 @@ export * from './units';
 export * from './gate/device-selection-error';
 export * from './gate/devices';
 export * from './gate/criteria';
+export { ENGINE_NAMES, engineView, engineViewText, cudaTotalBytes, type EngineMinFree, type EngineName, type EngineView } from './gate/engine-view';
+export { CUDA_CONTEXT_SIZES, DEFAULT_CUDA_CONTEXT_BYTES, cudaContextBytes, type CudaContextSize } from './gate/cuda-context-sizes';
 export * from './gate/wait-timeout-error';
 export { waitForGpusFree, checkGpusOnce, GpuWaitAbortError } from './gate/wait';
 export type { WaitOptions, GpuFailureReason, GpuEvaluation, Evaluation, WaitResult } from './gate/wait';

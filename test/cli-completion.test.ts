@@ -61,6 +61,8 @@ describe('gpugate completion bash, loaded into bash', () => {
     writeFileSync(join(work, 'libnvidia-ml.so.1'), '');
     expect(bashComplete(['gpugate', 'status', '--library', join(work, 'libnv')])).toEqual([join(work, 'libnvidia-ml.so.1')]);
     expect(bashComplete(['gpugate', 'wait', '--min-free', ''])).toEqual([]);
+    // A single choice is still a choice: --for completes the engines it accepts.
+    expect(bashComplete(['gpugate', 'check', '--for', ''])).toEqual(['vllm']);
   });
 
   it('completes the shell of gpugate completion, and a command after wait --', () => {

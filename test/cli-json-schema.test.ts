@@ -178,6 +178,11 @@ describe('every --json document validates against its schema', () => {
     expect((await documentOf(['check'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0))['result']).toBe('ready');
     const dry = await documentOf(['check', '--clean-shm', 'gpugate-schema-test-none-*', '--dry-run'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0);
     expect(dry['actions']).toEqual({ signals: [], shm: [] });
+    // --for vllm adds what vLLM would see to each GPU, ready and busy alike.
+    for (const [scenario, code] of [[bundledScenario('idle-8x-rtx-pro-6000'), 0], [race(), 75]] as const) {
+      const engine = await documentOf(['check', '--for', 'vllm', '--min-free', '0.9'], cliEnv(scenario), code);
+      expect((engine['gpus'] as Array<{ engineView: { engine: string } | null }>).every((gpu) => gpu.engineView?.engine === 'vllm')).toBe(true);
+    }
   });
 
   it('doctor: a healthy host, a degraded one with Xids, a lost GPU, and NVML missing', async () => {

@@ -1,7 +1,7 @@
 /**
  * Shell completion scripts for bash and zsh, generated from the option table (the table that also
  * drives parsing and --help), so a flag cannot be parsed without being completed. A flag's value
- * completes from its choices when its placeholder lists them (`report|fail|ignore`), as a file
+ * completes from its choices when its placeholder lists them (`report|fail|ignore`, or one: `vllm`), as a file
  * when it is a PATH, and not at all otherwise; after `wait … --` the shell completes a command.
  */
 
@@ -13,7 +13,8 @@ type ValueKind = { kind: 'none' } | { kind: 'choices'; choices: string[] } | { k
 function valueKind(spec: OptionSpec, command?: CommandName): ValueKind {
   if (spec.type === 'boolean') return { kind: 'none' };
   const name = (command === undefined ? spec.valueName : valueNameFor(spec, command)) ?? '';
-  if (/^[a-z-]+(\|[a-z-]+)+$/.test(name)) return { kind: 'choices', choices: name.split('|') };
+  // Free values have upper-case placeholders (SIZE, DUR); lower case lists the choices, even one (`--for vllm`).
+  if (/^[a-z-]+(\|[a-z-]+)*$/.test(name)) return { kind: 'choices', choices: name.split('|') };
   if (name === 'PATH') return { kind: 'file' };
   return { kind: 'free' };
 }

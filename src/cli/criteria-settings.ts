@@ -5,7 +5,8 @@
  */
 
 import { ConfigError } from '../config-error';
-import { resolveCriteria, type CriteriaOptions } from '../gate/criteria';
+import { resolveCriteria, type CriteriaOptions, type MinFree } from '../gate/criteria';
+import { ENGINE_NAMES, type EngineName } from '../gate/engine-view';
 import { parseSelectorList } from '../gate/devices';
 import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from '../gate/gate-defaults';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
@@ -35,7 +36,10 @@ export interface SessionSettings {
 
 /** Settings of `wait` and `check`. */
 export interface CriteriaSettings extends SessionSettings {
+  /** With --for ENGINE: a fraction, the engine's own --gpu-memory-utilization. */
   minFree: SizeOrFraction | undefined;
+  /** --for ENGINE: judge --min-free as the engine's start check does. */
+  engine: EngineName | undefined;
   marginBytes: number | undefined;
   maxUsed: SizeOrFraction | undefined;
   noProcesses: boolean;
@@ -63,12 +67,34 @@ export interface WaitSettings extends CriteriaSettings {
 export function criteriaOptionsOf(settings: CriteriaSettings): Pick<CriteriaOptions, 'minFree' | 'marginBytes' | 'maxUsed' | 'noProcesses' | 'ignore'> & { gpus?: string[] } {
   return {
     ...(settings.gpus !== undefined ? { gpus: settings.gpus } : {}),
-    ...(settings.minFree !== undefined ? { minFree: settings.minFree } : {}),
+    ...(settings.minFree !== undefined ? { minFree: minFreeOf(settings.minFree, settings.engine) } : {}),
     ...(settings.marginBytes !== undefined ? { marginBytes: settings.marginBytes } : {}),
     ...(settings.maxUsed !== undefined ? { maxUsed: settings.maxUsed } : {}),
     noProcesses: settings.noProcesses,
     ignore: settings.ignore,
   };
+}
+
+/** --min-free as the library takes it: in the engine's terms with --for (the parser made sure it is a fraction). */
+function minFreeOf(minFree: SizeOrFraction, engine: EngineName | undefined): MinFree {
+  if (engine === undefined || !('fraction' in minFree)) return minFree;
+  return { engine, utilization: minFree.fraction };
+}
+
+/**
+ * --for ENGINE: one of ENGINE_NAMES, and --min-free a fraction (the engine's
+ * --gpu-memory-utilization), never a size; undefined without --for.
+ */
+function engineFlag(command: CommandName, values: FlagValues, minFree: SizeOrFraction | undefined): EngineName | undefined {
+  const text = stringFlag(values, 'for');
+  if (text === undefined) return undefined;
+  const engine = ENGINE_NAMES.find((name) => name === text);
+  if (engine === undefined) throw usage(`--for ${JSON.stringify(text)}: expected one of ${ENGINE_NAMES.join(', ')}`);
+  if (minFree === undefined) throw usage(`gpugate ${command}: --for ${engine} judges --min-free as the engine does; give --min-free FRACTION (its --gpu-memory-utilization, e.g. 0.9)`);
+  if (!('fraction' in minFree)) {
+    throw usage(`--min-free ${JSON.stringify(stringFlag(values, 'min-free'))}: with --for ${engine} expected a fraction (its --gpu-memory-utilization, e.g. 0.9 or 90%), not a size`);
+  }
+  return engine;
 }
 
 /** Parse a flag's value with `parse`, turning a parse failure into a usage error naming the flag. */
@@ -172,10 +198,12 @@ export function parseCriteriaSettings(command: CommandName, values: FlagValues):
     throw usage(`gpugate ${command}: --kill-grace only applies to --kill-stale`);
   }
   const maxUsed = flagValue(values, 'max-used', parseSizeOrPercentage);
-  checkCriteria(values, { ...(minFree !== undefined ? { minFree } : {}), ...(marginBytes !== undefined ? { marginBytes } : {}), ...(maxUsed !== undefined ? { maxUsed } : {}) });
+  const engine = engineFlag(command, values, minFree);
+  checkCriteria(values, { ...(minFree !== undefined ? { minFree: minFreeOf(minFree, engine) } : {}), ...(marginBytes !== undefined ? { marginBytes } : {}), ...(maxUsed !== undefined ? { maxUsed } : {}) });
   return {
     ...base,
     minFree,
+    engine,
     marginBytes,
     maxUsed,
     noProcesses: booleanFlag(values, 'no-processes'),

@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { GateEvent } from '../gate/gate';
 import type { GateOutcome } from '../gate/gate-outcome';
 import { formatBytes, formatDuration } from '../units';
+import { engineViewText } from '../gate/engine-view';
 import type { CommandContext } from './command-context';
 import { criteriaOptionsOf, type CriteriaSettings, type WaitSettings } from './criteria-settings';
 import { ExitCode, exitCodeForResult, exitCodeName } from './exit-codes';
@@ -176,6 +177,7 @@ function renderOutcome(
   if (exitCode === ExitCode.ok) {
     const gpus = evaluation === null ? null : evaluation.devices.map((gpu) => gpu.index).join(',') || '(none selected)';
     logger.notice(`ready ${logfmt([['gpus', gpus], ['elapsed', formatDuration(outcome.elapsedMs)], ['polls', evaluation?.polls ?? null]])}`);
+    for (const gpu of evaluation?.devices ?? []) if (gpu.engineView !== null) logger.notice(`GPU ${gpu.index}: ${engineViewText(gpu.engineView)}`);
   } else {
     if (evaluation !== null && (outcome.result === 'timeout' || outcome.result === 'interrupted' || outcome.result === 'busy')) {
       if (kind === 'check') {

@@ -3,6 +3,7 @@
  * the exit code, the elapsed time and per GPU the numbers, the holders with their class, and the
  * stale resources found. Field names carry their units (usedBytes, elapsedMs).
  */
+import type { EngineView } from '../gate/engine-view';
 
 import type { ProcessOwner } from '../host/process-owner';
 import { holderName } from '../gate/failure-text';
@@ -78,6 +79,8 @@ export interface GpuJson {
   reservedInUsed: boolean | null;
   freeBytes: number | null;
   neededFreeBytes: number | null;
+  /** With --for ENGINE: what the engine would see at its start (see GpuEvaluation.engineView); else null. */
+  engineView: EngineView | null;
   maxUsedBytes: number | null;
   stableForMs: number;
   settled: boolean;
@@ -150,6 +153,7 @@ export function gpuJson(gpu: GpuEvaluation): GpuJson {
     reservedInUsed: gpu.reservedInUsed,
     freeBytes: memory?.freeBytes ?? null,
     neededFreeBytes: gpu.neededFreeBytes,
+    engineView: gpu.engineView === null ? null : { ...gpu.engineView },
     maxUsedBytes: gpu.maxUsedBytes,
     stableForMs: Math.round(gpu.stableForMs),
     settled: gpu.settled,

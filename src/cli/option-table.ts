@@ -4,6 +4,7 @@
  * so a flag cannot be parsed without being documented (or the reverse).
  */
 import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from '../gate/gate-defaults';
+import { ENGINE_NAMES } from '../gate/engine-view';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
 import { formatDuration } from '../units';
 
@@ -79,6 +80,8 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   // Criteria
   { name: 'min-free', type: 'string', valueName: 'FRACTION|SIZE', commands: JUDGING_COMMANDS,
     help: 'free memory each GPU needs: a fraction of total below 1 (0.9 mirrors vLLM --gpu-memory-utilization 0.9), a percentage (90%) or a size with a unit (80GiB)' },
+  { name: 'for', type: 'string', valueName: ENGINE_NAMES.join('|'), commands: JUDGING_COMMANDS,
+    help: "judge --min-free FRACTION as the engine's own start check does: vllm sees NVML total minus reserved as total, and free minus its CUDA context (estimated per GPU model), and needs free >= FRACTION × total" },
   { name: 'margin', type: 'string', valueName: 'SIZE', commands: JUDGING_COMMANDS,
     help: 'extra free memory required on top of --min-free (a size with a unit, e.g. 2GiB)' },
   { name: 'max-used', type: 'string', valueName: 'SIZE|PERCENT', commands: JUDGING_COMMANDS,

@@ -7,6 +7,10 @@ import { ConfigError } from '../config-error';
 import type { GpuMemory } from '../types';
 import type { SizeOrFraction } from '../units';
 import { formatBytes } from '../units';
+import { checkEngineMinFree, engineNeededFreeBytes, isEngineMinFree, type EngineMinFree, type EngineReading } from './engine-view';
+
+/** minFree: a size, a fraction of NVML's total, or an engine's own start check (src/gate/engine-view.ts). */
+export type MinFree = SizeOrFraction | EngineMinFree;
 
 /** One GiB: the default maxUsed when no criterion is given. */
 export const DEFAULT_MAX_USED_BYTES = 1024 ** 3;
@@ -17,7 +21,7 @@ export const DEFAULT_IGNORED_NAMES: readonly string[] = ['nvidia-persistenced', 
 
 /** The criteria as given by the caller. */
 export interface CriteriaOptions {
-  minFree?: SizeOrFraction;
+  minFree?: MinFree;
   marginBytes?: number;
   maxUsed?: SizeOrFraction;
   noProcesses?: boolean;
@@ -29,7 +33,7 @@ export interface CriteriaOptions {
 
 /** The criteria after defaults and validation. */
 export interface Criteria {
-  minFree: SizeOrFraction | null;
+  minFree: MinFree | null;
   marginBytes: number;
   maxUsed: SizeOrFraction | null;
   noProcesses: boolean;
@@ -69,7 +73,10 @@ function checkNonNegative(option: string, value: number): void {
 export function resolveCriteria(options: CriteriaOptions, selfPid: number = process.pid): Criteria {
   const marginBytes = options.marginBytes ?? 0;
   checkNonNegative('marginBytes', marginBytes);
-  if (options.minFree) checkFraction('minFree', options.minFree);
+  if (options.minFree) {
+    if (isEngineMinFree(options.minFree)) checkEngineMinFree(options.minFree);
+    else checkFraction('minFree', options.minFree);
+  }
   if (options.maxUsed) checkFraction('maxUsed', options.maxUsed);
   const stableMs = options.stableMs ?? 0;
   checkNonNegative('stableMs', stableMs);
@@ -95,23 +102,34 @@ export function resolveCriteria(options: CriteriaOptions, selfPid: number = proc
   };
 }
 
-/** The free memory `minFree` plus `marginBytes` asks of a GPU of `totalBytes`: ceil(total × fraction) + margin, or bytes + margin. */
-export function minFreeBytes(minFree: SizeOrFraction, marginBytes: number, totalBytes: number): number {
-  return ('fraction' in minFree ? Math.ceil(totalBytes * minFree.fraction) : minFree.bytes) + marginBytes;
+/** A GPU given by its total alone: no name (the default context size), reserved unknown. */
+function readingOf(size: number | EngineReading): EngineReading {
+  return typeof size === 'number' ? { name: '', totalBytes: size, reservedBytes: null } : size;
 }
 
 /**
- * Free memory a GPU of `totalBytes` needs: ceil(total × fraction) + margin (vLLM's own start
- * check is free >= ceil(total × utilization)), or bytes + margin. Null when minFree is not set.
- * Throws ConfigError when the need exceeds the total: waiting could never succeed.
+ * The NVML free memory `minFree` plus `marginBytes` asks of `gpu`: ceil(total × fraction) + margin,
+ * bytes + margin, or for an engine its own check moved to NVML's figures (see engine-view.ts).
  */
-export function neededFreeBytes(criteria: Criteria, totalBytes: number, label = 'GPU'): number | null {
+export function minFreeBytes(minFree: MinFree, marginBytes: number, size: number | EngineReading): number {
+  const gpu = readingOf(size);
+  if (isEngineMinFree(minFree)) return engineNeededFreeBytes(minFree, marginBytes, gpu);
+  return ('fraction' in minFree ? Math.ceil(gpu.totalBytes * minFree.fraction) : minFree.bytes) + marginBytes;
+}
+
+/**
+ * Free memory a GPU needs (see minFreeBytes). Null when minFree is not set. Throws ConfigError
+ * when the need exceeds the total: waiting could never succeed.
+ */
+export function neededFreeBytes(criteria: Criteria, size: number | EngineReading, label = 'GPU'): number | null {
   if (!criteria.minFree) return null;
-  const needed = minFreeBytes(criteria.minFree, criteria.marginBytes, totalBytes);
+  const gpu = readingOf(size);
+  const totalBytes = gpu.totalBytes;
+  const needed = minFreeBytes(criteria.minFree, criteria.marginBytes, gpu);
   if (needed > totalBytes) {
     throw new ConfigError(
       'minFree',
-      `${label}: minFree needs ${formatBytes(needed)} (${needed} bytes${criteria.marginBytes > 0 ? `, margin ${formatBytes(criteria.marginBytes)} included` : ''}) free but the GPU has only ${formatBytes(totalBytes)} (${totalBytes} bytes) in total`,
+      `${label}: minFree needs ${formatBytes(needed)} (${needed} bytes${criteria.marginBytes > 0 ? `, margin ${formatBytes(criteria.marginBytes)} included` : ''}${isEngineMinFree(criteria.minFree) ? ', the CUDA context included' : ''}) free but the GPU has only ${formatBytes(totalBytes)} (${totalBytes} bytes) in total`,
     );
   }
   return needed;

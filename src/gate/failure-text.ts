@@ -4,6 +4,7 @@
  * GpuWaitTimeoutError all use it.
  */
 
+import { engineViewText } from './engine-view';
 import { formatBytes, formatDuration } from '../units';
 import { releasingHolders, usedExcludingReserved } from './criteria';
 import { describeOwner } from './owner-text';
@@ -34,6 +35,7 @@ export function describeGpuFailure(gpu: GpuEvaluation): string {
     if (reason === 'memory' && memory !== null) {
       if (gpu.neededFreeBytes !== null && memory.freeBytes < gpu.neededFreeBytes) {
         parts.push(`free ${formatBytes(memory.freeBytes)} < needed ${formatBytes(gpu.neededFreeBytes)}`);
+        if (gpu.engineView !== null) parts.push(engineViewText(gpu.engineView));
       }
       const used = usedExcludingReserved(memory);
       if (gpu.maxUsedBytes !== null && used > gpu.maxUsedBytes) {

@@ -6,8 +6,8 @@
  * `gpugate doctor --unit` fails one.
  */
 import type { GpuDevice } from '../types';
-import type { SizeOrFraction } from '../units';
-import { minFreeBytes } from './criteria';
+import { minFreeBytes, type MinFree } from './criteria';
+import type { EngineReading } from './engine-view';
 
 /** The most an idle GPU was seen to use beyond reserved memory: counted as taken. */
 export const IDLE_BASELINE_BYTES = 1024 ** 3;
@@ -21,6 +21,13 @@ export interface GpuSize {
   totalBytes: number;
   /** Null when the driver reports none (the v1 memory query). */
   reservedBytes: number | null;
+  /** NVML's device name: an engine's minFree estimates the CUDA context by it (absent: the default size). */
+  name?: string;
+}
+
+/** The GPU as an engine's minFree reads it. */
+function readingOf(gpu: GpuSize): EngineReading {
+  return { name: gpu.name ?? '', totalBytes: gpu.totalBytes, reservedBytes: gpu.reservedBytes };
 }
 
 /** Free memory an idle GPU of this size offers. */
@@ -36,10 +43,10 @@ export interface IdleShortfall {
 }
 
 /** The GPU short by most for `minFree` + `marginBytes`, or null when the gate can pass on every one of `gpus` once idle. */
-export function idleShortfall(minFree: SizeOrFraction, marginBytes: number, gpus: readonly GpuSize[]): IdleShortfall | null {
+export function idleShortfall(minFree: MinFree, marginBytes: number, gpus: readonly GpuSize[]): IdleShortfall | null {
   let worst: IdleShortfall | null = null;
   for (const gpu of gpus) {
-    const neededBytes = minFreeBytes(minFree, marginBytes, gpu.totalBytes);
+    const neededBytes = minFreeBytes(minFree, marginBytes, readingOf(gpu));
     const offered = idleFreeBytes(gpu);
     if (neededBytes > offered && (worst === null || neededBytes - offered > worst.neededBytes - worst.idleFreeBytes)) {
       worst = { gpu, neededBytes, idleFreeBytes: offered };
@@ -49,16 +56,18 @@ export function idleShortfall(minFree: SizeOrFraction, marginBytes: number, gpus
 }
 
 /**
- * The largest margin, in whole MiB, with which `fraction` still passes on every one of `gpus`
- * once idle; negative when even no margin does (the fraction alone is more than an idle GPU offers).
+ * The largest margin, in whole MiB, with which `minFree` (a bare number: a fraction of total)
+ * still passes on every one of `gpus` once idle; negative when even no margin does (minFree
+ * alone is more than an idle GPU offers).
  */
-export function largestIdleMarginBytes(fraction: number, gpus: readonly GpuSize[]): number {
+export function largestIdleMarginBytes(minFree: number | MinFree, gpus: readonly GpuSize[]): number {
   const mib = 1024 ** 2;
-  const room = Math.min(...gpus.map((gpu) => idleFreeBytes(gpu) - minFreeBytes({ fraction }, 0, gpu.totalBytes)));
+  const criterion = typeof minFree === 'number' ? { fraction: minFree } : minFree;
+  const room = Math.min(...gpus.map((gpu) => idleFreeBytes(gpu) - minFreeBytes(criterion, 0, readingOf(gpu))));
   return Math.floor(room / mib) * mib;
 }
 
 /** The sizes of the GPUs whose memory NVML could read. */
 export function gpuSizesOf(devices: readonly GpuDevice[]): GpuSize[] {
-  return devices.flatMap((d) => (d.memory === null ? [] : [{ index: d.index, totalBytes: d.memory.totalBytes, reservedBytes: d.memory.reservedBytes }]));
+  return devices.flatMap((d) => (d.memory === null ? [] : [{ index: d.index, totalBytes: d.memory.totalBytes, reservedBytes: d.memory.reservedBytes, name: d.name }]));
 }

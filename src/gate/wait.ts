@@ -10,6 +10,7 @@ import type { FieldError, GpuDevice, GpuMemory, GpuProcess, MigDevice, NvmlMemor
 import { formatBytes } from '../units';
 import { emptySelectionError, selectDevices, type DeviceSelection, type SelectableDevice } from './devices';
 import { DeviceSelectionError } from './device-selection-error';
+import { engineView, isEngineMinFree, type EngineView } from './engine-view';
 import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, releasingHolders, reservedInUsed, usedExcludingReserved, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
 import { DEFAULT_INTERVAL_MS } from './gate-defaults';
 import { SnapshotPoller, snapshotOptionsFor, type PollResult, type ReadPlan } from './poller';
@@ -80,6 +81,8 @@ export interface GpuEvaluation {
    */
   reservedInUsed: boolean | null;
   neededFreeBytes: number | null;
+  /** With an engine's minFree: what the engine would see at its start, and its verdict; else null. */
+  engineView: EngineView | null;
   maxUsedBytes: number | null;
   stableForMs: number;
   /** Nothing is left that could still free memory (no counted holder, used memory at the idle level): stable without waiting out stableMs. */
@@ -421,6 +424,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     } else confirmed = false;
     const processes = known?.processes;
     let needed: number | null = null;
+    let view: EngineView | null = null;
     let maxUsed: number | null = null;
     let stableForMs = 0;
     if (!memory) {
@@ -428,7 +432,10 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       if (state.criteria.minFree !== null || state.criteria.maxUsed !== null) reasons.push('error');
       state.tracker.reset(key);
     } else {
-      needed = neededFreeBytes(state.criteria, memory.totalBytes, label);
+      needed = neededFreeBytes(state.criteria, { name: device.name, totalBytes: memory.totalBytes, reservedBytes: memory.reservedBytes }, label);
+      if (state.criteria.minFree !== null && isEngineMinFree(state.criteria.minFree)) {
+        view = engineView(state.criteria.minFree, { name: device.name, totalBytes: memory.totalBytes, reservedBytes: memory.reservedBytes, freeBytes: memory.freeBytes });
+      }
       maxUsed = maxUsedBytes(state.criteria, memory.totalBytes);
       if ((needed !== null && memory.freeBytes < needed) || (maxUsed !== null && usedExcludingReserved(memory) > maxUsed)) reasons.push('memory');
       stableForMs = useStability ? state.tracker.update(key, memory.freeBytes, receivedAtMs) : 0;
@@ -469,6 +476,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       memory,
       reservedInUsed: memory === null ? null : reservedInUsed(memory),
       neededFreeBytes: needed,
+      engineView: view,
       maxUsedBytes: maxUsed,
       stableForMs,
       settled,
@@ -674,8 +682,9 @@ export function checkOptions(options: WaitOptions): void {
   }
   for (const name of ['minFree', 'maxUsed'] as const) {
     const value: unknown = options[name];
-    if (value !== undefined && (typeof value !== 'object' || value === null || !('fraction' in value || 'bytes' in value))) {
-      throw new TypeError(`option ${name} must be { fraction } or { bytes }, got ${describeValue(value)}`);
+    const engine = name === 'minFree' ? ' or { engine: \'vllm\', utilization, contextBytes? }' : '';
+    if (value !== undefined && (typeof value !== 'object' || value === null || !('fraction' in value || 'bytes' in value || (engine !== '' && 'engine' in value)))) {
+      throw new TypeError(`option ${name} must be { fraction } or { bytes }${engine}, got ${describeValue(value)}`);
     }
   }
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {

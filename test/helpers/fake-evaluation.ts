@@ -35,6 +35,7 @@ export function fakeGpuEvaluation(overrides: Partial<GpuEvaluation> & Pick<GpuEv
     memory: null,
     reservedInUsed: null,
     neededFreeBytes: null,
+    engineView: null,
     maxUsedBytes: null,
     stableForMs: 0,
     settled: false,
