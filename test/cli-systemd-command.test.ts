@@ -52,10 +52,10 @@ describe('the printed drop-in', () => {
     const { dir } = makeRoot();
     const run = await systemd(['--unit', 'llm', '--unit-path', dir]);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toContain(`ExecStartPre=${process.execPath} --disable-sigusr1 ${GATE_MAIN} wait --min-free 0.85 --margin 2GiB --stable 5s --timeout 240s --notify\n`);
+    expect(run.stdout).toContain(`ExecStartPre=${process.execPath} --disable-sigusr1 ${GATE_MAIN} wait --for vllm --min-free 0.85 --margin 2GiB --stable 5s --timeout 240s --notify\n`);
     expect(run.stdout.split('\n')[0]).toBe('# Written by gpugate systemd --unit llm.service; it replaces this file only while this line comes first.');
     expect(run.stderr).toContain('--write puts it in /etc/systemd/system/llm.service.d/gpugate.conf');
-    expect(run.stderr).toContain('--min-free 0.85 from its --gpu-memory-utilization');
+    expect(run.stderr).toContain('--for vllm --min-free 0.85 from its --gpu-memory-utilization');
     expect(directives(run.stdout)).toEqual(expect.arrayContaining(['StartLimitIntervalSec=30min', 'StartLimitBurst=6', 'NotifyAccess=exec', 'TimeoutStartSec=300']));
   });
 

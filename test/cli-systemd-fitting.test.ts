@@ -63,10 +63,12 @@ describe('a gate an idle GPU of this host can pass (--gpu-memory-utilization 0.9
     const { dir } = makeRoot({ 'llm.service': unitText('0.98') });
     const run = await systemd(['--unit', 'llm', '--unit-path', dir]);
     expect(run.code, run.stderr).toBe(0);
-    // 95.6 GiB total − 471 MiB reserved − 1 GiB idle baseline − ceil(0.98 × total), in whole MiB.
+    // 95.6 GiB total − 471 MiB reserved − 1 GiB idle baseline − what vLLM at 0.98 needs
+    // (ceil(0.98 × (total − reserved)) and its 555 MiB CUDA context on an RTX PRO 6000), in whole MiB.
     const total = 102_641_958_912;
-    const room = Math.floor((total - 493_879_296 - 1024 ** 3 - Math.ceil(0.98 * total)) / 1024 ** 2);
-    expect(run.stdout).toContain(`--min-free 0.98 --margin ${room}MiB `);
+    const vllmNeeds = Math.ceil(0.98 * (total - 493_879_296)) + 555 * 1024 ** 2;
+    const room = Math.floor((total - 493_879_296 - 1024 ** 3 - vllmNeeds) / 1024 ** 2);
+    expect(run.stdout).toContain(`--for vllm --min-free 0.98 --margin ${room}MiB `);
     expect(run.stderr).toContain(`--margin ${room}MiB instead of 2GiB: GPU 0 has 95.6GiB in total, 471MiB reserved, 1GiB counted as used at idle`);
     const gate = await runCli([...gateArgs(run.stdout), '--timeout', '20s'], { env });
     expect(gate.code, gate.stderr).toBe(0);
@@ -86,7 +88,7 @@ describe('a gate an idle GPU of this host can pass (--gpu-memory-utilization 0.9
     const { root, dir } = makeRoot({ 'llm.service': unitText('0.995') });
     const run = await systemd(['--unit', 'llm', '--unit-path', dir, '--write', '--root', root]);
     expect(run.code).toBe(78);
-    expect(run.stderr).toMatch(/--gpu-memory-utilization 0\.995 asks more than an idle GPU of this host offers \(GPU 0 has 95\.6GiB in total, 471MiB reserved, 1GiB counted as used at idle: 94\.1GiB free when idle, and 0\.995 of its memory is 95\.1GiB\)/);
+    expect(run.stderr).toMatch(/--gpu-memory-utilization 0\.995 asks more than an idle GPU of this host offers \(GPU 0 has 95\.6GiB in total, 471MiB reserved, 1GiB counted as used at idle: 94\.1GiB free when idle, and vLLM at 0\.995 needs 95\.2GiB \(0\.995 of total less reserved, plus its 555MiB CUDA context\)\)/);
     expect(existsSync(join(dir, 'llm.service.d'))).toBe(false);
   });
 
@@ -183,7 +185,7 @@ describe.skipIf(!analyze && !inCi)('the ExecStartPre= line, read back by systemd
     return { verified, argv: [loaded[0] ?? '', ...loaded.slice(1).map((word) => word.replace(/\$\$/g, '$'))] };
   }
 
-  const GATE_WORDS = ['wait', '--min-free', '0.9', '--margin', '2GiB', '--stable', '5s', '--timeout', '240s', '--notify'];
+  const GATE_WORDS = ['wait', '--for', 'vllm', '--min-free', '0.9', '--margin', '2GiB', '--stable', '5s', '--timeout', '240s', '--notify'];
   const SPECIAL = [
     ['a double quote', '/opt/gp"q'], ['a backslash', '/opt/gp\\b'], ['a single quote', "/opt/gp'q"], ['a dollar', '/opt/gp$HOME'],
     ['a dollar in braces', '/opt/gp${X}'], ['a percent', '/opt/gp%n'], ['a space', '/opt/gp dir'], ['all of them', '/opt/a "b\\c\'d$e%f g'],

@@ -80,7 +80,7 @@ describe.skipIf(!haveAnalyze && !inCi)('shipped systemd units', () => {
 describe('the contract lines in the shipped files', () => {
   it.each([['vllm@.service', unitTemplate], ['gpugate-wait.conf', dropIn]])('%s has the wait, no stop wait, the start timeout, the start limits and NotifyAccess', (_name, text) => {
     const lines = text.split('\n').filter((line) => !line.startsWith('#'));
-    expect(lines).toContain('ExecStartPre=gpugate wait --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify');
+    expect(lines).toContain('ExecStartPre=gpugate wait --for vllm --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify');
     // A wait in ExecStopPost= counts against the stop timeout, delays `systemctl stop` and runs
     // before ExecStartPre= could stop a leftover: the start wait is the only wait.
     expect(lines.some((line) => line.startsWith('ExecStopPost=') && line.includes('gpugate wait'))).toBe(false);

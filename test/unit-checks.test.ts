@@ -193,6 +193,14 @@ describe('unit.memory-fraction', () => {
     expect(result.evidence).toEqual({ gpuMemoryUtilization: utilization, gateMinFree: Number(minFree) });
   });
 
+  it('reads the gate in vLLM\'s terms (--for vllm --min-free) and still fails one below the service\'s fraction', async () => {
+    const engine = GATE.replace('--min-free 0.9', '--for vllm --min-free 0.9');
+    const same = await check('unit.memory-fraction', { ExecStartPre: engine, ExecStart: '/usr/bin/vllm serve m --gpu-memory-utilization 0.9' });
+    expect(same).toMatchObject({ status: 'pass', evidence: { gpuMemoryUtilization: '0.9', gateMinFree: 0.9, gateEngine: 'vllm' }, summary: expect.stringContaining('as vLLM does') });
+    const below = await check('unit.memory-fraction', { ExecStartPre: engine, ExecStart: '/usr/bin/vllm serve m --gpu-memory-utilization 0.95' });
+    expect(below).toMatchObject({ status: 'fail', advice: expect.stringContaining('--for vllm --min-free 0.95') });
+  });
+
   it('warns on a fraction it cannot read, a size, or no --min-free; passes without --gpu-memory-utilization', async () => {
     expect((await check('unit.memory-fraction', { ExecStart: '/usr/bin/vllm serve m --gpu-memory-utilization ${UTIL}' })).status).toBe('warn');
     expect((await check('unit.memory-fraction', { ExecStartPre: GATE.replace('--min-free 0.9', '--min-free 80GiB') })).status).toBe('warn');
@@ -263,6 +271,21 @@ describe('unit.gate-passable (with the host\'s GPU sizes)', () => {
     const failed = await passable(GATE.replace('0.9', '0.9').replace('--margin 2GiB', '--margin 1GiB'), v1);
     // 16 GiB × 0.9 = 14.4 GiB + 1 GiB > 16 − 1 (reserved assumed) − 1 (idle) = 14 GiB.
     expect(failed).toMatchObject({ status: 'fail', evidence: { idleFree: '14GiB' }, advice: expect.stringContaining('lower --min-free') });
+  });
+
+  it('judges a --for vllm gate as vLLM checks it: total less reserved, plus the CUDA context of the GPU model', async () => {
+    const MIB = 1024 ** 2;
+    // RTX PRO 6000: idle it offers 97887 − 640 − 1024 = 96223 MiB; vLLM at 0.98 needs
+    // ceil(0.98 × 97247 MiB) + 555 MiB context = 95857.06 MiB, leaving 365 whole MiB of margin.
+    const rtxPro = [{ index: 0, totalBytes: 97887 * MIB, reservedBytes: 640 * MIB, name: 'NVIDIA RTX PRO 6000 Blackwell Server Edition' }];
+    const gate = (margin: string, engine = '--for vllm '): string => GATE.replace('--min-free 0.9 --margin 2GiB', `${engine}--min-free 0.98 --margin ${margin}`);
+    expect(await passable(gate('365MiB'), rtxPro)).toMatchObject({ status: 'pass', evidence: { gateEngine: 'vllm' }, summary: expect.stringContaining('--for vllm --min-free 0.98') });
+    const failed = await passable(gate('366MiB'), rtxPro);
+    expect(failed).toMatchObject({ status: 'fail', evidence: { gpu: 0, idleFree: '94GiB' } });
+    expect(failed?.advice).toMatch(/^lower the gate's --margin to 365MiB or less/);
+    // A plain 0.98 of NVML's total asks 72 MiB more (0.98 × 640 MiB reserved, less the 555 MiB context): 300MiB fails without --for vllm.
+    expect(await passable(gate('300MiB', ''), rtxPro)).toMatchObject({ status: 'fail' });
+    expect(await passable(gate('300MiB'), rtxPro)).toMatchObject({ status: 'pass' });
   });
 
   it('is left out without GPU sizes (NVML unreadable), and passes a gate with no --min-free', async () => {

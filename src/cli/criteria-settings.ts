@@ -76,7 +76,7 @@ export function criteriaOptionsOf(settings: CriteriaSettings): Pick<CriteriaOpti
 }
 
 /** --min-free as the library takes it: in the engine's terms with --for (the parser made sure it is a fraction). */
-function minFreeOf(minFree: SizeOrFraction, engine: EngineName | undefined): MinFree {
+export function minFreeOf(minFree: SizeOrFraction, engine: EngineName | undefined): MinFree {
   if (engine === undefined || !('fraction' in minFree)) return minFree;
   return { engine, utilization: minFree.fraction };
 }

@@ -1,7 +1,7 @@
 /**
  * The drop-in that puts gpugate in front of an existing unit: the settings of the shipped
  * contrib/systemd/gpugate-wait.conf (a test keeps the two in step), fitted to the unit: the
- * gate's --min-free from the service's own --gpu-memory-utilization, gpugate and node named by
+ * gate's `--for vllm --min-free` from the service's own --gpu-memory-utilization, gpugate and node named by
  * absolute path, start limits that a crash loop with this unit's RestartSec= still trips, and a
  * start timeout above the gate's that never shortens one the unit already has. It never makes
  * the unit worse than it was: a gate that an idle GPU of this host could never pass is not
@@ -11,6 +11,8 @@
 import { join } from 'node:path';
 import { ConfigError } from '../config-error';
 import { findMemoryUtilization } from '../doctor/unit-commands';
+import { minFreeBytes } from '../gate/criteria';
+import { contextBytesFor, type EngineMinFree, type EngineName } from '../gate/engine-view';
 import { IDLE_BASELINE_BYTES, idleFreeBytes, largestIdleMarginBytes, type GpuSize } from '../gate/idle-room';
 import { formatExecCommand, nodeScriptArgv } from '../host/systemd-exec-line';
 import type { UnitProperties } from '../host/systemd-unit';
@@ -26,6 +28,9 @@ export const DROP_IN_FILE = 'gpugate.conf';
 
 /** The gate's flags, as in the shipped drop-in; --min-free is fitted to the unit. */
 export const GATE_DEFAULTS = { minFree: 0.9, margin: '2GiB', stable: '5s', timeoutSec: 240 } as const;
+
+/** The engine whose start check the gate computes: --gpu-memory-utilization is vLLM's flag. */
+export const GATE_ENGINE: EngineName = 'vllm';
 
 /** Starts a crash loop may make before the unit enters "failed" (the shipped drop-in's StartLimitBurst=). */
 export const START_LIMIT_BURST = 6;
@@ -112,7 +117,7 @@ export function buildDropIn(unit: UnitProperties, program: GateProgram, options:
   // Never shorter than the unit's own (a slow model load under Type=notify needs it), and written
   // even when equal, so the text does not change once this file's own value is in effect.
   const timeoutStartSec = unit.timeoutStartUsec === Infinity ? null : Math.max(wantedTimeoutSec, Math.ceil(unit.timeoutStartUsec / 1e6));
-  const gate = [...program.argv, 'wait', '--min-free', String(minFree), '--margin', margin, '--stable', GATE_DEFAULTS.stable,
+  const gate = [...program.argv, 'wait', '--for', GATE_ENGINE, '--min-free', String(minFree), '--margin', margin, '--stable', GATE_DEFAULTS.stable,
     '--timeout', `${GATE_DEFAULTS.timeoutSec}s`, '--notify'];
   const execStartPre = writeGate ? formatExecCommand(gate) : null;
   const restartSec = formatTimeSpanUsec(unit.restartUsec);
@@ -143,10 +148,11 @@ export function buildDropIn(unit: UnitProperties, program: GateProgram, options:
   } else {
     lines.push(
       minFreeFrom === 'gpu-memory-utilization'
-        ? `# Start only when ${minFree} of each GPU's memory (the service's --gpu-memory-utilization) plus ${margin} is free`
-        : `# Start only when ${minFree} of each GPU's memory (vLLM's default --gpu-memory-utilization) plus ${margin} is free`,
+        ? `# Start only when vLLM at ${minFree} (the service's --gpu-memory-utilization) would find enough free memory on each GPU, plus ${margin},`
+        : `# Start only when vLLM at ${minFree} (its default --gpu-memory-utilization) would find enough free memory on each GPU, plus ${margin},`,
+      `# as vLLM checks it (--for vllm: total less reserved, free less its CUDA context)`,
       `# and stable ${GATE_DEFAULTS.stable}. No "-" prefix: still busy after ${GATE_DEFAULTS.timeoutSec}s fails the start (status=75/TEMPFAIL).`,
-      ...(margin === GATE_DEFAULTS.margin ? [] : [`# The margin is below ${GATE_DEFAULTS.margin} because an idle GPU of this host has no more room above ${minFree} of its memory.`]),
+      ...(margin === GATE_DEFAULTS.margin ? [] : [`# The margin is below ${GATE_DEFAULTS.margin} because an idle GPU of this host has no more room above what vLLM at ${minFree} needs.`]),
       `ExecStartPre=${execStartPre}`,
     );
   }
@@ -173,21 +179,30 @@ export function buildDropIn(unit: UnitProperties, program: GateProgram, options:
 
 /**
  * The gate's --margin: the shipped 2GiB when an idle GPU of every size on this host has room for
- * `minFree` of its memory plus that; else the most that fits, in MiB (noted in `kept`). Throws a
- * ConfigError (exit 78) naming the numbers when `minFree` alone is more than an idle GPU offers:
- * neither the gate nor the service could ever start there.
+ * what vLLM at `utilization` needs (see engine-view.ts) plus that; else the most that fits, in
+ * MiB (noted in `kept`). Throws a ConfigError (exit 78) naming the numbers when vLLM's need alone
+ * is more than an idle GPU offers: neither the gate nor the service could ever start there.
  */
-function passableMargin(minFree: number, gpus: readonly GpuSize[] | null, kept: string[]): string {
+function passableMargin(utilization: number, gpus: readonly GpuSize[] | null, kept: string[]): string {
   const standard = parseSize(GATE_DEFAULTS.margin);
   if (gpus === null || gpus.length === 0) return GATE_DEFAULTS.margin;
-  const room = largestIdleMarginBytes(minFree, gpus);
+  const criterion = gateCriterion(utilization);
+  const room = largestIdleMarginBytes(criterion, gpus);
   if (room >= standard) return GATE_DEFAULTS.margin;
-  const tightest = gpus.reduce((a, b) => (idleFreeBytes(b) - Math.ceil(minFree * b.totalBytes) < idleFreeBytes(a) - Math.ceil(minFree * a.totalBytes) ? b : a));
-  const numbers = `GPU ${tightest.index} has ${formatBytes(tightest.totalBytes)} in total, ${tightest.reservedBytes === null ? 'reserved unknown' : `${formatBytes(tightest.reservedBytes)} reserved`}, ${formatBytes(IDLE_BASELINE_BYTES)} counted as used at idle: ${formatBytes(idleFreeBytes(tightest))} free when idle, and ${minFree} of its memory is ${formatBytes(Math.ceil(minFree * tightest.totalBytes))}`;
+  const roomOn = (gpu: GpuSize): number => idleFreeBytes(gpu) - minFreeBytes(criterion, 0, { name: gpu.name ?? '', totalBytes: gpu.totalBytes, reservedBytes: gpu.reservedBytes });
+  const tightest = gpus.reduce((a, b) => (roomOn(b) < roomOn(a) ? b : a));
+  const needed = minFreeBytes(criterion, 0, { name: tightest.name ?? '', totalBytes: tightest.totalBytes, reservedBytes: tightest.reservedBytes });
+  const context = contextBytesFor(criterion, tightest.name ?? '');
+  const numbers = `GPU ${tightest.index} has ${formatBytes(tightest.totalBytes)} in total, ${tightest.reservedBytes === null ? 'reserved unknown' : `${formatBytes(tightest.reservedBytes)} reserved`}, ${formatBytes(IDLE_BASELINE_BYTES)} counted as used at idle: ${formatBytes(idleFreeBytes(tightest))} free when idle, and vLLM at ${utilization} needs ${formatBytes(needed)} (${utilization} of total less reserved, plus its ${formatBytes(context)} CUDA context)`;
   if (room < 0) {
-    throw new ConfigError('minFree', `--gpu-memory-utilization ${minFree} asks more than an idle GPU of this host offers (${numbers}): no gate, and no service start, could pass; lower the unit's --gpu-memory-utilization`);
+    throw new ConfigError('minFree', `--gpu-memory-utilization ${utilization} asks more than an idle GPU of this host offers (${numbers}): no gate, and no service start, could pass; lower the unit's --gpu-memory-utilization`);
   }
   const margin = `${room / 1024 ** 2}MiB`;
   kept.push(`--margin ${margin} instead of ${GATE_DEFAULTS.margin}: ${numbers}, so ${GATE_DEFAULTS.margin} more could never be free and every start would fail`);
   return margin;
+}
+
+/** The gate's criterion: vLLM's own start check at the unit's --gpu-memory-utilization. */
+function gateCriterion(utilization: number): EngineMinFree {
+  return { engine: GATE_ENGINE, utilization };
 }

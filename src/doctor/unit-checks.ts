@@ -5,6 +5,7 @@
  * whether an idle GPU can pass the gate at all), each with the values it rests on.
  */
 import { ConfigError } from '../config-error';
+import { minFreeOf } from '../cli/criteria-settings';
 import { IDLE_BASELINE_BYTES, idleShortfall, largestIdleMarginBytes, UNKNOWN_RESERVED_BYTES, type GpuSize } from '../gate/idle-room';
 import { NODE_NO_INSPECTOR_SIGNAL, nodeLacksSignalGuard } from '../host/systemd-exec-line';
 import { readUnitProperties, SystemdUnavailableError, type UnitProperties, type UnitSource } from '../host/systemd-unit';
@@ -199,16 +200,18 @@ function killModeCheck(unit: UnitProperties, gate: UnitGate | null, make: Make):
 function memoryFractionCheck(unit: UnitProperties, gate: UnitGate | null, make: Make): DoctorCheck {
   const found = findMemoryUtilization(unit);
   const minFree = gate?.settings?.minFree;
+  const engine = gate?.settings?.engine ?? null;
   const evidence: Record<string, unknown> = {
     gpuMemoryUtilization: found?.text ?? null,
     gateMinFree: minFree === undefined ? null : 'fraction' in minFree ? minFree.fraction : `${minFree.bytes} bytes`,
+    ...(engine !== null ? { gateEngine: engine } : {}),
   };
   if (found === null) return make('memory-fraction', 'pass', 'no --gpu-memory-utilization in ExecStart= to compare with', evidence);
   if (found.fraction === null) {
     return make('memory-fraction', 'warn', `--gpu-memory-utilization ${found.text} in ExecStart= is not a fraction gpugate can read (a variable is only known when the unit runs)`,
       evidence, 'write the fraction in ExecStart=, or check by hand that the gate\'s --min-free is at least it');
   }
-  const advice = `give the gate --min-free ${found.fraction} (vLLM needs free ≥ ${found.fraction} × total)`;
+  const advice = `give the gate --for vllm --min-free ${found.fraction} (vLLM needs free ≥ ${found.fraction} × total, as CUDA counts them)`;
   if (gate === null || gate.settings === null) return make('memory-fraction', 'pass', 'no gate to compare --gpu-memory-utilization with', evidence);
   if (minFree === undefined) {
     return make('memory-fraction', 'warn', `the gate has no --min-free: it waits for its default criterion, not for the ${found.fraction} × total that vLLM's --gpu-memory-utilization needs free`, evidence, advice);
@@ -224,7 +227,10 @@ function memoryFractionCheck(unit: UnitProperties, gate: UnitGate | null, make: 
     return make('memory-fraction', 'warn',
       `the gate's --min-free ${minFree.fraction} asks for more than vLLM's ${found.fraction}: it waits for memory the service will not use (and forever while another tenant holds it)`, evidence, advice);
   }
-  return make('memory-fraction', 'pass', `the gate's --min-free ${minFree.fraction} covers --gpu-memory-utilization ${found.fraction}`, evidence);
+  if (engine !== null) {
+    return make('memory-fraction', 'pass', `the gate's --for ${engine} --min-free ${minFree.fraction} checks --gpu-memory-utilization ${found.fraction} as vLLM does (total less reserved, free less its CUDA context)`, evidence);
+  }
+  return make('memory-fraction', 'pass', `the gate's --min-free ${minFree.fraction} covers --gpu-memory-utilization ${found.fraction} (as a fraction of NVML's total; --for vllm checks it as vLLM does)`, evidence);
 }
 
 function gatePassableCheck(unit: UnitProperties, gate: UnitGate | null, gpus: readonly GpuSize[], make: Make): DoctorCheck {
@@ -234,12 +240,16 @@ function gatePassableCheck(unit: UnitProperties, gate: UnitGate | null, gpus: re
   const evidence: Record<string, unknown> = { gpus: sizes, idleBaseline: formatBytes(IDLE_BASELINE_BYTES) };
   if (gate === null || gate.settings === null || minFree === undefined) return make('gate-passable', 'pass', 'the gate sets no --min-free that an idle GPU could fall short of', evidence);
   evidence.gateMinFree = 'fraction' in minFree ? minFree.fraction : formatBytes(minFree.bytes);
+  if (gate.settings.engine !== undefined) evidence.gateEngine = gate.settings.engine;
   evidence.gateMargin = formatBytes(marginBytes);
-  const short = idleShortfall(minFree, marginBytes, gpus);
-  if (short === null) return make('gate-passable', 'pass', `an idle GPU of this host can pass the gate's --min-free ${String(evidence.gateMinFree)} plus --margin ${formatBytes(marginBytes)}`, evidence);
+  // The gate's criterion as it judges it: with --for vllm, vLLM's own check (context included).
+  const criterion = minFreeOf(minFree, gate.settings.engine);
+  const named = `${gate.settings.engine === undefined ? '' : `--for ${gate.settings.engine} `}--min-free ${String(evidence.gateMinFree)}`;
+  const short = idleShortfall(criterion, marginBytes, gpus);
+  if (short === null) return make('gate-passable', 'pass', `an idle GPU of this host can pass the gate's ${named} plus --margin ${formatBytes(marginBytes)}`, evidence);
   const reserved = short.gpu.reservedBytes ?? UNKNOWN_RESERVED_BYTES;
   Object.assign(evidence, { gpu: short.gpu.index, needed: formatBytes(short.neededBytes), idleFree: formatBytes(short.idleFreeBytes) });
-  const room = 'fraction' in minFree ? largestIdleMarginBytes(minFree.fraction, gpus) : -1;
+  const room = 'fraction' in minFree ? largestIdleMarginBytes(criterion, gpus) : -1;
   const advice = room >= 0
     ? `lower the gate's --margin to ${formatBytes(room)} or less (gpugate systemd --unit ${unit.name} --write fits it)`
     : 'lower --min-free (and the service\'s --gpu-memory-utilization): even with no margin an idle GPU cannot offer it';

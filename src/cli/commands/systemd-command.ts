@@ -18,7 +18,7 @@ import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { usageError } from '../parse-command-line';
 import { readHostGpuSizes } from '../gpu-sizes';
-import { buildDropIn, DROP_IN_FILE, DROP_IN_MARKER, thisGateProgram } from '../systemd-drop-in';
+import { buildDropIn, DROP_IN_FILE, DROP_IN_MARKER, GATE_ENGINE, thisGateProgram } from '../systemd-drop-in';
 
 /** A drop-in gpugate wrote is a few lines: a larger file is not one. */
 const DROP_IN_MAX_BYTES = 1 << 20;
@@ -53,11 +53,11 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
   const sizes = keepExistingGate ? null : await readHostGpuSizes();
   const dropIn = buildDropIn(unit, thisGateProgram(), { keepExistingGate, gpus: sizes?.kind === 'read' ? sizes.gpus : null });
   const limits = dropIn.startLimitIntervalSec === 0 || dropIn.startLimitBurst === 0 ? 'the unit\'s start limit kept off' : `StartLimitIntervalSec=${dropIn.startLimitIntervalSec / 60}min for RestartSec=${(unit.restartUsec / 1e6).toString()}s`;
-  const fitted = `${dropIn.minFreeFrom === 'gpu-memory-utilization' ? `--min-free ${dropIn.minFree} from its --gpu-memory-utilization` : `--min-free ${dropIn.minFree} (vLLM's default; ExecStart= sets no --gpu-memory-utilization)`}, ${limits}`;
+  const fitted = `${dropIn.minFreeFrom === 'gpu-memory-utilization' ? `--for ${GATE_ENGINE} --min-free ${dropIn.minFree} from its --gpu-memory-utilization` : `--for ${GATE_ENGINE} --min-free ${dropIn.minFree} (vLLM's default; ExecStart= sets no --gpu-memory-utilization)`}, ${limits}`;
   context.logger.info(`drop-in for ${name} (read ${source.kind === 'systemctl' ? 'with systemctl show' : `from the unit files in ${source.directory}`}): ${fitted}${dropIn.execStartPre === null ? '; the unit already runs gpugate wait, so no second ExecStartPre=' : ''}${write ? '' : `; --write puts it in ${target}`}`);
   for (const line of dropIn.kept) context.logger.info(line);
   if (sizes?.kind === 'unknown') {
-    context.logger.warning(`the gate (--min-free ${dropIn.minFree} --margin ${dropIn.margin}) was not checked against this host's GPUs, since NVML could not be read (${sizes.reason}); on the GPU host, gpugate doctor --unit ${name} checks that an idle GPU can pass it`);
+    context.logger.warning(`the gate (--for ${GATE_ENGINE} --min-free ${dropIn.minFree} --margin ${dropIn.margin}) was not checked against this host's GPUs, since NVML could not be read (${sizes.reason}); on the GPU host, gpugate doctor --unit ${name} checks that an idle GPU can pass it`);
   }
   let outcome: string | null = null;
   if (write) outcome = writeOwnedFile(target, dropIn.text, DROP_IN_MARKER);
@@ -69,10 +69,11 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
       unit: { name: unit.name, source: unit.source, fragmentPath: unit.fragmentPath, dropInPaths: unit.dropInPaths },
       path: target,
       written: outcome,
+      engine: GATE_ENGINE,
       minFree: dropIn.minFree,
       minFreeFrom: dropIn.minFreeFrom,
       margin: dropIn.margin,
-      gpus: sizes?.kind === 'read' ? sizes.gpus : null,
+      gpus: sizes?.kind === 'read' ? sizes.gpus.map((gpu) => ({ index: gpu.index, totalBytes: gpu.totalBytes, reservedBytes: gpu.reservedBytes })) : null,
       notifyAccess: dropIn.notifyAccess,
       kept: dropIn.kept,
       startLimitIntervalSec: dropIn.startLimitIntervalSec,
