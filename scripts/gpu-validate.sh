@@ -769,8 +769,10 @@ step_driver() {
     write_step 70 driver skip "only ${left}s of the ${TOTAL_BUDGET_S}s budget left"
     return 0
   fi
-  # gpugate's own reading of the same GPU (reservedInUsed), compared with the driver's semantics.
-  bounded 30 "${GPUGATE[@]}" check --gpus "$GPU_INDEX" --max-used 100% --json >"$LOGS/driver-check.json" 2>"$LOGS/driver-check.err" || true
+  # gpugate's own reading of the same GPU (reservedInUsed), compared with the driver's semantics,
+  # and its --for vllm view (CUDA's total, the context estimate), compared with CUDA's own figures
+  # (the tiny fraction only makes the view appear; whether it passes does not matter here).
+  bounded 30 "${GPUGATE[@]}" check --gpus "$GPU_INDEX" --max-used 100% --for vllm --min-free 0.01 --json >"$LOGS/driver-check.json" 2>"$LOGS/driver-check.err" || true
   [[ -s $LOGS/driver-check.json ]] && extra=(--check "$LOGS/driver-check.json")
   # One CUDA context on the chosen GPU (device 0 of CUDA_VISIBLE_DEVICES), created and destroyed.
   if [[ $MODE == simulate ]]; then

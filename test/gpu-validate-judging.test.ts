@@ -579,6 +579,19 @@ describe('driver judging (the open questions a real run answers)', () => {
     expect(stdout).toMatch(/one CUDA context takes 555\.0 MiB of NVML's free memory/);
   });
 
+  it('checks gpugate\'s --for vllm total against CUDA\'s, and notes a context larger than its estimate', () => {
+    const cuda = {
+      available: true, cudaTotalBytes: 97247 * MiB, cudaDeviceTotalBytes: 97247 * MiB, cudaFreeWithContextBytes: 96134 * MiB,
+      nvmlTotalBytes: 97887 * MiB, nvmlTotalMinusReservedBytes: 97247 * MiB, nvmlFreeBeforeContextBytes: 97244 * MiB, nvmlFreeWithContextBytes: 96589 * MiB, contextBytes: 655 * MiB,
+    };
+    const view = (cudaTotalBytes: number): object => ({ command: 'check', gpus: [{ index: 0, reservedInUsed: true, engineView: { engine: 'vllm', utilization: 0.01, contextBytes: 555 * MiB, cudaFreeBytes: 96689 * MiB, cudaTotalBytes, requestedBytes: 973 * MiB, ok: true } }] });
+    const agreed = judgeFacts(facts({}, cuda), { check: view(97247 * MiB) });
+    expect(agreed.record.status).toBe('pass');
+    expect(agreed.record.checks.map((c) => c.name)).toContain('GPU 0 gpugate\'s vLLM total is CUDA\'s total');
+    expect(agreed.stdout).toMatch(/gpugate estimates vLLM's CUDA context at 555\.0 MiB, one bare context measured 655\.0 MiB \(100\.0 MiB more: add this model/);
+    expect(failedChecks(judgeFacts(facts({}, cuda), { check: view(97887 * MiB) }).record)).toEqual(['GPU 0 gpugate\'s vLLM total is CUDA\'s total']);
+  });
+
   it('skips when NVML cannot be read directly, and fails a crash of the reader', () => {
     expect(judgeFacts({}, { rc: 3, stderr: 'libnvidia-ml.so.1 not loadable' }).record).toMatchObject({ status: 'skip', summary: 'skipped: NVML could not be read directly: libnvidia-ml.so.1 not loadable' });
     expect(failedChecks(judgeFacts({}, { rc: 1, stderr: 'Traceback' }).record)).toEqual(['driver-facts.py ran']);

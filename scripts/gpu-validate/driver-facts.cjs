@@ -8,7 +8,8 @@
  * Judged (checks): each reading fits one semantics gpugate accepts (else gpugate refuses the GPU,
  * exit 69, on every start); gpugate's reservedInUsed agrees with the driver's semantics; the
  * process lists answer a code gpugate explains (readable, NO_PERMISSION or NOT_SUPPORTED); the
- * recovery action is none or a documented action, or the field is unsupported by this driver.
+ * recovery action is none or a documented action, or the field is unsupported by this driver;
+ * gpugate's `--for vllm` total (NVML total - reserved) is CUDA's measured total.
  *
  * usage: node driver-facts.cjs --facts FILE --facts-rc N --facts-stderr FILE --out FILE [--check FILE]
  */
@@ -56,11 +57,27 @@ function judgeGpu(step, gpu, gateGpu) {
   }
 }
 
-function noteCuda(step, cuda, gpu) {
+/**
+ * gpugate's `--for vllm` view of the GPU against CUDA's own figures: CUDA's total must be NVML's
+ * total less reserved as gpugate computes it (else the criterion asks for the wrong amount); the
+ * measured context next to gpugate's estimate for this model (src/gate/cuda-context-sizes.ts) is
+ * recorded: a bare context is a lower bound of vLLM's, so a larger one is noted for the table.
+ */
+function judgeEngineView(step, cuda, gpu, gateGpu) {
+  const view = gateGpu?.engineView;
+  if (view === undefined || view === null) return;
+  step.check(`GPU ${gpu} gpugate's vLLM total is CUDA's total`, view.cudaTotalBytes === cuda.cudaTotalBytes,
+    `gpugate ${mib(view.cudaTotalBytes)} (NVML total - reserved), CUDA ${mib(cuda.cudaTotalBytes)}`);
+  const over = cuda.contextBytes - view.contextBytes;
+  step.note(`GPU ${gpu}: gpugate estimates vLLM's CUDA context at ${mib(view.contextBytes)}, one bare context measured ${mib(cuda.contextBytes)}${over > 0 ? ` (${mib(over)} more: add this model to src/gate/cuda-context-sizes.ts)` : ''}`);
+}
+
+function noteCuda(step, cuda, gpu, gateGpu) {
   if (!cuda.available) {
     step.note(`GPU ${gpu}: no CUDA context measured (${cuda.reason})`);
     return;
   }
+  judgeEngineView(step, cuda, gpu, gateGpu);
   const minusReserved = cuda.nvmlTotalMinusReservedBytes;
   const matches = minusReserved === null ? 'reserved unknown' : cuda.cudaTotalBytes === minusReserved ? 'equal to NVML total - reserved' : `NVML total - reserved is ${mib(minusReserved)}`;
   step.note(`GPU ${gpu}: CUDA total ${mib(cuda.cudaTotalBytes)}, NVML total ${mib(cuda.nvmlTotalBytes)} (${matches})`);
@@ -93,7 +110,7 @@ function main() {
   if (gate !== null && gate.error !== undefined) step.note(`gpugate check --json not read: ${gate.error}`);
   if (value.nestedPidNamespace === true) step.note('this run is in a nested PID namespace: NVML pids do not resolve here');
   for (const gpu of value.gpus) judgeGpu(step, gpu, gateGpus.find((g) => g.index === gpu.index));
-  noteCuda(step, value.cuda, value.gpu);
+  noteCuda(step, value.cuda, value.gpu, gateGpus.find((g) => g.index === value.gpu));
   step.data.facts = value;
   const chosen = value.gpus.find((g) => g.index === value.gpu);
   const semantics = chosen?.memory?.v2?.semantics ?? 'v2 unread';
