@@ -682,9 +682,9 @@ export function checkOptions(options: WaitOptions): void {
   }
   for (const name of ['minFree', 'maxUsed'] as const) {
     const value: unknown = options[name];
-    const engine = name === 'minFree' ? ' or { engine: \'vllm\', utilization, contextBytes? }' : '';
+    const engine = name === 'minFree' ? ' (or an engine\'s own check: { engine: \'vllm\', utilization, contextBytes? })' : '';
     if (value !== undefined && (typeof value !== 'object' || value === null || !('fraction' in value || 'bytes' in value || (engine !== '' && 'engine' in value)))) {
-      throw new TypeError(`option ${name} must be { fraction } or { bytes }${engine}, got ${describeValue(value)}`);
+      throw new TypeError(`option ${name} must be { fraction } or { bytes }, got ${describeValue(value)}${engine}`);
     }
   }
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
