@@ -63,7 +63,7 @@ describe.skipIf(reason !== null)('gpugate systemd under a real systemd', () => {
     expect(c.systemctl('daemon-reload').status).toBe(0);
     const shown = c.show('llm.service', 'StartLimitIntervalUSec', 'StartLimitBurst', 'NotifyAccess', 'TimeoutStartUSec', 'ExecStartPre', 'DropInPaths');
     expect(shown).toMatchObject({ StartLimitIntervalUSec: '30min', StartLimitBurst: '6', NotifyAccess: 'exec', TimeoutStartUSec: '5min', DropInPaths: '/etc/systemd/system/llm.service.d/gpugate.conf' });
-    expect(shown['ExecStartPre']).toContain(`argv[]=${process.execPath} --disable-sigusr1 ${cli} wait --min-free 0.85 --margin 2GiB --stable 5s --timeout 240s --notify ;`);
+    expect(shown['ExecStartPre']).toContain(`argv[]=${process.execPath} --disable-sigusr1 ${cli} wait --for vllm --min-free 0.85 --margin 2GiB --stable 5s --timeout 240s --notify ;`);
     expect(checksInside(c, 'llm.service').filter((x) => x.status !== 'pass')).toEqual([]);
     const again = c.exec([process.execPath, cli, 'systemd', '--unit', 'llm', '--write']);
     expect(again.status, again.stderr).toBe(0);
