@@ -4,17 +4,17 @@ A vLLM worker (VLLM::Worker_TP<n>) for the end-to-end suite, in Python as vLLM's
 setproctitle as vLLM names them. setproctitle writes the title over the memory the environment
 was placed in at exec, so /proc/PID/environ no longer shows the INVOCATION_ID systemd gave it:
 gpugate must tell a leftover worker by its start time. It applies vLLM's start check free >=
-utilization x total on its GPU (read through gpugate's library by a node child), exits with a
-ValueError when short, and otherwise claims its memory from the driver stand-in and loads for
-LOAD ms. It talks to its engine by lines: it writes "checked", "loading", "loaded" and reads
-"load"; the end of its input is its engine gone. The orphan worker ignores SIGTERM and its
-engine's death for ORPHAN ms. Usage: fake-vllm-worker.py TP NODE (plan in $E2E_VLLM_PLAN).
+utilization x total to its GPU's memory as its engine read it through gpugate's library the
+moment it started the worker, exits with a ValueError when short, and otherwise claims its memory
+from the driver stand-in and loads for LOAD ms. It talks to its engine by lines: it writes
+"checked", "loading", "loaded" and reads "load"; the end of its input is its engine gone. The
+orphan worker ignores SIGTERM and its engine's death for ORPHAN ms.
+Usage: fake-vllm-worker.py TP MEMORY_JSON (plan in $E2E_VLLM_PLAN).
 """
 import json
 import math
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -22,7 +22,7 @@ import time
 from setproctitle import setproctitle
 
 tp = int(sys.argv[1])
-node = sys.argv[2]
+memory = json.loads(sys.argv[2])
 setproctitle(f'VLLM::Worker_TP{tp}')
 with open(os.environ['E2E_VLLM_PLAN'], encoding='utf8') as file:
     plan = json.load(file)
@@ -57,18 +57,7 @@ def start_ticks():
 
 
 signal.signal(signal.SIGTERM, leave)
-READ_MEMORY = (
-    "const { openNvml } = require(require('node:path').join(process.argv[1], 'dist', 'index.js'));"
-    "openNvml().then(async (session) => { const snapshot = await session.snapshot({ devices: [Number(process.argv[2])] });"
-    "await session.close(); process.stdout.write(JSON.stringify(snapshot.devices[0].memory)); })"
-    ".catch((error) => { process.stderr.write(error.message); process.exit(1); });"
-)
-read = subprocess.run([node, '-e', READ_MEMORY, plan['gpugate'], str(tp)], capture_output=True, text=True, check=False)
-if read.returncode != 0:
-    sys.stderr.write(f'worker {tp}: {read.stderr}\n')
-    sys.exit(1)
-memory = json.loads(read.stdout)
-wanted = math.ceil(memory["totalBytes"] * plan["utilization"])
+wanted = math.ceil(memory['totalBytes'] * plan['utilization'])
 if memory['freeBytes'] < wanted:
     gib = lambda n: f'{n / 1024 ** 3:.2f}'
     sys.stderr.write(f"ValueError: Free memory on device cuda:{tp} ({gib(memory['freeBytes'])}/{gib(memory['totalBytes'])} GiB) on startup is less than desired GPU memory utilization ({plan['utilization']}, {gib(wanted)} GiB).\n")

@@ -85,21 +85,35 @@ if (role === 'api') {
   let loading = 0;
   let checked = 0;
   const workers = [];
-  for (let tp = 0; tp < plan.gpus; tp += 1) {
-    const worker = spawn('/usr/bin/python3', [path.join(__dirname, 'fake-vllm-worker.py'), String(tp), process.execPath], { stdio: ['pipe', 'pipe', 'inherit'] });
-    workers.push(worker);
-    // A worker that exits closes its pipe: writing to it then must not end the engine.
-    worker.stdin.on('error', () => {});
-    readline.createInterface({ input: worker.stdout }).on('line', (message) => {
-      // Every worker passes its memory check before any loads, as vLLM's workers do.
-      if (message === 'checked' && (checked += 1) === plan.gpus) for (const w of workers) w.stdin.write('load\n');
-      if (message === 'loading' && (loading += 1) === plan.gpus) process.send('loading');
-      if (message === 'loaded' && (loaded += 1) === plan.gpus) process.send('ready');
-    });
-    worker.on('exit', (code) => {
-      if (code !== 0) process.exit(1);
-    });
-  }
+  // The workers are Python (fake-vllm-worker.py): the engine reads every GPU's memory for them
+  // through gpugate's library as it starts them, and each applies vLLM's check to its own GPU's.
+  const { openNvml } = require(path.join(plan.gpugate, 'dist', 'index.js'));
+  const startWorkers = (snapshot) => {
+    for (let tp = 0; tp < plan.gpus; tp += 1) {
+      const memory = snapshot.devices.find((device) => device.index === tp).memory;
+      const worker = spawn('/usr/bin/python3', [path.join(__dirname, 'fake-vllm-worker.py'), String(tp), JSON.stringify(memory)], { stdio: ['pipe', 'pipe', 'inherit'] });
+      workers.push(worker);
+      // A worker that exits closes its pipe: writing to it then must not end the engine.
+      worker.stdin.on('error', () => {});
+      readline.createInterface({ input: worker.stdout }).on('line', (message) => {
+        // Every worker passes its memory check before any loads, as vLLM's workers do.
+        if (message === 'checked' && (checked += 1) === plan.gpus) for (const w of workers) w.stdin.write('load\n');
+        if (message === 'loading' && (loading += 1) === plan.gpus) process.send('loading');
+        if (message === 'loaded' && (loaded += 1) === plan.gpus) process.send('ready');
+      });
+      worker.on('exit', (code) => {
+        if (code !== 0) process.exit(1);
+      });
+    }
+  };
+  openNvml().then(async (session) => {
+    const snapshot = await session.snapshot();
+    await session.close();
+    startWorkers(snapshot);
+  }, (error) => {
+    process.stderr.write(`engine: ${error.message}\n`);
+    process.exit(1);
+  });
   process.on('disconnect', () => process.exit(1));
   process.on('SIGTERM', () => process.exit(0));
 }
