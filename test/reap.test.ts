@@ -29,8 +29,8 @@ function serviceRoot(leftovers: number[], foreign: number[]): ProcRoot {
   const root = new ProcRoot();
   cleanups.push(() => root.remove());
   // systemd gives each activation its own INVOCATION_ID: the leftovers carry an earlier one.
-  root.add({ pid: process.pid, copyFrom: process.pid, cgroup: '0::/system.slice/vllm.service\n', status: `Name:\tnode\nNSpid:\t${process.pid}\n`, environ: 'INVOCATION_ID=this\0' });
-  for (const pid of leftovers) root.add({ pid, copyFrom: pid, cgroup: '0::/system.slice/vllm.service\n', fds: { '4': '/dev/nvidia0' }, environ: 'INVOCATION_ID=earlier\0' });
+  root.add({ pid: process.pid, copyFrom: process.pid, cgroup: '0::/system.slice/vllm.service\n', status: `Name:\tnode\nNSpid:\t${process.pid}\n`, environ: 'INVOCATION_ID=0123456789abcdef0123456789abcdef\0' });
+  for (const pid of leftovers) root.add({ pid, copyFrom: pid, cgroup: '0::/system.slice/vllm.service\n', fds: { '4': '/dev/nvidia0' }, environ: 'INVOCATION_ID=fedcba9876543210fedcba9876543210\0' });
   for (const pid of foreign) root.add({ pid, copyFrom: pid, cgroup: '0::/system.slice/other.service\n', fds: { '4': '/dev/nvidia0' } });
   return root;
 }

@@ -152,6 +152,15 @@ describe('inspectHolders with prepared /proc trees', () => {
     expect(byPid(report.holders, late)).toMatchObject({ class: 'unverifiable', reason: expect.stringMatching(/identity is in doubt.*suspect: started after the snapshot/) });
   });
 
+  it('an INVOCATION_ID that is not one (the remains of a title written over the environment) does not count as an earlier activation', async () => {
+    const worker = await spawnSleeper('VLLM::Worker_TP0');
+    const root = prepared('/system.slice/vllm.service');
+    root.add({ pid: worker, copyFrom: worker, cgroup: '0::/system.slice/vllm.service\n', fds: { '4': '/dev/nvidia0' }, environ: '\0\0INVOCATION_ID=_TP0 --model /m\0\0' });
+    const report = await inspectHolders(snapshotOf([{ pid: worker, usedBytes: GiB }]), { procRoot: root.root, cgroupRoot: path.join(root.root, 'no-cgroupfs'), shmPatterns: [], scanHidden: false });
+    // It started after gpugate's own process, the activation's first one here: which activation started it cannot be told.
+    expect(byPid(report.holders, worker)).toMatchObject({ class: 'unverifiable', reason: expect.stringMatching(/shows an INVOCATION_ID that is not one \("_TP0 --model \/m"; systemd writes 32 hex digits\).*not before this activation/) });
+  });
+
   it('lists every other process of the unit cgroup from cgroup.procs, listed by NVML or not', async () => {
     const listedPid = await spawnSleeper('VLLM::Worker_TP0');
     const unlisted = await spawnSleeper('VLLM::Worker_TP1');

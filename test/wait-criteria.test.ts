@@ -20,12 +20,14 @@ describe('resolveCriteria', () => {
     expect(resolveCriteria({ maxUsed: { bytes: 5 } }).maxUsed).toEqual({ bytes: 5 });
   });
 
-  it('always ignores the caller; ignores the NVIDIA daemons unless told not to; pids and names from ignore', () => {
+  it('always ignores the caller; ignores the NVIDIA daemons (once proven) unless told not to; pids and names from ignore', () => {
     const criteria = resolveCriteria({ ignore: [4242, '77', 'my-daemon'] }, 1000);
     expect([...criteria.ignorePids].sort()).toEqual([1000, 4242, 77].sort());
-    expect([...criteria.ignoreNames].sort()).toEqual(['dcgm-exporter', 'my-daemon', 'nv-hostengine', 'nvidia-persistenced']);
+    expect([...criteria.ignoreNames]).toEqual(['my-daemon']);
+    expect([...criteria.ignoreDaemons].sort()).toEqual(['dcgm-exporter', 'nv-hostengine', 'nvidia-persistenced']);
     const bare = resolveCriteria({ ignoreDefaults: false }, 1000);
     expect([...bare.ignoreNames]).toEqual([]);
+    expect([...bare.ignoreDaemons]).toEqual([]);
     expect([...bare.ignorePids]).toEqual([1000]);
   });
 

@@ -89,7 +89,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   { name: 'no-processes', type: 'boolean', commands: JUDGING_COMMANDS,
     help: 'require that no process holds the GPU (ignored processes excepted)' },
   { name: 'ignore', type: 'string', multiple: true, valueName: 'PID|COMM', commands: JUDGING_COMMANDS,
-    help: 'holder to ignore (repeatable); gpugate itself, nvidia-persistenced, nv-hostengine and dcgm-exporter are always ignored' },
+    help: 'holder to ignore (repeatable; COMM matches /proc/PID/comm as given); gpugate itself, and nvidia-persistenced, nv-hostengine and dcgm-exporter when run by root from an executable of that name, are always ignored' },
   // Stability and time
   { name: 'stable', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: formatDuration(DEFAULT_STABLE_MS), select: `${formatDuration(DEFAULT_STABLE_MS)} (with --wait)` },
     help: 'memory must stay within --stable-tolerance this long while it can still come back (a dying holder, memory off the process list)' },

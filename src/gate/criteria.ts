@@ -16,7 +16,10 @@ export type MinFree = SizeOrFraction | EngineMinFree;
 export const DEFAULT_MAX_USED_BYTES = 1024 ** 3;
 /** 256 MiB: the default stability tolerance. */
 export const DEFAULT_STABLE_TOLERANCE_BYTES = 256 * 1024 ** 2;
-/** Process names ignored unless ignoreDefaults is false (matched against /proc/PID/comm). */
+/**
+ * The NVIDIA daemons ignored unless ignoreDefaults is false, by executable name: a holder is
+ * ignored as one only when it proves to be it (root, and that executable; see ignored-daemons.ts).
+ */
 export const DEFAULT_IGNORED_NAMES: readonly string[] = ['nvidia-persistenced', 'nv-hostengine', 'dcgm-exporter'];
 
 /** The criteria as given by the caller. */
@@ -38,7 +41,10 @@ export interface Criteria {
   maxUsed: SizeOrFraction | null;
   noProcesses: boolean;
   ignorePids: Set<number>;
+  /** Names from `ignore`, matched against /proc/PID/comm as given. */
   ignoreNames: Set<string>;
+  /** The daemons (executable names) ignored when a holder proves to be one of them. */
+  ignoreDaemons: Set<string>;
   stableMs: number;
   stableToleranceBytes: number;
 }
@@ -67,8 +73,8 @@ function checkNonNegative(option: string, value: number): void {
 
 /**
  * Applies defaults (maxUsed 1 GiB when no criterion is given; the caller's own pid and, unless
- * ignoreDefaults is false, the NVIDIA daemons are ignored) and rejects impossible values with
- * ConfigError.
+ * ignoreDefaults is false, the genuine NVIDIA daemons are ignored) and rejects impossible values
+ * with ConfigError.
  */
 export function resolveCriteria(options: CriteriaOptions, selfPid: number = process.pid): Criteria {
   const marginBytes = options.marginBytes ?? 0;
@@ -84,7 +90,7 @@ export function resolveCriteria(options: CriteriaOptions, selfPid: number = proc
   checkNonNegative('stableToleranceBytes', stableToleranceBytes);
   const noCriterion = !options.minFree && !options.maxUsed && !options.noProcesses;
   const ignorePids = new Set<number>([selfPid]);
-  const ignoreNames = new Set<string>(options.ignoreDefaults === false ? [] : DEFAULT_IGNORED_NAMES);
+  const ignoreNames = new Set<string>();
   for (const entry of options.ignore ?? []) {
     if (typeof entry === 'number') ignorePids.add(entry);
     else if (/^\d+$/.test(entry.trim())) ignorePids.add(Number(entry.trim()));
@@ -97,6 +103,7 @@ export function resolveCriteria(options: CriteriaOptions, selfPid: number = proc
     noProcesses: options.noProcesses ?? false,
     ignorePids,
     ignoreNames,
+    ignoreDaemons: new Set(options.ignoreDefaults === false ? [] : DEFAULT_IGNORED_NAMES),
     stableMs,
     stableToleranceBytes,
   };

@@ -178,13 +178,15 @@ export interface InspectContext {
  * The current activation of the caller's unit. systemd gives every activation (each start and
  * each automatic restart) a new INVOCATION_ID and puts it in the environment of every process it
  * starts for the unit, which their children inherit; /proc/PID/environ keeps the environment a
- * process was started with. Where that cannot answer, the start time of the first process of
- * this activation that gpugate can see (its topmost ancestor in the unit cgroup) is the bound.
+ * process was started with, unless the process wrote over it (setproctitle does). Where that
+ * cannot answer, the start time of the first process of this activation that gpugate can see
+ * (its topmost ancestor in the unit cgroup, or an earlier process of the unit showing the same
+ * INVOCATION_ID) is the bound: a process of the unit that started before it is a leftover.
  */
 export interface Activation {
   /** The caller's INVOCATION_ID, null when it has none (not started by systemd). */
   invocationId: string | null;
-  /** Epoch ms when the caller's topmost ancestor in the unit cgroup started; null when unknown. */
+  /** Epoch ms when the first process of this activation that gpugate can see started; null when unknown. */
   startedAt: number | null;
 }
 
@@ -213,25 +215,56 @@ export function inCgroup(cgroupPath: string | null, unit: string): boolean {
   return cgroupPath !== null && (cgroupPath === unit || cgroupPath.startsWith(`${unit}/`));
 }
 
-async function readInvocationId(pid: number, procRoot: string): Promise<{ kind: 'ok'; id: string | null } | { kind: 'unreadable' }> {
+/** systemd's INVOCATION_ID: 128 bits written as 32 lowercase hex digits. */
+const INVOCATION_ID_RE = /^[0-9a-f]{32}$/;
+
+/** What a process's environment tells about its activation: an INVOCATION_ID, or why it tells nothing. */
+type EnvironWitness = { kind: 'id'; id: string } | { kind: 'silent'; why: string };
+
+/**
+ * The INVOCATION_ID in /proc/PID/environ. The kernel shows the memory the environment was placed
+ * in at exec, which the process may overwrite: setproctitle (how vLLM names its workers) writes
+ * the title over it, leaving NULs or its remains. An absent, unreadable or malformed value is no
+ * evidence either way.
+ */
+async function readInvocationId(pid: number, procRoot: string): Promise<EnvironWitness> {
   const environ = await readProcText(path.join(procRoot, String(pid), 'environ'));
-  if (environ.kind !== 'ok') return { kind: 'unreadable' };
-  return { kind: 'ok', id: environValue(environ.text, 'INVOCATION_ID') };
+  if (environ.kind !== 'ok') return { kind: 'silent', why: 'has an unreadable environment' };
+  const value = environValue(environ.text, 'INVOCATION_ID');
+  if (value === null) return { kind: 'silent', why: 'shows no INVOCATION_ID in its environment (cleared, or written over as setproctitle does)' };
+  if (!INVOCATION_ID_RE.test(value)) {
+    return { kind: 'silent', why: `shows an INVOCATION_ID that is not one (${JSON.stringify(value.slice(0, 40))}; systemd writes 32 hex digits)` };
+  }
+  return { kind: 'id', id: value };
 }
 
-/** The activation the caller runs in (see {@link Activation}). */
-async function readActivation(selfPid: number, ancestors: number[], unitCgroup: string | null, procRoot: string, bootTimeMs: number | null): Promise<Activation> {
+/**
+ * The activation the caller runs in (see {@link Activation}). Its start is bounded by the
+ * earliest process gpugate can tie to it: its topmost ancestor in the unit cgroup, or any
+ * process of the unit whose environment shows the caller's INVOCATION_ID.
+ */
+async function readActivation(selfPid: number, ancestors: number[], unitCgroup: string | null, roots: { procRoot: string; cgroupRoot: string }, bootTimeMs: number | null): Promise<Activation> {
+  const { procRoot, cgroupRoot } = roots;
   const own = await readInvocationId(selfPid, procRoot);
+  const invocationId = own.kind === 'id' ? own.id : null;
+  if (unitCgroup === null || bootTimeMs === null) return { invocationId, startedAt: null };
   let startedAt: number | null = null;
-  if (unitCgroup !== null && bootTimeMs !== null) {
-    for (const pid of [selfPid, ...ancestors]) {
-      if (pid === 1) break;
-      const info = await readProcess(pid, procRoot);
-      if (info.kind !== 'ok' || !inCgroup(info.cgroup, unitCgroup)) break;
-      startedAt = startTimeMsOf(info.stat, bootTimeMs);
-    }
+  for (const pid of [selfPid, ...ancestors]) {
+    if (pid === 1) break;
+    const info = await readProcess(pid, procRoot);
+    if (info.kind !== 'ok' || !inCgroup(info.cgroup, unitCgroup)) break;
+    startedAt = startTimeMsOf(info.stat, bootTimeMs);
   }
-  return { invocationId: own.kind === 'ok' ? own.id : null, startedAt };
+  if (invocationId === null) return { invocationId, startedAt };
+  for (const pid of await unitCgroupMembers(unitCgroup, procRoot, cgroupRoot)) {
+    const witness = await readInvocationId(pid, procRoot);
+    if (witness.kind !== 'id' || witness.id !== invocationId) continue;
+    const info = await readProcess(pid, procRoot);
+    if (info.kind !== 'ok' || !inCgroup(info.cgroup, unitCgroup)) continue;
+    const started = startTimeMsOf(info.stat, bootTimeMs);
+    if (startedAt === null || started < startedAt) startedAt = started;
+  }
+  return { invocationId, startedAt };
 }
 
 /** The chain of ancestors of pid (its parent, grandparent, … up to PID 1), read under procRoot. */
@@ -279,7 +312,7 @@ export async function prepareInspectContext(options: InspectOptions = {}): Promi
     bootTimeMs,
     reaperPids: new Set([1, ...(options.reaperPids ?? [])]),
     deviceNodes: await deviceNodes,
-    activation: await readActivation(selfPid, ancestors, unitCgroup, procRoot, bootTimeMs),
+    activation: await readActivation(selfPid, ancestors, unitCgroup, { procRoot, cgroupRoot: options.cgroupRoot ?? '/sys/fs/cgroup' }, bootTimeMs),
     userNames: await userNames.then((read) => (read.kind === 'ok' ? read.names : new Map<number, string>())),
   };
 }
@@ -345,23 +378,29 @@ type Attempt = { earlier: true; why: string } | { earlier: false; why: string; s
 
 /**
  * Tells a process of the unit cgroup from an earlier attempt from one of this activation:
- * INVOCATION_ID first (exact), else its start time against the activation's first process.
+ * INVOCATION_ID first (exact). Where its environment cannot answer (setproctitle wrote over it,
+ * it was cleared, it is unreadable) or gpugate has no INVOCATION_ID, its start time against the
+ * activation's start: one that started before it is a leftover whatever its environment shows.
  */
 async function attemptOf(pid: number, startTime: number | null, ctx: InspectContext): Promise<Attempt> {
   const mine = ctx.activation.invocationId;
   const theirs = await readInvocationId(pid, ctx.procRoot);
-  if (mine !== null && theirs.kind === 'ok' && theirs.id !== null) {
+  if (mine !== null && theirs.kind === 'id') {
     if (theirs.id === mine) return { earlier: false, sure: true, why: `started by this activation (same INVOCATION_ID ${mine})` };
     return { earlier: true, why: `started by an earlier activation (INVOCATION_ID ${theirs.id}, this one is ${mine})` };
   }
-  if (mine !== null) {
-    const what = theirs.kind === 'ok' ? 'has no INVOCATION_ID in its environment' : 'has an unreadable environment';
-    return { earlier: false, sure: false, why: `it ${what}, so which activation started it cannot be told` };
-  }
+  // With an INVOCATION_ID of its own, gpugate says why the environment did not answer.
+  const silent = mine !== null && theirs.kind === 'silent' ? `it ${theirs.why}; ` : '';
   const since = ctx.activation.startedAt;
-  if (since === null || startTime === null) return { earlier: false, sure: false, why: 'no INVOCATION_ID and no start times: which activation started it cannot be told' };
-  if (startTime < since) return { earlier: true, why: `started at ${new Date(startTime).toISOString()}, before this activation (${new Date(since).toISOString()})` };
-  return { earlier: false, sure: true, why: `started at ${new Date(startTime).toISOString()}, not before this activation (${new Date(since).toISOString()})` };
+  if (since === null || startTime === null) {
+    return { earlier: false, sure: false, why: `${silent}${mine === null ? 'no INVOCATION_ID and ' : ''}no start times: which activation started it cannot be told` };
+  }
+  const times = `started at ${new Date(startTime).toISOString()}`;
+  const bound = `this activation (${new Date(since).toISOString()})`;
+  if (startTime < since) return { earlier: true, why: `${silent}${times}, before ${bound}` };
+  // A leftover may still fork after this activation began: only an INVOCATION_ID could tell.
+  if (mine !== null) return { earlier: false, sure: false, why: `${silent}${times}, not before ${bound}: which activation started it cannot be told` };
+  return { earlier: false, sure: true, why: `${times}, not before ${bound}` };
 }
 
 /**

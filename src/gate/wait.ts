@@ -13,6 +13,7 @@ import { DeviceSelectionError } from './device-selection-error';
 import { engineView, isEngineMinFree, type EngineView } from './engine-view';
 import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, releasingHolders, reservedInUsed, usedExcludingReserved, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
 import { DEFAULT_INTERVAL_MS } from './gate-defaults';
+import { daemonNamed, disregardedDaemons } from './ignored-daemons';
 import { SnapshotPoller, snapshotOptionsFor, type PollResult, type ReadPlan } from './poller';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import { ErrorCode, GpugateError } from '../gpugate-error';
@@ -202,6 +203,8 @@ function deviceList(session: NvmlSession): Promise<GpuDevice[]> {
 interface KnownHolders {
   processes: GpuProcess[] | null;
   all: Holder[];
+  /** The pids of `all` proven to be ignored daemons. */
+  daemonPids: ReadonlySet<number>;
   /** Used memory when the list was read: a move beyond the tolerance makes the next poll read the list again. */
   usedAtRead: number | null;
 }
@@ -353,9 +356,10 @@ function computeModeBlocks(mode: GpuDevice['computeMode'], processes: GpuProcess
   return mode === 'exclusive_process' && (processes === null || processes === undefined || processes.length > 0);
 }
 
-async function holdersOf(processes: GpuProcess[] | null | undefined, index: number, takenAt: number, state: WaitState): Promise<Holder[]> {
+/** The holders of one unit's process list, and which of them are ignored daemons (see ignored-daemons.ts). */
+async function holdersOf(processes: GpuProcess[] | null | undefined, index: number, takenAt: number, state: WaitState): Promise<Pick<KnownHolders, 'all' | 'daemonPids'>> {
   const listed = listedProcesses([{ index, processes: processes ?? [] } as GpuDevice]);
-  return Promise.all(
+  const all = await Promise.all(
     listed.map(async (entry): Promise<Holder> => {
       if (state.inspectContext) return classifyHolder(entry, takenAt, await state.inspectContext());
       const info = await readProcess(entry.pid);
@@ -377,6 +381,11 @@ async function holdersOf(processes: GpuProcess[] | null | undefined, index: numb
       };
     }),
   );
+  // Only a holder carrying a daemon's name needs the proof (and the inspection context's /proc).
+  if (!all.some((holder) => daemonNamed(holder.comm, state.criteria.ignoreDaemons) !== null)) return { all, daemonPids: new Set() };
+  const procRoot = state.inspectContext ? (await state.inspectContext()).procRoot : '/proc';
+  const daemons = await disregardedDaemons(all, state.criteria.ignoreDaemons, procRoot);
+  return { all: daemons.holders, daemonPids: daemons.pids };
 }
 
 /** One evaluated read, and whether it read every field the verdict rests on (process lists and compute mode). */
@@ -419,7 +428,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     }
     let known = state.known.get(key);
     if (read !== undefined) {
-      known = { processes: read, all: await holdersOf(read, unit.index, snapshot.takenAt, state), usedAtRead: memory ? usedExcludingReserved(memory) : null };
+      known = { processes: read, ...(await holdersOf(read, unit.index, snapshot.takenAt, state)), usedAtRead: memory ? usedExcludingReserved(memory) : null };
       state.known.set(key, known);
     } else confirmed = false;
     const processes = known?.processes;
@@ -441,7 +450,10 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       stableForMs = useStability ? state.tracker.update(key, memory.freeBytes, receivedAtMs) : 0;
     }
     const all = known?.all ?? [];
-    const holders = all.filter((h) => !state.criteria.ignorePids.has(h.pid) && !(h.comm !== null && state.criteria.ignoreNames.has(h.comm)));
+    const daemonPids = known?.daemonPids;
+    const holders = all.filter(
+      (h) => !state.criteria.ignorePids.has(h.pid) && !(h.comm !== null && state.criteria.ignoreNames.has(h.comm)) && daemonPids?.has(h.pid) !== true,
+    );
     const ignoredPids = all.filter((h) => !holders.includes(h)).map((h) => h.pid);
     if (state.criteria.noProcesses) {
       if (processes === null || processes === undefined) {

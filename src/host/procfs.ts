@@ -345,6 +345,19 @@ export async function readFdTargets(pid: number, procRoot = '/proc'): Promise<{ 
   return { kind: 'ok', targets };
 }
 
+/**
+ * The target of /proc/PID/exe: the path of the executable the process runs, which only exec
+ * changes (the kernel appends " (deleted)" once that file is removed). Kernel threads have none.
+ */
+export async function readExecutable(pid: number, procRoot = '/proc'): Promise<{ kind: 'ok'; path: string } | ReadFailure> {
+  const link = path.join(procRoot, String(pid), 'exe');
+  try {
+    return { kind: 'ok', path: await fsp.readlink(link) };
+  } catch (error) {
+    return failureOf(error, link);
+  }
+}
+
 /** Reads the mapped file paths of /proc/PID/maps. */
 export async function readMappedPaths(pid: number, procRoot = '/proc'): Promise<{ kind: 'ok'; paths: string[] } | ReadFailure> {
   const file = path.join(procRoot, String(pid), 'maps');

@@ -77,8 +77,8 @@ describe('reapStale on a real snapshot of real processes', () => {
     cleanups.push(() => root.remove());
     const inUnit = `0::${UNIT}\n`;
     // systemd gives each activation its own INVOCATION_ID: the caller's is not the leftovers'.
-    const thisActivation = 'INVOCATION_ID=this-activation\0';
-    const earlier = 'INVOCATION_ID=earlier-activation\0';
+    const thisActivation = 'INVOCATION_ID=0123456789abcdef0123456789abcdef\0';
+    const earlier = 'INVOCATION_ID=fedcba9876543210fedcba9876543210\0';
     root.add({ pid: process.pid, copyFrom: process.pid, cgroup: inUnit, status: `Name:\tnode\nNSpid:\t${process.pid}\n`, environ: thisActivation });
     root.add({ pid: parent, copyFrom: parent, cgroup: inUnit, environ: thisActivation });
     root.add({ pid: 1, copyFrom: 1, cgroup: inUnit });

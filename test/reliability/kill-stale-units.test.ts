@@ -8,9 +8,12 @@
  * - a holder in doubt (no /dev/nvidia* descriptor) is never signalled, and says why;
  * - every skipped action is logged at notice level;
  * - interrupted during the grace, the SIGTERM already sent is in the JSON and the log;
- * - another service's engine (PPID 1, its own unit cgroup) is foreign, and `--stale fail` passes.
+ * - another service's engine (PPID 1, its own unit cgroup) is foreign, and `--stale fail` passes;
+ * - a worker named with a real setproctitle call (as vLLM names its workers), whose environment
+ *   then shows no INVOCATION_ID, is judged by its start time: a leftover when it started before
+ *   this activation, never signalled when it started after a process of this activation.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -59,6 +62,42 @@ async function stubbornIn(group: TestCgroup, device: string): Promise<number> {
     child.once('exit', () => reject(new Error('the stubborn process exited early')));
   });
   return child.pid!;
+}
+
+/** Debian's python3, which python3-setproctitle installs for. */
+const PYTHON = '/usr/bin/python3';
+const TITLED_WORKER = 'import sys, time, setproctitle\nsetproctitle.setproctitle(sys.argv[1])\nprint("ready", flush=True)\ntime.sleep(120)\n';
+
+function setproctitleUnavailable(): string | null {
+  const probe = spawnSync(PYTHON, ['-c', 'import setproctitle'], { stdio: 'ignore' });
+  return probe.status === 0 ? null : `${PYTHON} cannot import setproctitle (install python3-setproctitle)`;
+}
+
+/**
+ * A python worker holding `device` that names itself `title` with setproctitle, as vLLM's
+ * workers do, moved into `group`. Its environment is written over: /proc/PID/environ no longer
+ * shows the INVOCATION_ID it was started with.
+ */
+async function titledWorkerIn(group: TestCgroup, device: string, invocationId: string, title: string): Promise<number> {
+  const child = spawn('bash', ['-c', 'exec 3<"$1"; exec "$2" -c "$3" "$4"', 'bash', device, PYTHON, TITLED_WORKER, title], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+    env: activationEnv(invocationId),
+  });
+  children.push(child);
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', () => reject(new Error('the titled worker exited early')));
+  });
+  const pid = child.pid!;
+  group.join(pid);
+  expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).toMatch(new RegExp(`^${title}`));
+  expect(readFileSync(`/proc/${pid}/environ`, 'latin1')).not.toContain('INVOCATION_ID');
+  return pid;
+}
+
+/** The classification the command logged for `pid` before acting (the JSON shows the holders after). */
+function judgedLine(run: CliRun, pid: number): string {
+  return run.stderr.split('\n').find((line) => line.includes(`stale gpu=0 pid=${pid} `) || line.includes(`kill-stale pid=${pid} result=skipped`)) ?? '';
 }
 
 /** GPU 0 lists `pids` (10 MiB each, so the GPU itself counts as free). */
@@ -234,3 +273,46 @@ describe.skipIf(namedUnavailable !== null)(`another service's engine${namedUnava
   });
 });
 
+
+const titleUnavailable = namedUnavailable ?? setproctitleUnavailable();
+
+describe.skipIf(titleUnavailable !== null)(`workers named with setproctitle${titleUnavailable === null ? '' : ` (skipped: ${titleUnavailable})`}`, () => {
+  it('one that started before this activation is a leftover although its environment shows no INVOCATION_ID; one started after the activation began is never signalled', async () => {
+    const { unit } = makeServiceCgroup('named', 'gpugate-titled', cleanups);
+    const device = deviceStandIn(cleanups);
+    const leftover = await titledWorkerIn(unit, device, EARLIER_ACTIVATION, 'VLLM::Worker_TP0');
+    const gate = await startGate(unit, ['check', '--json', '--kill-stale', '--kill-grace', '500ms'], THIS_ACTIVATION);
+    // Started after the activation's first process (the gate's shell), by this activation.
+    const current = await titledWorkerIn(unit, device, THIS_ACTIVATION, 'VLLM::Worker_TP1');
+    gate.go([leftover, current]);
+    const run = await gate.done;
+    expect(run.code, run.stderr).toBe(0);
+    expect(judgedLine(run, leftover)).toMatch(/class=leftover .*shows no INVOCATION_ID .*started at .*, before this activation/);
+    expect(judgedLine(run, current)).toMatch(/class unverifiable .*shows no INVOCATION_ID .*not before this activation.*cannot be told/);
+    const signals = signalsOf(run);
+    expect(actionOf(signals, leftover)).toMatchObject({ signal: 'SIGTERM', sent: ['SIGTERM'], result: 'exited' });
+    expect(actionOf(signals, current)).toMatchObject({ signal: null, sent: [], result: 'skipped' });
+    await until('the leftover to be gone', () => !isAlive(leftover));
+    expect(isAlive(current)).toBe(true);
+  });
+
+  it("the activation began no later than a process showing gpugate's INVOCATION_ID: a titled worker started after it, before gpugate, is never signalled", async () => {
+    const { unit } = makeServiceCgroup('named', 'gpugate-titled-main', cleanups);
+    const device = deviceStandIn(cleanups);
+    const leftover = await titledWorkerIn(unit, device, EARLIER_ACTIVATION, 'VLLM::Worker_TP0');
+    // This activation's main process (its environment intact), then its titled worker, and only
+    // then gpugate (as an ExecReload= or ExecStartPost= line would run it).
+    const main = await holderIn(unit, { invocationId: THIS_ACTIVATION, device: null });
+    const worker = await titledWorkerIn(unit, device, THIS_ACTIVATION, 'VLLM::Worker_TP1');
+    const gate = await startGate(unit, ['check', '--json', '--kill-stale', '--kill-grace', '500ms'], THIS_ACTIVATION);
+    gate.go([leftover, worker]);
+    const run = await gate.done;
+    expect(run.code, run.stderr).toBe(0);
+    expect(judgedLine(run, leftover)).toMatch(/class=leftover /);
+    expect(judgedLine(run, worker)).toMatch(/class unverifiable .*not before this activation/);
+    expect(actionOf(signalsOf(run), worker)).toMatchObject({ signal: null, sent: [], result: 'skipped' });
+    await until('the leftover to be gone', () => !isAlive(leftover));
+    expect(isAlive(worker)).toBe(true);
+    expect(isAlive(main)).toBe(true);
+  });
+});

@@ -6,8 +6,9 @@
  *           every worker has loaded (READY=1 too when NOTIFY_SOCKET is set, for Type=notify),
  *           then crashes (exit 1) if the plan says so;
  *   engine  (VLLM::EngineCore): starts one worker per GPU, relays "loaded", exits with its parent;
- *   worker  (VLLM::Worker_TP<n>): applies vLLM's check free >= utilization x total on its GPU
- *           (a ValueError exit when short), claims its memory from the driver stand-in, loads for
+ *   worker  (VLLM::Worker_TP<n>, fake-vllm-worker.py): a Python process named with setproctitle,
+ *           as vLLM's are; applies vLLM's check free >= utilization x total on its GPU (a
+ *           ValueError exit when short), claims its memory from the driver stand-in, loads for
  *           LOAD ms. The orphan worker ignores SIGTERM and its parent's death for ORPHAN ms.
  * Plan (JSON file in $E2E_VLLM_PLAN): { tag, gpus, utilization, bytesPerGpu, loadMs, crashes,
  * crashAfterReadyMs, crashDuringLoad, orphanTp, orphanIgnoreMs, notify, events, claims, state, gpugate }.
@@ -16,6 +17,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
+const readline = require('node:readline');
 
 const plan = JSON.parse(fs.readFileSync(process.env.E2E_VLLM_PLAN, 'utf8'));
 const role = process.argv[2];
@@ -83,58 +85,35 @@ if (role === 'api') {
   let loading = 0;
   let checked = 0;
   const workers = [];
-  for (let tp = 0; tp < plan.gpus; tp += 1) {
-    const worker = child(['worker', String(tp)], `VLLM::Worker_TP${tp}`);
-    workers.push(worker);
-    worker.on('message', (message) => {
-      // Every worker passes its memory check before any loads, as vLLM's workers do.
-      if (message === 'checked' && (checked += 1) === plan.gpus) for (const w of workers) w.send('load');
-      if (message === 'loading' && (loading += 1) === plan.gpus) process.send('loading');
-      if (message === 'loaded' && (loaded += 1) === plan.gpus) process.send('ready');
-    });
-    worker.on('exit', (code) => {
-      if (code !== 0) process.exit(1);
-    });
-  }
-  process.on('disconnect', () => process.exit(1));
-  process.on('SIGTERM', () => process.exit(0));
-} else if (role === 'worker') {
-  const tp = Number(process.argv[3]);
-  const orphan = tp === plan.orphanTp;
-  let leaving = false;
-  const leave = () => {
-    if (leaving) return;
-    leaving = true;
-    // The orphan outlives its parent and ignores SIGTERM for a while, as in the incident.
-    setTimeout(() => process.exit(0), orphan ? plan.orphanIgnoreMs : 0);
-  };
-  process.on('SIGTERM', leave);
-  process.on('disconnect', leave);
+  // The workers are Python (fake-vllm-worker.py): the engine reads every GPU's memory for them
+  // through gpugate's library as it starts them, and each applies vLLM's check to its own GPU's.
   const { openNvml } = require(path.join(plan.gpugate, 'dist', 'index.js'));
-  openNvml().then(async (session) => {
-    const snapshot = await session.snapshot({ devices: [tp] });
-    await session.close();
-    const memory = snapshot.devices[0].memory;
-    const wanted = Math.ceil(memory.totalBytes * plan.utilization);
-    if (memory.freeBytes < wanted) {
-      const gib = (bytes) => (bytes / 1024 ** 3).toFixed(2);
-      process.stderr.write(`ValueError: Free memory on device cuda:${tp} (${gib(memory.freeBytes)}/${gib(memory.totalBytes)} GiB) on startup is less than desired GPU memory utilization (${plan.utilization}, ${gib(wanted)} GiB).\n`);
-      event('valueerror', { tp, freeBytes: memory.freeBytes });
-      process.exit(1);
+  const startWorkers = (snapshot) => {
+    for (let tp = 0; tp < plan.gpus; tp += 1) {
+      const memory = snapshot.devices.find((device) => device.index === tp).memory;
+      const worker = spawn('/usr/bin/python3', [path.join(__dirname, 'fake-vllm-worker.py'), String(tp), JSON.stringify(memory)], { stdio: ['pipe', 'pipe', 'inherit'] });
+      workers.push(worker);
+      // A worker that exits closes its pipe: writing to it then must not end the engine.
+      worker.stdin.on('error', () => {});
+      readline.createInterface({ input: worker.stdout }).on('line', (message) => {
+        // Every worker passes its memory check before any loads, as vLLM's workers do.
+        if (message === 'checked' && (checked += 1) === plan.gpus) for (const w of workers) w.stdin.write('load\n');
+        if (message === 'loading' && (loading += 1) === plan.gpus) process.send('loading');
+        if (message === 'loaded' && (loaded += 1) === plan.gpus) process.send('ready');
+      });
+      worker.on('exit', (code) => {
+        if (code !== 0) process.exit(1);
+      });
     }
-    process.on('message', (message) => {
-      if (message !== 'load') return;
-      const claim = path.join(plan.claims, `${process.pid}.json`);
-      fs.writeFileSync(`${claim}.tmp`, JSON.stringify({ pid: process.pid, startTicks: startTicks(process.pid), gpu: tp, bytes: plan.bytesPerGpu, name: `VLLM::Worker_TP${tp}` }));
-      fs.renameSync(`${claim}.tmp`, claim);
-      process.send('loading');
-      // After a crash the engine is gone: an orphan keeps its memory instead of failing to report.
-      setTimeout(() => process.connected && process.send('loaded'), plan.loadMs);
-    });
-    process.send('checked');
+  };
+  openNvml().then(async (session) => {
+    const snapshot = await session.snapshot();
+    await session.close();
+    startWorkers(snapshot);
   }, (error) => {
-    process.stderr.write(`worker ${tp}: ${error.message}\n`);
+    process.stderr.write(`engine: ${error.message}\n`);
     process.exit(1);
   });
-  setInterval(() => {}, 1 << 30);
+  process.on('disconnect', () => process.exit(1));
+  process.on('SIGTERM', () => process.exit(0));
 }
