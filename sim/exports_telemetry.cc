@@ -79,17 +79,22 @@ void fieldValue(const SimDevice& d, nvmlFieldValue_t& v, long long nowUs) {
     case GPUGATE_NVML_FI_DEV_POWER_INSTANT:
       if (!d.powerWatts.supported) break;
       v.valueType = GPUGATE_NVML_VALUE_TYPE_UNSIGNED_INT;
-      v.value.uiVal = milliwatts(d.powerWatts.value);
+      v.value.asUInt = milliwatts(d.powerWatts.value);
+      return;
+    case GPUGATE_NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
+      if (!d.recoveryAction.supported) break;
+      v.valueType = GPUGATE_NVML_VALUE_TYPE_UNSIGNED_INT;
+      v.value.asUInt = d.recoveryAction.value;
       return;
     case GPUGATE_NVML_FI_DEV_NVLINK_LINK_COUNT:
       v.valueType = GPUGATE_NVML_VALUE_TYPE_UNSIGNED_INT;
-      v.value.uiVal = d.nvlinkCount;
+      v.value.asUInt = d.nvlinkCount;
       return;
     default:
       if (v.fieldId >= GPUGATE_NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX && v.fieldId <= GPUGATE_NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX &&
           v.scopeId < d.nvlinkCount) {
         v.valueType = GPUGATE_NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
-        v.value.ullVal = 0;  // an idle link
+        v.value.asULongLong = 0;  // an idle link
         return;
       }
       break;
