@@ -278,7 +278,7 @@ describe.skipIf(!inInitialPidNamespace)('gpugate doctor on a simulated host', ()
     const gpu1 = lines.indexOf('GPU 1 (GPU-7e570000-0000-4000-8000-000000000001)');
     expect(lines[gpu1 + 1]).toMatch(/^ {2}FAIL {2}row remapping failed/);
     expect(lines[gpu1 + 2]).toMatch(/^ {8}-> the GPU has run out of spare memory rows/);
-    expect(lines[gpu1 + 3]).toMatch(/^ {2}pass {2}reachable, persistence-mode, compute-mode, mig-mode, ecc-errors/);
+    expect(lines[gpu1 + 3]).toMatch(/^ {2}pass {2}reachable, recovery-action, persistence-mode, compute-mode, mig-mode, ecc-errors/);
     expect(lines).toContain('kernel log');
     expect(lines).toContain('host');
     expect(run.stdout).toMatch(/\n\d+ checks: \d+ pass, 0 warn, 1 fail \(exit 69\)\n$/);
