@@ -8,7 +8,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { openNvml } from '../src/nvml/session';
+import { waitForGpusFree } from '../src/gate/wait';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
+import { freshSimulator } from './session-helpers';
 import { simDevice, testTempDir, writeScenario } from './helpers/sim';
 
 const work = fs.mkdtempSync(path.join(testTempDir(), 'recovery-'));
@@ -105,5 +108,28 @@ describe('a driver that cannot answer the recovery action gates as before', () =
     const device = (status.json.devices as Array<{ recoveryAction: unknown; fieldErrors: Record<string, unknown> }>)[0];
     expect(device?.recoveryAction).toBeNull();
     expect(device?.fieldErrors['recoveryAction']).toMatchObject({ code: 'NVML_ERROR_FUNCTION_NOT_FOUND' });
+  });
+});
+
+describe('the library reads the recovery action once, at open', () => {
+  it('session.devices and every snapshot carry it; waitForGpusFree rejects with GPUGATE_RECOVERY_REQUIRED', async () => {
+    const saved = process.env['GPUGATE_SIM_SCENARIO'];
+    process.env['GPUGATE_SIM_SCENARIO'] = scenario;
+    try {
+      const session = await openNvml({ libraryPath: freshSimulator() });
+      try {
+        expect(session.devices.map((d) => d.recoveryAction)).toEqual(['none', ...ACTIONS]);
+        const snapshot = await session.snapshot();
+        expect(snapshot.devices.map((d) => d.recoveryAction)).toEqual(['none', ...ACTIONS]);
+        expect(session.snapshotSync({ memoryOnly: true }).devices.map((d) => d.recoveryAction)).toEqual(['none', ...ACTIONS]);
+      } finally {
+        await session.close();
+      }
+      await expect(waitForGpusFree({ libraryPath: freshSimulator(), gpus: [3], minFree: { fraction: 0.5 }, timeoutMs: 60_000 }))
+        .rejects.toMatchObject({ name: 'NvmlError', code: 'GPUGATE_RECOVERY_REQUIRED', device: 3 });
+    } finally {
+      if (saved === undefined) delete process.env['GPUGATE_SIM_SCENARIO'];
+      else process.env['GPUGATE_SIM_SCENARIO'] = saved;
+    }
   });
 });
