@@ -12,7 +12,7 @@ import { openNvml } from '../src/nvml/session';
 import { waitForGpusFree } from '../src/gate/wait';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 import { freshSimulator } from './session-helpers';
-import { simDevice, testTempDir, writeScenario } from './helpers/sim';
+import { simDevice, simLibraryFor, testTempDir, writeScenario } from './helpers/sim';
 
 const work = fs.mkdtempSync(path.join(testTempDir(), 'recovery-'));
 afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
@@ -30,10 +30,10 @@ const scenario = writeScenario({
 });
 
 let runs = 0;
-/** The CLI with simulator call statistics written to a file of its own. */
+/** The CLI through the scenario's driver profile, with simulator call statistics written to a file of its own. */
 async function gpugate(args: string[], scenarioPath: string = scenario): Promise<{ code: number | null; json: Record<string, unknown>; stderr: string; calls: Record<string, number> }> {
   const stats = path.join(work, `stats-${++runs}.json`);
-  const run = await runCli([...args, '--json'], { env: cliEnv(scenarioPath, { GPUGATE_SIM_STATS: stats }), killAfterMs: 30_000 });
+  const run = await runCli([...args, '--json'], { env: cliEnv(scenarioPath, { GPUGATE_NVML_LIBRARY: simLibraryFor(scenarioPath), GPUGATE_SIM_STATS: stats }), killAfterMs: 30_000 });
   const calls = (JSON.parse(fs.readFileSync(stats, 'utf8')) as { calls: Record<string, number> }).calls;
   return { code: run.code, json: parseJsonOutput(run), stderr: run.stderr, calls };
 }
@@ -86,14 +86,20 @@ describe('a GPU that needs a recovery action ends the gate at once (exit 69)', (
 });
 
 describe('a driver that cannot answer the recovery action gates as before', () => {
-  it('the field answered NOT_SUPPORTED (drivers before r570): unknown, the gate passes', async () => {
-    const older = writeScenario({ devices: [simDevice(0, { recoveryAction: null })] });
+  it('a driver before 570 answers the field NOT_SUPPORTED: unknown, the gate passes even where the key names an action', async () => {
+    const older = writeScenario({ system: { driverVersion: '535.104.05' }, devices: [simDevice(0, { recoveryAction: 'gpu-reset' })] });
     const check = await gpugate(['check', '--gpus', '0'], older);
     expect(check.code, check.stderr).toBe(0);
     const status = await gpugate(['status'], older);
     const device = (status.json.devices as Array<{ recoveryAction: unknown; fieldErrors: Record<string, unknown> }>)[0];
     expect(device?.recoveryAction).toBeNull();
     expect(device?.fieldErrors['recoveryAction']).toMatchObject({ code: 'NVML_ERROR_NOT_SUPPORTED', fn: 'nvmlDeviceGetFieldValues' });
+  });
+
+  it('a GPU whose field answers NOT_SUPPORTED on a current driver (`null`): unknown, the gate passes', async () => {
+    const unsupported = writeScenario({ devices: [simDevice(0, { recoveryAction: null })] });
+    const check = await gpugate(['check', '--gpus', '0'], unsupported);
+    expect(check.code, check.stderr).toBe(0);
   });
 
   it('nvmlDeviceGetFieldValues itself failing (FUNCTION_NOT_FOUND): unknown, even on a GPU whose driver would name an action', async () => {
