@@ -132,6 +132,32 @@ typedef struct {
   unsigned char state;     // nvmlGpuFabricState_t: 0 not supported, 1 not started, 2 in progress, 3 completed
 } nvmlGpuFabricInfo_t;
 
+// nvmlDeviceGetFieldValues: the caller fills fieldId (and scopeId); the library fills the rest,
+// with a return code per field. The value is a union; valueType says which member holds it.
+typedef union {
+  double asDouble;
+  unsigned int asUInt;
+  unsigned long asULong;
+  unsigned long long asULongLong;
+  signed long long asSLongLong;
+  int asInt;
+  unsigned short asUShort;
+} nvmlFieldValueUnion_t;
+
+typedef struct {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;    // microseconds since the epoch, when the value was read
+  long long latencyUsec;  // how long the read took
+  int valueType;          // which union member holds the value (nvmlValueType_t)
+  nvmlReturn_t nvmlReturn;
+  nvmlFieldValueUnion_t value;
+} nvmlFieldValue_t;
+
+// Field 230: what the driver says must be done before the GPU is usable again
+// (nvmlDeviceGpuRecoveryAction_t: 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset).
+enum { GPUGATE_NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 230 };
+
 // Layout checks: these are the ABI facts; a wrong one is a silent memory corruption.
 #ifdef __cplusplus
 static_assert(sizeof(nvmlMemory_v1_t) == 24, "nvmlMemory_t");
@@ -145,6 +171,9 @@ static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t");
 static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t.busId");
 static_assert(sizeof(nvmlGpuFabricInfo_t) == 28, "nvmlGpuFabricInfo_t");
 static_assert(offsetof(nvmlGpuFabricInfo_t, state) == 24, "nvmlGpuFabricInfo_t.state");
+static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t");
+static_assert(offsetof(nvmlFieldValue_t, nvmlReturn) == 28, "nvmlFieldValue_t.nvmlReturn");
+static_assert(offsetof(nvmlFieldValue_t, value) == 32, "nvmlFieldValue_t.value");
 #endif
 
 // Function pointer types, one per entry point gpugate resolves (exported names in comments).
@@ -174,6 +203,7 @@ typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, int /*error
 typedef nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus_fn)(nvmlDevice_t, int* /*nvmlEnableState_t*/);
 typedef nvmlReturn_t (*nvmlDeviceGetClocksEventReasons_fn)(nvmlDevice_t, unsigned long long*);  // ...EventReasons, ...ThrottleReasons
 typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfo_fn)(nvmlDevice_t, nvmlGpuFabricInfo_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t, int, nvmlFieldValue_t*);
 
 // ECC counter selectors (nvmlMemoryErrorType_t, nvmlEccCounterType_t).
 enum { GPUGATE_NVML_MEMORY_ERROR_UNCORRECTED_TYPE = 1, GPUGATE_NVML_VOLATILE_ECC_COUNTER = 0 };

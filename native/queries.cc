@@ -212,6 +212,19 @@ DeviceIdentity ReadIdentity(const SymbolTable& symbols, unsigned index) {
       fieldError("computeCapability", kDeviceGetCudaComputeCapability, code);
     }
   }
+  // The recovery action changes only with an Xid 154 that needs operator action, so it is read
+  // once here and not per poll. Drivers before r570 have no such field: it stays unknown.
+  if (!symbols.Has(kDeviceGetFieldValues)) {
+    fieldError("recoveryAction", kDeviceGetFieldValues, NVML_ERROR_FUNCTION_NOT_FOUND);
+  } else {
+    nvmlFieldValue_t field;
+    std::memset(&field, 0, sizeof field);
+    field.fieldId = GPUGATE_NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+    code = symbols.Get<nvmlDeviceGetFieldValues_fn>(kDeviceGetFieldValues)(device, 1, &field);
+    if (code == NVML_SUCCESS) code = field.nvmlReturn;
+    if (code == NVML_SUCCESS) identity.recoveryAction = field.value.asUInt;
+    else fieldError("recoveryAction", kDeviceGetFieldValues, code);
+  }
   return identity;
 }
 

@@ -1,11 +1,11 @@
 // What gpugate reads from NVML, per session and per snapshot.
 //
-// Identity (name, UUID, PCI bus id, minor number, compute capability, the handle) is read once
-// when a session opens. A snapshot reads memory (_v2, else v1), modes, utilisation,
-// temperature, power, optionally the process lists, and the MIG devices of a GPU in MIG mode
-// (NOT_FOUND slots are holes, skipped). A device-level failure (GPU lost) stops that device
-// only; any other failure nulls one field and is recorded. Nothing here loops on time, sleeps
-// or decides policy.
+// Identity (name, UUID, PCI bus id, minor number, compute capability, the recovery action of
+// field 230, the handle) is read once when a session opens. A snapshot reads memory (_v2, else
+// v1), modes, utilisation, temperature, power, optionally the process lists, and the MIG devices
+// of a GPU in MIG mode (NOT_FOUND slots are holes, skipped). A device-level failure (GPU lost)
+// stops that device only; any other failure nulls one field and is recorded. Nothing here loops
+// on time, sleeps or decides policy.
 #pragma once
 
 #include <vector>

@@ -34,6 +34,7 @@ struct DeviceIdentity {
   double minorNumber = kNull;
   int computeCapabilityMajor = -1;
   int computeCapabilityMinor = -1;
+  double recoveryAction = kNull;  // NVML's recovery action code (field 230); NaN when unread
   std::vector<CallError> fieldErrors;
 };
 

@@ -330,6 +330,7 @@ Napi::Object OpenResultToJs(Napi::Env env, const SessionCore& core) {
     } else {
       device.Set("computeCapability", env.Null());
     }
+    device.Set("recoveryAction", std::isnan(identity.recoveryAction) ? env.Null() : Napi::Number::New(env, identity.recoveryAction));
     device.Set("error", identity.hasError ? Napi::Value(CallErrorToJs(env, identity.error)) : env.Null());
     Napi::Array fieldErrors = Napi::Array::New(env, identity.fieldErrors.size());
     for (size_t i = 0; i < identity.fieldErrors.size(); ++i) {

@@ -44,6 +44,7 @@ const std::vector<LogicalFunction>& Functions() {
        "deviceGetCudaComputeCapability",
        false,
        {{"nvmlDeviceGetCudaComputeCapability", 1}}},
+      {kDeviceGetFieldValues, "deviceGetFieldValues", false, {{"nvmlDeviceGetFieldValues", 1}}},
       {kDeviceGetMemoryInfo,
        "deviceGetMemoryInfo",
        false,

@@ -29,6 +29,7 @@ enum Fn : int {
   kDeviceGetMinorNumber,
   kDeviceGetPciInfo,
   kDeviceGetCudaComputeCapability,
+  kDeviceGetFieldValues,  // read once at open, for the recovery action (field 230)
   kDeviceGetMemoryInfo,
   kDeviceGetMemoryInfoV1,  // the v1 query, kept as a fallback when the _v2 query is refused
   kDeviceGetComputeRunningProcesses,

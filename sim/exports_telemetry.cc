@@ -9,6 +9,7 @@
 #include "device_call.h"
 #include "export.h"
 #include "nvml_abi_extra.h"
+#include "symbols.h"
 
 using namespace gpugate_sim;
 
@@ -70,8 +71,8 @@ nvmlReturn_t driverModel(int sym, nvmlDevice_t device, int* current, int* pendin
   });
 }
 
-/** Fills one field value (nvmlFieldValue_t) for GPU `d`. */
-void fieldValue(const SimDevice& d, nvmlFieldValue_t& v, long long nowUs) {
+/** Fills one field value (nvmlFieldValue_t) for GPU `d`; `recoveryField`: the driver knows field 230. */
+void fieldValue(const SimDevice& d, nvmlFieldValue_t& v, long long nowUs, bool recoveryField) {
   v.timestamp = nowUs;
   v.latencyUsec = 0;
   v.nvmlReturn = NVML_SUCCESS;
@@ -79,17 +80,22 @@ void fieldValue(const SimDevice& d, nvmlFieldValue_t& v, long long nowUs) {
     case GPUGATE_NVML_FI_DEV_POWER_INSTANT:
       if (!d.powerWatts.supported) break;
       v.valueType = GPUGATE_NVML_VALUE_TYPE_UNSIGNED_INT;
-      v.value.uiVal = milliwatts(d.powerWatts.value);
+      v.value.asUInt = milliwatts(d.powerWatts.value);
+      return;
+    case GPUGATE_NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
+      if (!recoveryField || !d.recoveryAction.supported) break;
+      v.valueType = GPUGATE_NVML_VALUE_TYPE_UNSIGNED_INT;
+      v.value.asUInt = d.recoveryAction.value;
       return;
     case GPUGATE_NVML_FI_DEV_NVLINK_LINK_COUNT:
       v.valueType = GPUGATE_NVML_VALUE_TYPE_UNSIGNED_INT;
-      v.value.uiVal = d.nvlinkCount;
+      v.value.asUInt = d.nvlinkCount;
       return;
     default:
       if (v.fieldId >= GPUGATE_NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX && v.fieldId <= GPUGATE_NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX &&
           v.scopeId < d.nvlinkCount) {
         v.valueType = GPUGATE_NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
-        v.value.ullVal = 0;  // an idle link
+        v.value.asULongLong = 0;  // an idle link
         return;
       }
       break;
@@ -222,7 +228,8 @@ GPUGATE_SIM_API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int v
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long long nowUs = static_cast<long long>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
-    for (int i = 0; i < valuesCount; i++) fieldValue(*r.device, values[i], nowUs);
+    const bool recoveryField = driverHasRecoveryActionField(runtime().live.system.driverVersion.c_str());
+    for (int i = 0; i < valuesCount; i++) fieldValue(*r.device, values[i], nowUs, recoveryField);
     return NVML_SUCCESS;
   });
 }

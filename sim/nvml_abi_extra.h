@@ -48,25 +48,6 @@ typedef struct {
 
 #define GPUGATE_NVML_TEMPERATURE_V1_VERSION GPUGATE_NVML_STRUCT_VERSION(nvmlTemperature_t, 1)
 
-typedef union {
-  double dVal;
-  int siVal;
-  unsigned int uiVal;
-  unsigned long ulVal;
-  unsigned long long ullVal;
-  signed long long sllVal;
-  unsigned short usVal;
-} nvmlValue_t;
-
-typedef struct {
-  unsigned int fieldId;
-  unsigned int scopeId;
-  long long timestamp;    // microseconds since 1970
-  long long latencyUsec;
-  int valueType;          // nvmlValueType_t
-  nvmlReturn_t nvmlReturn;
-  nvmlValue_t value;
-} nvmlFieldValue_t;
 
 }  // extern "C"
 
@@ -97,4 +78,3 @@ static_assert(GPUGATE_NVML_PROCESS_DETAIL_LIST_V1_VERSION == 0x01000018u, "nvmlP
 static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t");
 static_assert(sizeof(nvmlTemperature_t) == 12, "nvmlTemperature_v1_t");
 static_assert(GPUGATE_NVML_TEMPERATURE_V1_VERSION == 0x0100000Cu, "nvmlTemperature_v1 version");
-static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t");

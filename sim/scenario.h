@@ -136,6 +136,8 @@ struct SimDevice {
   Supported<uint64_t> clockEventReasons;  // nvmlClocksEventReasons bits
   Supported<SimPcieLink> pcieLink;
   Supported<SimFabric> fabric;
+  // Field value 230 (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): nvmlDeviceGpuRecoveryAction_t, 0 none.
+  Supported<unsigned> recoveryAction{true, 0};
   std::vector<SimProcess> processes;
   std::vector<SimMigDevice> migDevices;
   uint32_t claimedProcessCount = 0;  // a faulty driver's size answer for every process list (0: none)
@@ -184,6 +186,7 @@ enum DeviceFieldBits : uint64_t {
   kFieldClockEventReasons = 1ull << 38,
   kFieldPcieLink = 1ull << 39,
   kFieldFabric = 1ull << 40,
+  kFieldRecoveryAction = 1ull << 41,
 };
 
 /** Copies the fields named by `mask` from `patch` into `target`. */

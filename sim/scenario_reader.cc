@@ -74,6 +74,7 @@ void applyDevicePatch(SimDevice& t, const SimDevice& p, uint64_t m) {
   if (m & kFieldClockEventReasons) t.clockEventReasons = p.clockEventReasons;
   if (m & kFieldPcieLink) t.pcieLink = p.pcieLink;
   if (m & kFieldFabric) t.fabric = p.fabric;
+  if (m & kFieldRecoveryAction) t.recoveryAction = p.recoveryAction;
 }
 
 namespace {
@@ -342,7 +343,7 @@ const char* const kDeviceKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "p
                                    "performanceState", "eccErrors", "encoderUtilization", "decoderUtilization",
                                    "displayActive", "displayMode", "pcieThroughputKBps", "serial", "bar1Memory",
                                    "nvlinkCount", "remappedRows", "retiredPagesPending", "clockEventReasons", "pcieLink",
-                                   "fabric", nullptr};
+                                   "fabric", "recoveryAction", nullptr};
 
 const char* const kSetKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciSubSystemId", "minorNumber",
                                 "computeCapability", "memory", "persistenceMode", "computeMode", "migMode",
@@ -352,7 +353,7 @@ const char* const kSetKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciS
                                 "performanceState", "eccErrors", "encoderUtilization", "decoderUtilization",
                                 "displayActive", "displayMode", "pcieThroughputKBps", "serial", "bar1Memory",
                                 "nvlinkCount", "remappedRows", "retiredPagesPending", "clockEventReasons", "pcieLink",
-                                "fabric", "faults", nullptr};
+                                "fabric", "recoveryAction", "faults", nullptr};
 
 /** A key holding an integer 0..max or null (NOT_SUPPORTED). */
 void readOptionalUnsigned(const JsonValue& v, const char* key, int64_t max, Supported<unsigned>& out, uint64_t bit, uint64_t& mask) {
@@ -394,8 +395,25 @@ const char* const kClockEventReasonNames[] = {"gpu_idle", "applications_clocks_s
                                               "sync_boost", "sw_thermal_slowdown", "hw_thermal_slowdown",
                                               "hw_power_brake_slowdown", "display_clock_setting", nullptr};
 
-/** The health queries' fields: remapped rows, retired pages, clock event reasons, PCIe link, fabric. */
+/** The names of nvmlDeviceGpuRecoveryAction_t's values, in value order (0 none .. 4 drain and reset). */
+const char* const kRecoveryActionNames[] = {"none", "gpu-reset", "node-reboot", "drain-p2p", "drain-and-reset", nullptr};
+
+/** The health queries' fields: remapped rows, retired pages, clock event reasons, PCIe link, fabric, recovery action. */
 void readHealthFields(const JsonValue& v, SimDevice& d, uint64_t& mask) {
+  if (const JsonValue* x = v.find("recoveryAction")) {
+    d.recoveryAction.supported = x->kind != Kind::Null;
+    if (d.recoveryAction.supported) {
+      int found = -1;
+      for (int i = 0; kRecoveryActionNames[i] != nullptr; i++) {
+        if (x->kind == Kind::String && x->stringValue == kRecoveryActionNames[i]) found = i;
+      }
+      if (found < 0) {
+        fail(x->pos, "expected \"none\", \"gpu-reset\", \"node-reboot\", \"drain-p2p\", \"drain-and-reset\" or null for \"recoveryAction\"");
+      }
+      d.recoveryAction.value = static_cast<unsigned>(found);
+    }
+    mask |= kFieldRecoveryAction;
+  }
   if (const JsonValue* x = v.find("remappedRows")) {
     d.remappedRows.supported = x->kind != Kind::Null;
     if (d.remappedRows.supported) {

@@ -116,6 +116,12 @@ int cudaDriverVersionFor(const char* version) {
   return found;
 }
 
+bool driverHasRecoveryActionField(const char* version) {
+  constexpr long kFirstDriverWithRecoveryAction = 570000;  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: R570's nvml.h
+  long key = driverKey(version);
+  return key < 0 || key >= kFirstDriverWithRecoveryAction;
+}
+
 int v3EntryBytes(int profile) { return profile >= 0 && profile < kProfileCount && kProfiles[profile].v3EntryBytes != 0 ? kProfiles[profile].v3EntryBytes : 24; }
 
 }  // namespace gpugate_sim

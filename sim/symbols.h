@@ -49,6 +49,9 @@ int profileForDriverVersion(const char* version);
 /** The CUDA driver version (13000 = 13.0) the branch of `version` reports, or 0 without a MAJOR.MINOR. */
 int cudaDriverVersionFor(const char* version);
 
+/** Whether a driver of `version` knows field 230, the GPU recovery action (nvml.h from R570 on); true without a MAJOR.MINOR. */
+bool driverHasRecoveryActionField(const char* version);
+
 /** Bytes per entry written by the _v3 process lists in `profile` (24 or 32). */
 int v3EntryBytes(int profile);
 

@@ -46,6 +46,11 @@ export const ErrorCode = {
    * inside a container): its free memory cannot be judged where gpugate runs, and waiting cannot help.
    */
   memoryUnjudgeable: 'GPUGATE_MEMORY_UNJUDGEABLE',
+  /**
+   * NvmlError: a selected GPU's driver names a recovery action (reset, reboot, drain…, NVML's
+   * field 230, Xid 154): it will not free up by waiting; the operator must act.
+   */
+  recoveryRequired: 'GPUGATE_RECOVERY_REQUIRED',
   /** SystemdUnavailableError: systemctl could not be asked (not installed, systemd not running, no answer in time). */
   systemdUnavailable: 'GPUGATE_SYSTEMD_UNAVAILABLE',
   /** ForeignFileError: a file gpugate was to replace is not one it wrote (or changed meanwhile): left alone. */

@@ -20,6 +20,12 @@ export interface GpuProcess {
   computeInstanceId: number | null;
 }
 
+/**
+ * What the driver says must be done before a GPU is usable again (NVML's recovery action, field
+ * 230): 'none', or an action; a value gpugate does not name is `action-N`.
+ */
+export type RecoveryAction = 'none' | 'gpu-reset' | 'node-reboot' | 'drain-p2p' | 'drain-and-reset' | `action-${number}`;
+
 /** Which NVML memory query produced the numbers. */
 export type MemorySource = 'v2' | 'v1';
 
@@ -75,6 +81,8 @@ export interface GpuDevice {
   minorNumber: number | null;
   /** e.g. '12.0', or null when unreadable. */
   computeCapability: string | null;
+  /** The driver's recovery action, read once when the session opened; null when unreadable (drivers before r570; see fieldErrors.recoveryAction). */
+  recoveryAction: RecoveryAction | null;
   memory: GpuMemory | null;
   /** Present when the snapshot asked for processes (null when the list could not be read). */
   processes?: GpuProcess[] | null;
@@ -206,6 +214,8 @@ export interface GpuIdentity {
   pciBusId: string;
   minorNumber: number | null;
   computeCapability: string | null;
+  /** The driver's recovery action (field 230); null when unreadable. */
+  recoveryAction: RecoveryAction | null;
   /** Set when even the device handle could not be obtained: every snapshot reports this error for it. */
   error: FieldError | null;
 }

@@ -87,7 +87,7 @@ describe.skipIf(!inInitialPidNamespace)('gpugate doctor on a simulated host', ()
     expect(notPassing(document)).toEqual([]);
     expect(document).toMatchObject({ result: 'pass', exitCode: 0, gpuCount: 8 });
     const gpuIds = document.checks.filter((c) => c.subject.startsWith('GPU 3 ')).map((c) => c.id);
-    expect(gpuIds).toEqual(['gpu.reachable', 'gpu.persistence-mode', 'gpu.compute-mode', 'gpu.mig-mode', 'gpu.remapped-rows', 'gpu.ecc-errors',
+    expect(gpuIds).toEqual(['gpu.reachable', 'gpu.recovery-action', 'gpu.persistence-mode', 'gpu.compute-mode', 'gpu.mig-mode', 'gpu.remapped-rows', 'gpu.ecc-errors',
       'gpu.retired-pages', 'gpu.clock-events', 'gpu.pcie-link', 'gpu.fabric']);
     expect(checkOf(document, 'driver.version-match').evidence).toMatchObject({ libraryVersion: '580.95.05', kernelModuleVersion: '580.95.05' });
     expect(checkOf(document, 'host.persistenced').evidence['pids']).toEqual([persistenced?.pid]);
@@ -118,6 +118,20 @@ describe.skipIf(!inInitialPidNamespace)('gpugate doctor on a simulated host', ()
       'GPU 1 (GPU-7e570000-0000-4000-8000-000000000001): gpu.remapped-rows fail',
     ]);
     expect(checkOf(document, 'gpu.remapped-rows', 'GPU 1 ').evidence).toEqual({ correctable: 0, uncorrectable: 9, pending: false, failureOccurred: true });
+    expect(document).toMatchObject({ result: 'fail', exitCode: 69 });
+  });
+
+  it('fails a GPU whose driver names a recovery action (which DCGM reports healthy), naming the action and what to do (exit 69)', async () => {
+    const scenario = writeScenario({ devices: [simDevice(0), simDevice(1, { recoveryAction: 'drain-and-reset' }), simDevice(2, { recoveryAction: null })] });
+    const { document } = await doctor(scenario);
+    expect(notPassing(document)).toEqual(['GPU 1 (GPU-7e570000-0000-4000-8000-000000000001): gpu.recovery-action fail']);
+    const failed = checkOf(document, 'gpu.recovery-action', 'GPU 1 ');
+    expect(failed.evidence).toEqual({ recoveryAction: 'drain-and-reset' });
+    expect(failed.summary).toContain('needs recovery action drain-and-reset');
+    expect(failed.advice).toMatch(/drain its work, then reset it \(nvidia-smi -r -i 1\)/);
+    expect(checkOf(document, 'gpu.recovery-action', 'GPU 0 ')).toMatchObject({ status: 'pass', evidence: { recoveryAction: 'none' } });
+    // A driver without the field (before r570): nothing to judge, a pass that says so.
+    expect(checkOf(document, 'gpu.recovery-action', 'GPU 2 ')).toMatchObject({ status: 'pass', evidence: { code: 'NVML_ERROR_NOT_SUPPORTED', fn: 'nvmlDeviceGetFieldValues' } });
     expect(document).toMatchObject({ result: 'fail', exitCode: 69 });
   });
 
@@ -264,7 +278,7 @@ describe.skipIf(!inInitialPidNamespace)('gpugate doctor on a simulated host', ()
     const gpu1 = lines.indexOf('GPU 1 (GPU-7e570000-0000-4000-8000-000000000001)');
     expect(lines[gpu1 + 1]).toMatch(/^ {2}FAIL {2}row remapping failed/);
     expect(lines[gpu1 + 2]).toMatch(/^ {8}-> the GPU has run out of spare memory rows/);
-    expect(lines[gpu1 + 3]).toMatch(/^ {2}pass {2}reachable, persistence-mode, compute-mode, mig-mode, ecc-errors/);
+    expect(lines[gpu1 + 3]).toMatch(/^ {2}pass {2}reachable, recovery-action, persistence-mode, compute-mode, mig-mode, ecc-errors/);
     expect(lines).toContain('kernel log');
     expect(lines).toContain('host');
     expect(run.stdout).toMatch(/\n\d+ checks: \d+ pass, 0 warn, 1 fail \(exit 69\)\n$/);

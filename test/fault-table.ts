@@ -77,7 +77,7 @@ export type FaultStage =
   | 'system'
   /** nvmlDeviceGetHandleByIndex: the device carries the error for the whole session. */
   | 'handle'
-  /** name / UUID / PCI / minor / capability, read once at open: that identity field errs. */
+  /** name / UUID / PCI / minor / capability / recovery action, read once at open: that identity field errs. */
   | 'identity'
   /** nvmlDeviceGetMemoryInfo_v2: refused codes fall back to v1; others err on `memory`. */
   | 'memory'
@@ -126,6 +126,7 @@ export const FAULT_TABLE: readonly FaultRow[] = [
   { logical: 'deviceGetMinorNumber', stage: 'identity', field: 'minorNumber' },
   { logical: 'deviceGetPciInfo', stage: 'identity', field: 'pciBusId' },
   { logical: 'deviceGetCudaComputeCapability', stage: 'identity', field: 'computeCapability' },
+  { logical: 'deviceGetFieldValues', stage: 'identity', field: 'recoveryAction' },
   { logical: 'deviceGetMemoryInfo', stage: 'memory', field: 'memory' },
   { logical: 'deviceGetMemoryInfoV1', stage: 'memory-v1', field: 'memory' },
   { logical: 'deviceGetComputeRunningProcesses', stage: 'process-list', field: 'processes' },

@@ -569,6 +569,14 @@ describe('driver judging (the open questions a real run answers)', () => {
     expect(judgeFacts(facts({ recoveryAction: { error: 'NVML_ERROR_INVALID_ARGUMENT' } })).record.status).toBe('pass');
   });
 
+  it('fails when gpugate\'s check does not act on the driver\'s recovery action, or refuses a GPU that needs none', () => {
+    const refused = { command: 'check', result: 'unavailable', exitCode: 69, error: { code: 'GPUGATE_RECOVERY_REQUIRED' } };
+    const reset = facts({ recoveryAction: { value: 1, action: 'gpu-reset' } });
+    expect(judgeFacts(reset, { check: refused }).record.status).toBe('pass');
+    expect(failedChecks(judgeFacts(reset, { check: gateJson(true) }).record)).toEqual(['GPU 0 gpugate acts on the recovery action']);
+    expect(failedChecks(judgeFacts(facts(), { check: refused }).record)).toEqual(['GPU 0 gpugate acts on the recovery action']);
+  });
+
   it('records CUDA\'s total against NVML\'s and what one context costs', () => {
     const cuda = {
       available: true, cudaTotalBytes: 97247 * MiB, cudaDeviceTotalBytes: 97247 * MiB, cudaFreeWithContextBytes: 96134 * MiB,

@@ -164,7 +164,7 @@ describe('what a snapshot costs in NVML calls', () => {
     expect(calls['nvmlInit_v2']).toBe(1);
     expect(calls['nvmlShutdown']).toBe(1);
     for (const identity of ['nvmlDeviceGetHandleByIndex_v2', 'nvmlDeviceGetName', 'nvmlDeviceGetUUID', 'nvmlDeviceGetPciInfo_v3',
-      'nvmlDeviceGetMinorNumber', 'nvmlDeviceGetCudaComputeCapability']) {
+      'nvmlDeviceGetMinorNumber', 'nvmlDeviceGetCudaComputeCapability', 'nvmlDeviceGetFieldValues']) {
       expect(calls[identity], identity).toBe(8);
     }
     expect(calls['nvmlDeviceGetMemoryInfo_v2']).toBe(8 * (5 + 3 + 1));

@@ -9,6 +9,7 @@
  * exit 69, on every start); gpugate's reservedInUsed agrees with the driver's semantics; the
  * process lists answer a code gpugate explains (readable, NO_PERMISSION or NOT_SUPPORTED); the
  * recovery action is none or a documented action, or the field is unsupported by this driver;
+ * gpugate's check of the chosen GPU ends with GPUGATE_RECOVERY_REQUIRED exactly when it is an action;
  * gpugate's `--for vllm` total (NVML total - reserved) is CUDA's measured total.
  *
  * usage: node driver-facts.cjs --facts FILE --facts-rc N --facts-stderr FILE --out FILE [--check FILE]
@@ -72,6 +73,18 @@ function judgeEngineView(step, cuda, gpu, gateGpu) {
   step.note(`GPU ${gpu}: gpugate estimates vLLM's CUDA context at ${mib(view.contextBytes)}, one bare context measured ${mib(cuda.contextBytes)}${over > 0 ? ` (${mib(over)} more: add this model to src/gate/cuda-context-sizes.ts)` : ''}`);
 }
 
+/**
+ * Whether `gpugate check` of the same GPU acted on the recovery action the driver reports: an
+ * action must end it with GPUGATE_RECOVERY_REQUIRED, none must not. Judged only when both answered.
+ */
+function judgeGateRecovery(step, gpu, document) {
+  const recovery = gpu?.recoveryAction;
+  if (document === null || document === undefined || recovery === undefined || recovery.error !== undefined) return;
+  const refused = document.error?.code === 'GPUGATE_RECOVERY_REQUIRED';
+  step.check(`GPU ${gpu.index} gpugate acts on the recovery action`, refused === (recovery.action !== 'none'),
+    `driver ${recovery.action}, gpugate check ${document.error?.code ?? document.result ?? 'no result'}`);
+}
+
 function noteCuda(step, cuda, gpu, gateGpu) {
   if (!cuda.available) {
     step.note(`GPU ${gpu}: no CUDA context measured (${cuda.reason})`);
@@ -113,6 +126,7 @@ function main() {
   noteCuda(step, value.cuda, value.gpu, gateGpus.find((g) => g.index === value.gpu));
   step.data.facts = value;
   const chosen = value.gpus.find((g) => g.index === value.gpu);
+  if (gate !== null && gate.error === undefined) judgeGateRecovery(step, chosen, gate.value);
   const semantics = chosen?.memory?.v2?.semantics ?? 'v2 unread';
   step.write(o.out, `driver ${value.driverVersion}: v2 ${semantics}; ${value.gpus.length} GPU(s) read`);
 }

@@ -15,7 +15,7 @@ export const ExitCode = {
   ok: 0,
   /** Usage error: unknown flag, bad size or duration. */
   usage: 64,
-  /** NVML missing or failing to initialise, version mismatch, GPU lost (also as the GPU a UUID may name), NVML call hung, memory figures that do not add up or cannot be judged here; systemctl unreachable. */
+  /** NVML missing or failing to initialise, version mismatch, GPU lost (also as the GPU a UUID may name), NVML call hung, memory figures that do not add up or cannot be judged here, a GPU whose driver names a recovery action (reset, reboot, drain); systemctl unreachable. */
   unavailable: 69,
   /** Internal error: a bug in gpugate. */
   software: 70,
@@ -76,6 +76,7 @@ const EXIT_CODE_OF_ERROR: Record<Exclude<GpugateErrorCode, typeof ErrorCode.comm
   [ErrorCode.nativeFailure]: ExitCode.unavailable,
   [ErrorCode.memoryImplausible]: ExitCode.unavailable,
   [ErrorCode.memoryUnjudgeable]: ExitCode.unavailable,
+  [ErrorCode.recoveryRequired]: ExitCode.unavailable,
   [ErrorCode.systemdUnavailable]: ExitCode.unavailable,
   [ErrorCode.foreignFile]: ExitCode.noPermission,
   [ErrorCode.leaseLockTimeout]: ExitCode.tempFail,

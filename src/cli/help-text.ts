@@ -87,7 +87,7 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
   },
   doctor: {
     usage: ['gpugate doctor [options]'],
-    about: 'Quick, read-only health checks (in the spirit of DCGM\'s level-1 diagnostic), each pass, warn or fail with its evidence\nand what to do: the driver (NVML and kernel module versions, the 535.43-535.86 process-list branch, CUDA version),\nevery GPU (persistence, compute and MIG modes, remapped rows, ECC, retired pages, clock slowdowns, PCIe link, fabric),\nthe kernel\'s NVRM Xid messages of this boot, and the host (device nodes, container, PID namespace,\nCUDA_VISIBLE_DEVICES ordering, nvidia-persistenced); with --unit, the systemd unit the gate protects (start limits that\nend a crash loop, the gate in ExecStartPre=, TimeoutStartSec=, NotifyAccess=, KillMode=, --gpu-memory-utilization). Changes nothing.',
+    about: 'Quick, read-only health checks (in the spirit of DCGM\'s level-1 diagnostic), each pass, warn or fail with its evidence\nand what to do: the driver (NVML and kernel module versions, the 535.43-535.86 process-list branch, CUDA version),\nevery GPU (the driver\'s recovery action, persistence, compute and MIG modes, remapped rows, ECC, retired pages,\nclock slowdowns, PCIe link, fabric), the kernel\'s NVRM Xid messages of this boot, and the host (device nodes,\ncontainer, PID namespace, CUDA_VISIBLE_DEVICES ordering, nvidia-persistenced); with --unit, the systemd unit the gate\nprotects (start limits that end a crash loop, the gate in ExecStartPre=, TimeoutStartSec=, NotifyAccess=, KillMode=,\n--gpu-memory-utilization). Changes nothing.',
     examples: [
       'gpugate doctor',
       'gpugate doctor --json > doctor.json',

@@ -1,11 +1,12 @@
 /**
  * The per-GPU checks of `gpugate doctor`, from one full snapshot and the GPU's health readings:
- * reachable, persistence mode (off on a multi-GPU host: every attach pays the driver's
+ * reachable, the driver's recovery action, persistence mode (off on a multi-GPU host: every attach pays the driver's
  * initialisation), compute mode, MIG mode pending a reset, remapped rows, volatile uncorrected
  * ECC errors, retired pages pending, clock event reasons that mean hardware trouble, the PCIe
  * link below its maximum, and fabric registration. A query the GPU does not support passes.
  */
 import type { ClockEventReason, FieldError, GpuDevice, GpuHealth } from '../types';
+import { recoveryRemedy } from '../nvml/recovery-action';
 import type { DoctorCheck, DoctorStatus } from './doctor-check';
 import type { NvmlOpenFailure } from './driver-checks';
 
@@ -62,6 +63,15 @@ function reachable(context: Context): DoctorCheck {
     error.code === 'NVML_ERROR_GPU_IS_LOST'
       ? 'the GPU has fallen off the bus (look for Xid 79 in the kernel log): reset it or reboot the host'
       : 'reset the GPU (nvidia-smi -r -i INDEX) or reboot the host');
+}
+
+/** The driver's recovery action (field 230, read when the session opened): any action fails; DCGM reports such a GPU healthy. */
+function recoveryAction(context: Context): DoctorCheck {
+  const action = context.device.recoveryAction;
+  if (action === null) return unread(context, 'recovery-action', 'the recovery action', context.device.fieldErrors['recoveryAction']);
+  if (action === 'none') return check(context, 'recovery-action', 'pass', 'the driver names no recovery action', { recoveryAction: action });
+  return check(context, 'recovery-action', 'fail', `the driver says the GPU needs recovery action ${action} (Xid 154): it will not free up by waiting`,
+    { recoveryAction: action }, recoveryRemedy(action, context.device.index));
 }
 
 function persistence(context: Context): DoctorCheck {
@@ -202,7 +212,7 @@ export function gpuChecks(device: GpuDevice, outcome: HealthOutcome, gpuCount: n
   const context: Context = { subject: gpuSubject(device), device, health, gpuCount };
   const first = reachable(context);
   if (device.error !== null) return [first];
-  const fromSnapshot = [first, persistence(context), computeMode(context)];
+  const fromSnapshot = [first, recoveryAction(context), persistence(context), computeMode(context)];
   if (outcome.kind !== 'ok') {
     return outcome.kind === 'failed' ? [...fromSnapshot, healthFailed(context, outcome.failure)] : fromSnapshot;
   }

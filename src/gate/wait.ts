@@ -22,7 +22,8 @@ import { formatDuration, MAX_DURATION_MS } from '../units';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from '../host/procfs';
 import { holdersUnknownReason } from './holders-unknown';
-import { GPUGATE_MEMORY_IMPLAUSIBLE, GPUGATE_MEMORY_UNJUDGEABLE, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
+import { GPUGATE_MEMORY_IMPLAUSIBLE, GPUGATE_MEMORY_UNJUDGEABLE, GPUGATE_RECOVERY_REQUIRED, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
+import { recoveryRemedy } from '../nvml/recovery-action';
 import { openNvml } from '../nvml/session';
 
 /** Options of waitForGpusFree (and checkGpusOnce, which ignores the timing ones). */
@@ -255,6 +256,25 @@ function fatalFromDevice(device: GpuDevice): Error | null {
 }
 
 /**
+ * A GPU whose driver names a recovery action (reset, reboot, drain: NVML's field 230, changed
+ * with Xid 154) will not free up by waiting: end at once, naming the action and the operator's
+ * step. An unreadable action (older drivers) gates nothing.
+ */
+function recoveryRequired(device: GpuDevice): Error | null {
+  const action = device.recoveryAction;
+  if (action === null || action === 'none') return null;
+  return new NvmlError({
+    code: GPUGATE_RECOVERY_REQUIRED,
+    nvmlReturn: null,
+    fn: 'nvmlDeviceGetFieldValues',
+    device: device.index,
+    message:
+      `GPU ${device.index} (${device.uuid}, ${device.pciBusId}) needs recovery action ${action} (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; Xid 154): ` +
+      `waiting cannot help; ${recoveryRemedy(action, device.index)}`,
+  });
+}
+
+/**
  * Unified-memory GPUs (GH200, GB200, GB10, Jetson) can report no device memory figures at all
  * (both queries NOT_SUPPORTED, or a total of 0). A memory criterion can then never be met, so
  * say so at once instead of polling until the timeout.
@@ -407,7 +427,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     const device = snapshot.devices.find((d) => d.index === unit.index);
     if (!device) return null;
     const fatal =
-      fatalFromDevice(device) ?? (unit.migUuid === null ? (unjudgeableMemory(device, state.criteria) ?? memoryWithoutPermission(device, state.criteria)) : null);
+      fatalFromDevice(device) ?? recoveryRequired(device) ?? (unit.migUuid === null ? (unjudgeableMemory(device, state.criteria) ?? memoryWithoutPermission(device, state.criteria)) : null);
     if (fatal) throw fatal;
     const mig = unit.migUuid === null ? null : (device.migDevices ?? []).find((m) => m.uuid === unit.migUuid) ?? null;
     const wholeGpu = mig === null ? null : migReportsWholeGpu(device, mig, state.criteria);

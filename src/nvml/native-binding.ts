@@ -25,6 +25,8 @@ export interface NativeDeviceIdentity {
   pciBusId: string;
   minorNumber: number | null;
   computeCapability: [number, number] | null;
+  /** NVML's raw recovery action value (field 230), or null when it could not be read. */
+  recoveryAction: number | null;
   /** Set when even the device handle could not be obtained. */
   error: NativeCallError | null;
   fieldErrors: NativeCallError[];

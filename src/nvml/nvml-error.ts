@@ -53,6 +53,8 @@ export const GPUGATE_NATIVE_FAILURE = ErrorCode.nativeFailure;
 export const GPUGATE_MEMORY_IMPLAUSIBLE = ErrorCode.memoryImplausible;
 /** A MIG instance that reports the whole GPU's memory as its own: its memory cannot be judged where gpugate runs. */
 export const GPUGATE_MEMORY_UNJUDGEABLE = ErrorCode.memoryUnjudgeable;
+/** A GPU whose driver names a recovery action (NVML field 230): only the operator's action frees it. */
+export const GPUGATE_RECOVERY_REQUIRED = ErrorCode.recoveryRequired;
 
 /** The stable name of an nvmlReturn_t value: 'NVML_ERROR_GPU_IS_LOST', or 'NVML_ERROR_<n>' when unlisted. */
 export function nvmlCodeName(nvmlReturn: number): string {

@@ -8,6 +8,7 @@
 import { nvmlCodeName } from './nvml-error';
 import type { NativeCallError, NativeDeviceIdentity, NativeEncodedSnapshot } from './native-binding';
 import type { RecordPositions, WireLayout } from './wire-layout';
+import { recoveryActionName } from './recovery-action';
 import type { FieldError, GpuDevice, GpuIdentity, GpuMemory, GpuProcess, MigDevice, ProcessKind, Snapshot } from '../types';
 
 /** Code used when a process list was returned but failed the plausibility check at every stride. */
@@ -69,6 +70,7 @@ interface ConstantDeviceFields {
   pciBusId: string;
   minorNumber: number | null;
   computeCapability: string | null;
+  recoveryAction: GpuDevice['recoveryAction'];
   /** The identity-time field errors, copied into each snapshot's fieldErrors (a loop: cheaper than a spread). */
   fieldErrors: ReadonlyArray<readonly [string, FieldError]>;
   /** False when even the device handle failed at open (the general path reports why). */
@@ -82,6 +84,7 @@ const UNKNOWN_DEVICE: Omit<ConstantDeviceFields, 'index'> = {
   pciBusId: '',
   minorNumber: null,
   computeCapability: null,
+  recoveryAction: null,
   fieldErrors: [],
   usable: false,
 };
@@ -105,6 +108,7 @@ export function identityOf(identity: NativeDeviceIdentity): GpuIdentity {
     pciBusId: identity.pciBusId,
     minorNumber: identity.minorNumber,
     computeCapability: capability === null ? null : `${capability[0]}.${capability[1]}`,
+    recoveryAction: recoveryActionName(identity.recoveryAction),
     error: identity.error === null ? null : fromNativeCallError(identity.error),
   };
 }
@@ -205,6 +209,7 @@ export class SnapshotDecoder {
         pciBusId: constant.pciBusId,
         minorNumber: constant.minorNumber,
         computeCapability: constant.computeCapability,
+        recoveryAction: constant.recoveryAction,
         memory: memoryAt(reader, D),
         persistenceMode: Number.isNaN(persistence) ? null : persistence !== 0,
         computeMode: Number.isNaN(computeMode) ? null : (COMPUTE_MODES[computeMode] ?? null),
@@ -265,6 +270,7 @@ export class SnapshotDecoder {
         pciBusId: constant.pciBusId,
         minorNumber: constant.minorNumber,
         computeCapability: constant.computeCapability,
+        recoveryAction: constant.recoveryAction,
         memory: {
           totalBytes: out[base + R.totalBytes] as number,
           freeBytes: out[base + R.freeBytes] as number,

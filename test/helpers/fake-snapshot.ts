@@ -40,6 +40,7 @@ export function fakeDevice(overrides: Partial<GpuDevice> = {}): GpuDevice {
     pciBusId: `00000000:${(0x1b + index).toString(16).toUpperCase()}:00.0`,
     minorNumber: index,
     computeCapability: '12.0',
+    recoveryAction: 'none',
     memory: fakeMemory(0),
     processes: [],
     persistenceMode: true,

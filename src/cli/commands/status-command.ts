@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { GpuDevice, GpuMemory, GpuProcess, NvmlSession, Snapshot } from '../../types';
 import { formatBytes } from '../../units';
 import { reservedInUsed } from '../../gate/criteria';
+import { recoveryRemedy } from '../../nvml/recovery-action';
 import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
 import { ExitCode } from '../exit-codes';
@@ -105,6 +106,9 @@ function deviceRow(device: GpuDevice, details: Map<number, string[]>): string[] 
   const memory = device.memory;
   const lines = [`    ${device.uuid}`];
   if (device.error !== null) lines.push(`    error: ${device.error.code}: ${device.error.message}`);
+  if (device.recoveryAction !== null && device.recoveryAction !== 'none') {
+    lines.push(`    recovery action: ${device.recoveryAction} (${recoveryRemedy(device.recoveryAction, device.index)})`);
+  }
   for (const [field, error] of Object.entries(device.fieldErrors)) lines.push(`    ${field}: ${error.code}`);
   const processes = device.processes;
   if (Array.isArray(processes)) lines.push(...processes.map((process) => `    ${processLine(process)}`));
