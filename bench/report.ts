@@ -122,7 +122,8 @@ export function judgeGoals(report: BenchReport): GoalResult[] {
   // Judged pair by pair (the two spawned back to back), not as a ratio of two medians taken over a drifting machine.
   goals.push(goal("`gpugate check` whole process vs `node -e ''` (median of pairs)", start?.checkRatio?.median ?? null, '≤ 1.3×', (v) => v <= 1.3, formatRatio));
   const calls = report.nvmlCalls;
-  goals.push(goal('NVML calls for one idle `gpugate wait --stable 0s`, 8 GPUs', calls?.idleWait?.total ?? null, '≤ 100', (v) => v <= 100, String));
+  // 100 as set when the wait read only what it decides on, plus the recovery-action read each GPU's session adds (one per GPU, at open).
+  goals.push(goal('NVML calls for one idle `gpugate wait --stable 0s`, 8 GPUs', calls?.idleWait?.total ?? null, '≤ 108', (v) => v <= 108, String));
   const further = calls?.furtherPoll ?? null;
   const devices = calls?.devices ?? 0;
   goals.push({

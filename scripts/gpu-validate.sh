@@ -167,7 +167,7 @@ if [[ -n $NODE_BIN ]]; then
   PATH="$(dirname -- "$NODE_BIN"):$PATH"
   export PATH
 else
-  NODE_BIN=$(command -v node) || die 69 "no 'node' on PATH: pass --node PATH (Node.js 20 or newer)"
+  NODE_BIN=$(command -v node) || die 69 "no 'node' on PATH: pass --node PATH (Node.js 22.14 or newer)"
 fi
 command -v timeout >/dev/null || die 69 "the coreutils 'timeout' command is required"
 

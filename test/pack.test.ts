@@ -24,6 +24,10 @@ const SHELL_BASICS = ['sh', 'bash', 'env', 'cat', 'ls', 'mkdir', 'rm', 'cp', 'mv
   'uname', 'grep', 'sed', 'dirname', 'basename', 'sleep', 'kill', 'ps', 'true', 'false', 'head', 'tail', 'tr',
   'cut', 'wc', 'date', 'id', 'mktemp', 'readlink', 'realpath', 'touch', 'xargs', 'find', 'which'];
 
+/** Variables that say how to reach the npm registry (CA files, proxies), carried into the consumer's environment. */
+const REGISTRY_ACCESS = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'npm_config_cafile', 'npm_config_registry',
+  'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
+
 function which(name: string): string | null {
   for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
     const p = join(dir, name);
@@ -72,6 +76,9 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
       HOME: process.env['HOME'] ?? work,
       PATH: bin,
       TMPDIR: tmpdir(),
+      // The user's way to the registry: a CA or proxy given by variable (npm's global config file
+      // lives beside whichever node runs npm, so a runtime from elsewhere does not see it).
+      ...Object.fromEntries(REGISTRY_ACCESS.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]]))),
       // Keep the user's npm config (registry, cache, CA file) but never a compiler or build settings.
       npm_config_ignore_scripts: 'false',
       npm_config_audit: 'false',
@@ -97,7 +104,7 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
   });
 
   it('installs with install scripts on and no compiler on PATH, using the prebuild (nothing compiled)', () => {
-    expect(install.status, `npm install failed:\n${install.stdout}\n${install.stderr}`).toBe(0);
+    expect(install.status, `npm install failed (${install.error?.message ?? `signal ${install.signal}`}):\n${install.stdout}\n${install.stderr}`).toBe(0);
     const pkgDir = join(consumer, 'node_modules', 'gpugate');
     expect(existsSync(join(pkgDir, 'prebuilds', 'linux-x64', 'gpugate.glibc.node'))).toBe(true);
     // node-gyp-build ran (install script) and found the prebuild: no build/ was made.

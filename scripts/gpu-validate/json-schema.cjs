@@ -9,7 +9,7 @@ const path = require('node:path');
 
 /** Keywords that describe and do not constrain. */
 const ANNOTATIONS = new Set(['$schema', '$id', 'title', 'description', 'definitions']);
-const CONSTRAINTS = new Set(['$ref', 'type', 'required', 'properties', 'additionalProperties', 'items', 'oneOf', 'enum', 'const', 'pattern', 'minimum', 'maximum', 'exclusiveMinimum']);
+const CONSTRAINTS = new Set(['$ref', 'type', 'required', 'properties', 'additionalProperties', 'items', 'oneOf', 'enum', 'const', 'pattern', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']);
 
 /** Throws when `schema` or a schema inside it uses a keyword this checker does not implement. */
 function requireSupported(schema, where) {
@@ -94,6 +94,7 @@ class Validator {
       if (schema.minimum !== undefined && value < schema.minimum) out.push(`${where}: ${value} is below the minimum ${schema.minimum}`);
       if (schema.maximum !== undefined && value > schema.maximum) out.push(`${where}: ${value} is above the maximum ${schema.maximum}`);
       if (schema.exclusiveMinimum !== undefined && value <= schema.exclusiveMinimum) out.push(`${where}: ${value} is not above ${schema.exclusiveMinimum}`);
+      if (schema.exclusiveMaximum !== undefined && value >= schema.exclusiveMaximum) out.push(`${where}: ${value} is not below ${schema.exclusiveMaximum}`);
     }
     if (typeof value === 'string' && schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) {
       out.push(`${where}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
