@@ -163,7 +163,7 @@ describe('size and length', () => {
     const run = await systemd(dir);
     expect(run.signal).toBeNull();
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/^ExecStartPre=.* wait --min-free 0\.85 /m);
+    expect(run.stdout).toMatch(/^ExecStartPre=.* wait --for vllm --min-free 0\.85 /m);
   }, HANG_GUARD_MS * 2);
 
   it('parses 200 000 continuation lines into one command with every word', async () => {
