@@ -10,6 +10,8 @@ import { buildNvmlClient, interactiveNvmlClient, runNvmlClient } from './helpers
 import { bundledScenario, simDevice, simEnv, simLibraryPath, writeScenario } from './helpers/sim';
 
 const GiB = 2 ** 30;
+/** The shortest gap between two steps of restart-race.json's timeline. */
+const MIN_STEP_MS = 600;
 let client = '';
 let remove = (): void => {};
 const children: Array<{ kill: () => boolean }> = [];
@@ -39,16 +41,22 @@ describe('the shared clock', () => {
     const second = start(String(anchor));
     const ownClock = start('init'); // the per-reader clock, asked for by name: it starts at its own init
     await Promise.all([second.ready, ownClock.ready]);
-    const rounds: Array<{ before: string; second: string; own: string; after: string }> = [];
+    const rounds: Array<{ before: string; second: string; own: string; after: string; tookMs: number }> = [];
     while (Date.now() - anchor < 6500) {
+      const askedAt = Date.now();
       const before = await first.ask('state');
       const seen = await second.ask('state');
       const own = await ownClock.ask('state');
       const after = await first.ask('state');
-      rounds.push({ before, second: seen, own, after });
+      rounds.push({ before, second: seen, own, after, tookMs: Date.now() - askedAt });
       await sleep(50);
     }
-    for (const r of rounds) expect([r.before, r.after]).toContain(r.second);
+    // The sandwich (first, second, first) can tell a shared clock from two clocks only when at most
+    // one step of the timeline (600 ms apart) falls inside it: a round slowed past that (a loaded
+    // machine, the sanitizer build) proves nothing either way and is not judged.
+    const judged = rounds.filter((r) => r.tookMs < MIN_STEP_MS);
+    expect(judged.length).toBeGreaterThanOrEqual(10);
+    for (const r of judged) expect([r.before, r.after]).toContain(r.second);
     // The timeline moved while both were reading (the check above could have failed)...
     expect(new Set(rounds.map((r) => r.before)).size).toBeGreaterThanOrEqual(3);
     // ...and a reader on its own clock is behind: it still shows the crashed workers' memory.
