@@ -30,7 +30,7 @@ export type { PciPlacement } from './host/pci-topology';
 export * from './host/shm';
 export * from './host/process-owner';
 export * from './host/cgroup-location';
-export * from './host/reap';
+export * from './gate/reap';
 export { openNvml, MAX_PENDING_CALLS } from './nvml/session';
 export { DEFAULT_CALL_TIMEOUT_MS } from './nvml/call-timeout';
 export {

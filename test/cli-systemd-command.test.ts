@@ -10,7 +10,7 @@ import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readF
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildDropIn } from '../src/cli/systemd-drop-in';
-import { checkUnit } from '../src/doctor/unit-checks';
+import { checkUnit } from '../src/cli/unit-checks';
 import { readUnitProperties } from '../src/host/systemd-unit';
 import { cliEnv, cliPath, runCli, type CliRun } from './helpers/cli';
 import { repoRoot } from './helpers/sim';

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Snapshot } from '../src/types';
 import { inspectHolders, type Holder, type HolderReport } from '../src/gate/stale';
-import { reapStale } from '../src/host/reap';
+import { reapStale } from '../src/gate/reap';
 import { readBootTimeMs, readProcess, startTimeMsOf } from '../src/host/procfs';
 import { isAlive, killSpawned, spawnSleeper } from './helpers/processes';
 import { ProcRoot, editStat } from './helpers/proc-root';

@@ -10,7 +10,7 @@
  */
 import { join } from 'node:path';
 import { ConfigError } from '../config-error';
-import { findMemoryUtilization } from '../doctor/unit-commands';
+import { findMemoryUtilization } from './unit-commands';
 import { minFreeBytes } from '../gate/criteria';
 import { contextBytesFor, type EngineMinFree, type EngineName } from '../gate/engine-view';
 import { IDLE_BASELINE_BYTES, idleFreeBytes, largestIdleMarginBytes, type GpuSize } from '../gate/idle-room';

@@ -3,7 +3,7 @@
  * stale resources found and what was done about them, the library and the selection. Everything
  * the command renders (log, `--json`, `--report-file`, `--notify`) is in it.
  */
-import type { ReapAction } from '../host/reap';
+import type { ReapAction } from './reap';
 import type { ShmCleanResult } from '../host/shm';
 import type { LibraryInfo } from '../types';
 import type { DeviceSelection } from './devices';

@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../config-error';
 import { isOsError } from '../host/os-error';
 import { readProcess } from '../host/procfs';
-import { reapStale, type ReapAction } from '../host/reap';
+import { reapStale, type ReapAction } from './reap';
 import { cleanShm, DEFAULT_SHM_PATTERNS, type ShmCleanResult } from '../host/shm';
 import { GPUGATE_TIMEOUT, NvmlError } from '../nvml/nvml-error';
 import { withCallBackstop } from '../nvml/call-backstop';

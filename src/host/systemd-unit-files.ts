@@ -14,7 +14,7 @@ import { ConfigError } from '../config-error';
 import { parseExecLine, type ExecCommand } from './systemd-exec-line';
 import { parseTimeSpanUsec } from './systemd-time-span';
 import { fileTypeName, readUnitFileContent } from './unit-file-read';
-import type { UnitProperties } from './systemd-unit';
+import type { UnitProperties } from './unit-properties';
 import { unitTemplateName, unitType } from './systemd-unit-name';
 
 const RESTART_VALUES = ['no', 'on-success', 'on-failure', 'on-abnormal', 'on-watchdog', 'on-abort', 'always'];

@@ -15,44 +15,12 @@ import { execFile } from 'node:child_process';
 import { ConfigError } from '../config-error';
 import { ErrorCode, GpugateError } from '../gpugate-error';
 import type { ExecCommand } from './systemd-exec-line';
+import type { UnitProperties } from './unit-properties';
 import { parseTimeSpanUsec } from './systemd-time-span';
 import { readUnitFiles } from './systemd-unit-files';
 
 export type { ExecCommand } from './systemd-exec-line';
-
-/** What the checks and the drop-in generator need to know about a unit. */
-export interface UnitProperties {
-  /** The unit's full name, e.g. `vllm.service`. */
-  name: string;
-  /** Where the values came from. */
-  source: 'systemctl' | 'unit-files';
-  /** The unit file, or null when systemd reports none. */
-  fragmentPath: string | null;
-  /** Drop-ins in the order systemd applies them. */
-  dropInPaths: string[];
-  /** `Type=`: simple, exec, forking, oneshot, dbus, notify… */
-  type: string;
-  /** `Restart=`: no, on-failure, always… */
-  restart: string;
-  /** `RestartSec=`. */
-  restartUsec: number;
-  /** `StartLimitIntervalSec=`; 0 turns the start limit off. */
-  startLimitIntervalUsec: number;
-  /** `StartLimitBurst=`. */
-  startLimitBurst: number;
-  /** `TimeoutStartSec=`; Infinity when there is none. */
-  timeoutStartUsec: number;
-  /** `NotifyAccess=`: none, main, exec or all. */
-  notifyAccess: string;
-  /** `KillMode=`: control-group, mixed, process or none. */
-  killMode: string;
-  /** `ExecStartPre=` commands, in order. */
-  execStartPre: ExecCommand[];
-  /** `ExecStart=` commands. */
-  execStart: ExecCommand[];
-  /** Lines systemd would ignore or reject, as read from the unit files (empty from systemctl). */
-  notes: string[];
-}
+export type { UnitProperties } from './unit-properties';
 
 /** Where unit settings are read from. */
 export type UnitSource =

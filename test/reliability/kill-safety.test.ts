@@ -17,7 +17,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { reapStale, type ReapAction } from '../../src/host/reap';
+import { reapStale, type ReapAction } from '../../src/gate/reap';
 import { openNvml } from '../../src/nvml/session';
 import { inspectHolders } from '../../src/gate/stale';
 import { cliEnv, cliPath, parseJsonOutput, type CliRun } from '../helpers/cli';

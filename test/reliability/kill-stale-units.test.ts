@@ -17,7 +17,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ReapAction } from '../../src/host/reap';
+import type { ReapAction } from '../../src/gate/reap';
 import { cgroupUnavailable, deviceStandIn, makeServiceCgroup, type HierarchyName, type TestCgroup } from '../helpers/cgroups';
 import { cliEnv, cliPath, parseJsonOutput, type CliRun } from '../helpers/cli';
 import { isAlive, killSpawned, procPpid, spawnOrphan, spawnSleeper, until } from '../helpers/processes';

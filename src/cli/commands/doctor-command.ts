@@ -3,10 +3,10 @@
  * JSON document; exits 0 when every check passed, 75 with warnings only, 69 with a failure.
  * GPUGATE_DEV_DIR and GPUGATE_DRIVER_VERSION_FILE point the host readers elsewhere (a chroot, a
  * test), as --kernel-log does for the kernel log. `--unit NAME` adds the checks of a systemd unit
- * (src/doctor/unit-checks.ts), read with systemctl show or from --unit-path DIR.
+ * (src/cli/unit-checks.ts), read with systemctl show or from --unit-path DIR.
  */
 import { runDoctor } from '../../doctor/doctor';
-import { checkUnitNamed } from '../../doctor/unit-checks';
+import { checkUnitNamed } from '../unit-checks';
 import { gpuSizesOf } from '../../gate/idle-room';
 import { unitSourceFrom } from '../../host/systemd-unit';
 import { normaliseUnitName } from '../../host/systemd-unit-name';

@@ -6,7 +6,7 @@
  * sizes, which the gate must fit, from NVML.
  */
 import { join } from 'node:path';
-import { findUnitGate } from '../../doctor/unit-commands';
+import { findUnitGate } from '../unit-commands';
 import { writeOwnedFile } from '../../host/owned-file';
 import { readRegularFile } from '../../host/safe-file';
 import { readUnitProperties, unitSourceFrom, type UnitProperties } from '../../host/systemd-unit';

@@ -11,7 +11,7 @@ const { readFileSync } = require('node:fs');
 const path = require('node:path');
 
 const [dist, mode] = process.argv.slice(2);
-const { reapStale } = require(path.join(dist, 'host', 'reap.js'));
+const { reapStale } = require(path.join(dist, 'gate', 'reap.js'));
 const { readBootTimeMs, readProcess, startTimeMsOf } = require(path.join(dist, 'host', 'procfs.js'));
 
 const KEEPER = `

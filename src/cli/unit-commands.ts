@@ -4,8 +4,8 @@
  * as `gpugate wait` itself parses them, and the service's own `--gpu-memory-utilization`.
  */
 import { basename, join } from 'node:path';
-import { parseWaitSettings, type WaitSettings } from '../cli/criteria-settings';
-import { parseCommandLine } from '../cli/parse-command-line';
+import { parseWaitSettings, type WaitSettings } from './criteria-settings';
+import { parseCommandLine } from './parse-command-line';
 import type { ExecCommand, UnitProperties } from '../host/systemd-unit';
 import { PACKAGE_ROOT } from '../package-root';
 

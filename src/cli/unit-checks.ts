@@ -5,14 +5,14 @@
  * whether an idle GPU can pass the gate at all), each with the values it rests on.
  */
 import { ConfigError } from '../config-error';
-import { minFreeOf } from '../cli/criteria-settings';
+import { minFreeOf } from './criteria-settings';
 import { IDLE_BASELINE_BYTES, idleShortfall, largestIdleMarginBytes, UNKNOWN_RESERVED_BYTES, type GpuSize } from '../gate/idle-room';
 import { NODE_NO_INSPECTOR_SIGNAL, nodeLacksSignalGuard } from '../host/systemd-exec-line';
 import { readUnitProperties, SystemdUnavailableError, type UnitProperties, type UnitSource } from '../host/systemd-unit';
 import { normaliseUnitName } from '../host/systemd-unit-name';
 import { formatTimeSpanUsec } from '../host/systemd-time-span';
 import { formatBytes } from '../units';
-import type { DoctorCheck, DoctorStatus } from './doctor-check';
+import type { DoctorCheck, DoctorStatus } from '../doctor/doctor-check';
 import { findMemoryUtilization, findUnitGate, type UnitGate } from './unit-commands';
 
 /** Below this much room between the gate's --timeout and TimeoutStartSec=, Node's start-up and other ExecStartPre= lines can eat it. */

@@ -9,9 +9,9 @@
  */
 import { closeSync } from 'node:fs';
 import { constants } from 'node:os';
-import { ancestorsOf, type Holder, type HolderReport } from '../gate/stale';
-import { PF_EXITING, readBootTimeMs, readProcess, startTimeMsOf } from './procfs';
-import { DEFAULT_KILL_GRACE_MS } from '../gate/gate-defaults';
+import { ancestorsOf, type Holder, type HolderReport } from './stale';
+import { PF_EXITING, readBootTimeMs, readProcess, startTimeMsOf } from '../host/procfs';
+import { DEFAULT_KILL_GRACE_MS } from './gate-defaults';
 
 /** The signals reapStale sends. */
 export type ReapSignal = 'SIGTERM' | 'SIGKILL';
