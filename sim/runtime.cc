@@ -87,6 +87,17 @@ int64_t realtimeNs() {
 }
 
 /**
+ * The monotonic clock's reading at wall-clock instant `unixNs`. Both clocks are read here, back to
+ * back: a `now` taken before the scenario file was parsed would put the origin early by the parse
+ * time (hundreds of ms under a sanitizer on a loaded machine) and run this reader's timeline ahead
+ * of every other reader's.
+ */
+int64_t monotonicAt(int64_t unixNs) {
+  int64_t mono = monotonicNs();
+  return mono - (realtimeNs() - unixNs);
+}
+
+/**
  * Sets the timeline's origin (on the monotonic clock) from the anchor in force: the variable
  * GPUGATE_SIM_STARTED_AT, else the scenario's "startedAt", else the time the file was written.
  * A wall-clock anchor is the same instant for every process, so they all see the same phase.
@@ -106,10 +117,10 @@ bool anchorOrigin(Runtime& rt, int64_t now, bool atInit) {
       if (atInit || !rt.originSet) rt.originNs = now;
       break;
     case SimClockAnchor::Kind::WallClock:
-      rt.originNs = now - (realtimeNs() - anchor.unixNs);
+      rt.originNs = monotonicAt(anchor.unixNs);
       break;
     case SimClockAnchor::Kind::FileWritten:
-      rt.originNs = now - (realtimeNs() - rt.fileId.mtimeNs);
+      rt.originNs = monotonicAt(rt.fileId.mtimeNs);
       break;
   }
   rt.originSet = true;
