@@ -292,6 +292,7 @@ async function staleScan(snapshot: Snapshot, state: WaitState, options: GateOpti
   const cleanGlobs = options.cleanShm ?? [];
   const dryRun = options.dryRun ?? false;
   const report = await inspectHolders(snapshot, {
+    scanShm: true, // leaked files are stale resources whatever the GPUs' memory says
     ...(typeof options.inspectHolders === 'object' ? options.inspectHolders : {}),
     devices: state.selection.indices,
     shmPatterns: [...DEFAULT_SHM_PATTERNS, ...cleanGlobs],
