@@ -140,6 +140,12 @@ describe("inspectHolders reuses the caller's facts", () => {
     expect(after.holders.map((h) => [h.pid, h.class])).toEqual([[listed, 'active']]);
   });
 
+  it('rejects a scan option that is not true, false or \'unexplained\', naming it', async () => {
+    const snapshot = await snapshotOf({ devices: [gpu(0, 0, [])] });
+    await expect(inspectHolders(snapshot, { scanHidden: 'yes' as unknown as boolean })).rejects.toThrow(/option scanHidden must be true, false or 'unexplained', got "yes"/);
+    await expect(inspectHolders(snapshot, { scanShm: 1 as unknown as boolean })).rejects.toThrow(/option scanShm must be true, false or 'unexplained', got 1/);
+  });
+
   it('a context the caller hands in is used as given', async () => {
     const listed = await spawnSleeper('python3');
     const snapshot = await snapshotOf({ devices: [gpu(0, 10 * GiB, [{ pid: listed, usedBytes: 10 * GiB }])] });

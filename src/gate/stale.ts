@@ -641,6 +641,12 @@ export async function unitCgroupMembers(unitCgroup: string, procRoot = '/proc', 
  * lists leaked /dev/shm segments with the tmpfs free space.
  */
 export async function inspectHolders(snapshot: Snapshot, options: InspectOptions = {}): Promise<HolderReport> {
+  for (const name of ['scanHidden', 'scanShm'] as const) {
+    const when: unknown = options[name];
+    if (when !== undefined && typeof when !== 'boolean' && when !== 'unexplained') {
+      throw new TypeError(`option ${name} must be true, false or 'unexplained', got ${typeof when === 'string' ? JSON.stringify(when) : String(when)}`);
+    }
+  }
   const shared = options.context !== undefined
     ? { context: options.context, source: 'given' as const }
     : await sharedInspectContext(options, () => prepareInspectContext(options));
