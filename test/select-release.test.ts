@@ -5,7 +5,8 @@
  * them, harmless when repeated, never removing a lease another selector wrote since, and
  * removing nothing through a lease directory an unprivileged user (setpriv) replaced by a
  * symbolic link; and errors a library caller reads: they name the lease directory (never a
- * temporary file) and no command-line flag, which only the command adds.
+ * temporary file) and no command-line flag (an empty selection, a hung NVML call), which only
+ * the command adds.
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { DeviceSelectionError } from '../src/gate/device-selection-error';
+import { gate } from '../src/gate/gate';
 import { selectGpus } from '../src/gate/select';
 import { FileSystemError, UnsafePathError } from '../src/host/safe-file';
 import { cliEnv, runCli, type CliRun } from './helpers/cli';
@@ -158,6 +160,18 @@ describe('errors a library caller reads', () => {
     expect((error as Error).message).toMatch(new RegExp(`^the lease directory ${leaseDir} cannot be used: cannot open the lock ${leaseDir}/\\.lock: EISDIR`));
     expect((error as Error).message).not.toMatch(/\.tmp\b|--[a-z]/);
     expect(leaseFiles(leaseDir)).toEqual([]);
+  });
+
+  it('an NVML call that never answers is told without flags; the command adds --nvml-timeout', async () => {
+    const scenario = useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlInit_v2', hang: true }] });
+    const outcome = await gate({ libraryPath: freshSimulator(), mode: 'check', callTimeoutMs: 500, env: {} });
+    expect(outcome.result).toBe('unavailable');
+    expect(outcome.error).toMatchObject({ code: 'GPUGATE_TIMEOUT' });
+    expect(outcome.reason).toMatch(/did not finish within 500 ms: nvmlInit_v2 is stuck in the driver/);
+    expect(outcome.reason).not.toMatch(/--[a-z]/);
+    const run = await runCli(['check', '--nvml-timeout', '500ms'], { env: cliEnv(scenario), killAfterMs: 25_000 });
+    expect(run.code).toBe(69);
+    expect(run.stderr).toMatch(/did not finish within 500 ms: nvmlInit_v2 is stuck in the driver.* \(--nvml-timeout\) \(exit 69/);
   });
 
   it('an empty selection says which option accepts it; only the command names its flags', async () => {
