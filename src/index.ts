@@ -22,7 +22,7 @@ export * from './gate/stale';
 export * from './gate/select';
 export * from './gate/placement';
 export { LeaseDirectory, GpuLeaseError, leaseFileName, LEASE_DIR_ENV, DEFAULT_LEASE_DIR, DEFAULT_LEASE_LOCK_TIMEOUT_MS } from './host/gpu-lease';
-export type { LeaseRecord, LeaseState, LeaseStatus, LeaseTerms } from './host/gpu-lease';
+export type { LeaseRecord, LeaseRelease, LeaseState, LeaseStatus, LeaseTerms, OwnLease } from './host/gpu-lease';
 export type { NewLease } from './host/lease-record';
 export { UnsafePathError, FileSystemError } from './host/safe-file';
 export { readPciPlacement, sysfsPciAddress, SYSFS_ROOT_ENV, DEFAULT_SYSFS_ROOT } from './host/pci-topology';

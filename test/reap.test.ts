@@ -47,7 +47,8 @@ async function realStartTime(pid: number): Promise<number> {
 }
 
 function reportOf(holders: Holder[]): HolderReport {
-  return { holders, perGpu: [], shm: { leaked: [], tmpfsFreeBytes: null, tmpfsTotalBytes: null }, unitCgroup: null, nestedPidNamespace: false, unitProcesses: [] };
+  return { holders, perGpu: [], shm: { leaked: [], tmpfsFreeBytes: null, tmpfsTotalBytes: null }, unitCgroup: null, nestedPidNamespace: false, unitProcesses: [],
+    scans: { unexplainedGpus: [], hiddenHolders: false, shm: false, openFiles: false, context: 'given' } };
 }
 
 describe('reapStale', () => {

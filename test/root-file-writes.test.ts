@@ -271,7 +271,9 @@ describe('the lease directory', () => {
     `);
     const full = runOf(seen, 'full');
     expect(full.code, full.stderr).toBe(71);
-    expect(full.stderr).toMatch(/lease: cannot write \/mnt\/full\/leases\/\.GPU-[^ ]*\.tmp: ENOSPC \(no space left on device\)/);
+    // The lease directory and the lease being written, never the random name of a temporary file.
+    expect(full.stderr).toMatch(/lease: the lease directory \/mnt\/full\/leases cannot be used: cannot write \/mnt\/full\/leases\/GPU-[^ ]*\.lease: ENOSPC \(no space left on device\)/);
+    expect(full.stderr).not.toMatch(/\.tmp\b/);
     expect(full.stdout).toBe('');
     // The lock file only: no partial lease, no temporary file.
     expect(seen.notes['full-listing']).toBe('.lock');
@@ -293,7 +295,9 @@ describe('the lease directory', () => {
     `);
     const run = runOf(seen, 'unprivileged');
     expect(run.code, run.stderr).toBe(77);
-    expect(run.stderr).toMatch(/lease: cannot create \/mnt\/run\/leases\/\.\.lock\.gpugate-[0-9a-f]{16}\.tmp: EACCES \(permission denied\) \(gpugate runs as uid 65534, not root\) \(run as root, or point GPUGATE_LEASE_DIR at a directory you may write\)/);
+    // The lease directory, the lock being made in it, and what the directory must be; never the random name of a temporary file.
+    expect(run.stderr).toMatch(/lease: the lease directory \/mnt\/run\/leases cannot be used: cannot create \/mnt\/run\/leases\/\.lock: EACCES \(permission denied\) \(gpugate runs as uid 65534, not root\) \(expected: a directory gpugate's uid 65534 may write, owned by root or uid 65534, not writable by other users unless sticky\) \(run as root, or point GPUGATE_LEASE_DIR at a directory you may write\)/);
+    expect(run.stderr).not.toMatch(/\.tmp\b/);
     expect(seen.notes['listing']).toBe('');
   }, CASE_TIMEOUT_MS);
 });

@@ -274,7 +274,8 @@ describe('inspectHolders with prepared /proc trees', () => {
     root.add({ pid: hiddenFd, copyFrom: hiddenFd, fds: { '3': '/dev/nvidiactl', '4': '/dev/nvidia2' } });
     root.add({ pid: hiddenMap, copyFrom: hiddenMap, fds: {}, maps: '7f00-7f01 rw-s 00000000 00:05 12 /dev/nvidia2\n' });
     root.add({ pid: 906, stat: makeStat(906, 'nvidia-smi'), fds: { '3': '/dev/nvidiactl', '4': '/dev/nvidia1' } });
-    const report = await inspectHolders(snapshotOf([{ pid: listed, usedBytes: GiB }], GiB, 2), { procRoot: root.root, shmPatterns: [] });
+    // The listed process explains all used memory, where a default call skips this search (inspect-cost.test.ts): ask for it.
+    const report = await inspectHolders(snapshotOf([{ pid: listed, usedBytes: GiB }], GiB, 2), { procRoot: root.root, shmPatterns: [], scanHidden: true });
     const hidden = report.perGpu[0]!.hiddenHolders.sort((a, b) => a.pid - b.pid);
     expect(hidden).toEqual(
       [

@@ -10,6 +10,7 @@ import type { GateEvent } from '../gate/gate';
 import type { GateOutcome } from '../gate/gate-outcome';
 import { formatBytes, formatDuration } from '../units';
 import { engineViewText } from '../gate/engine-view';
+import { cliAdvice } from './cli-advice';
 import type { CommandContext } from './command-context';
 import { criteriaOptionsOf, type CriteriaSettings, type WaitSettings } from './criteria-settings';
 import { ExitCode, exitCodeForResult, exitCodeName } from './exit-codes';
@@ -85,6 +86,7 @@ export async function runGateCommand(kind: 'wait' | 'check', context: CommandCon
     onPoll: (evaluation) => reporter.poll(evaluation),
     onEvent: (event) => logEvent(event, logger, reporter, publish, seen),
   });
+  outcome.reason += cliAdvice(outcome.error, true);
   if (kind === 'check' && outcome.evaluation !== null) reporter.reportStaleHolders(outcome.evaluation.devices.flatMap((gpu) => gpu.holders));
   const exitCode = exitCodeForResult(outcome.result, watch.received);
   report(outcome, exitCode);

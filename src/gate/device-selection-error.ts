@@ -13,10 +13,13 @@ export class DeviceSelectionError extends GpugateError {
   readonly selector: string;
   /** What could have matched: the candidates of an ambiguous prefix, or every device that exists. */
   readonly available: string[];
+  /** True when the selection is valid but holds no GPU (a front end may offer its own way to accept that). */
+  readonly emptySelection: boolean;
 
-  constructor(selector: string, available: string[], message: string, options?: ErrorOptions) {
+  constructor(selector: string, available: string[], message: string, options?: ErrorOptions & { emptySelection?: boolean }) {
     super(ErrorCode.deviceSelection, message, options);
     this.selector = selector;
     this.available = available;
+    this.emptySelection = options?.emptySelection ?? false;
   }
 }

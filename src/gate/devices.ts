@@ -221,6 +221,7 @@ export function emptySelectionError(selection: DeviceSelection, selectors: Reado
   return new DeviceSelectionError(
     selector,
     [],
-    `${what}: there is nothing to check, and that is not "free"; select GPUs (--gpus), fix the variable, or accept an empty selection explicitly (--allow-empty, allowEmptySelection: true)`,
+    `${what}: there is nothing to check, and that is not "free"; select GPUs (the gpus option), fix the variable, or accept an empty selection explicitly (allowEmptySelection: true)`,
+    { emptySelection: true },
   );
 }

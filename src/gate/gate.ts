@@ -155,7 +155,7 @@ function indicesOf(evaluation: Evaluation): string {
 /** Races `promise` against the call backstop: a session that never settles still ends the gate. */
 function withBackstop<T>(promise: Promise<T>, callTimeoutMs: number, what: string): Promise<T> {
   return withCallBackstop(promise, callTimeoutMs, () =>
-    new NvmlError({ code: GPUGATE_TIMEOUT, nvmlReturn: null, fn: what, message: `${what}: NVML did not answer within ${callTimeoutMs} ms (callTimeoutMs, --nvml-timeout); the driver may be hung` }),
+    new NvmlError({ code: GPUGATE_TIMEOUT, nvmlReturn: null, fn: what, message: `${what}: NVML did not answer within ${callTimeoutMs} ms (callTimeoutMs); the driver may be hung` }),
   );
 }
 
@@ -292,6 +292,7 @@ async function staleScan(snapshot: Snapshot, state: WaitState, options: GateOpti
   const cleanGlobs = options.cleanShm ?? [];
   const dryRun = options.dryRun ?? false;
   const report = await inspectHolders(snapshot, {
+    scanShm: true, // leaked files are stale resources whatever the GPUs' memory says
     ...(typeof options.inspectHolders === 'object' ? options.inspectHolders : {}),
     devices: state.selection.indices,
     shmPatterns: [...DEFAULT_SHM_PATTERNS, ...cleanGlobs],

@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../config-error';
-import { DEFAULT_LEASE_DIR, DEFAULT_LEASE_LOCK_TIMEOUT_MS, LEASE_DIR_ENV, LeaseDirectory, type LeaseRecord, type LeaseState, type LeaseStatus } from '../host/gpu-lease';
+import { DEFAULT_LEASE_DIR, DEFAULT_LEASE_LOCK_TIMEOUT_MS, LEASE_DIR_ENV, LeaseDirectory, type LeaseRecord, type LeaseRelease, type LeaseState, type LeaseStatus, type OwnLease } from '../host/gpu-lease';
 import { DEFAULT_SYSFS_ROOT, SYSFS_ROOT_ENV, readPciPlacement, type PciPlacement } from '../host/pci-topology';
 import { formatDuration } from '../units';
 import { gate, type GateOptions } from './gate';
@@ -82,6 +82,15 @@ export interface SelectResult {
   gpus: SelectedGpu[];
   /** Every GPU considered at the deciding (or last) evaluation. */
   candidates: SelectCandidate[];
+  /** The chosen GPUs as CUDA_VISIBLE_DEVICES takes them (UUIDs, comma separated, as `gpugate select` prints); null unless selected. */
+  cudaVisibleDevices: string | null;
+  /**
+   * Gives the GPUs back before the lease would end by itself: removes the lease files this call
+   * wrote (each only while it is still the file and record written; never another holder's).
+   * Harmless to call again, or when nothing was leased. Rejects with UnsafePathError or
+   * FileSystemError when the lease directory cannot be used safely, removing nothing.
+   */
+  release(): Promise<LeaseRelease[]>;
   /** One line: what was chosen, or why not. */
   reason: string;
   /** What the caller should be told about the leases taken (e.g. the host cannot check their holder); empty when nothing. */
@@ -90,6 +99,11 @@ export interface SelectResult {
   evaluation: Evaluation | null;
   elapsedMs: number;
   polls: number;
+}
+
+/** The value of CUDA_VISIBLE_DEVICES that names these GPUs: their UUIDs, which mean the same GPU whatever CUDA_DEVICE_ORDER is. */
+export function cudaVisibleDevicesOf(gpus: ReadonlyArray<Pick<SelectedGpu, 'uuid'>>): string {
+  return gpus.map((gpu) => gpu.uuid).join(',');
 }
 
 function describe(value: unknown): string {
@@ -191,6 +205,7 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
   let candidates: SelectCandidate[] = [];
   let chosen: SelectedGpu[] = [];
   let warnings: string[] = [];
+  let own: OwnLease[] = [];
 
   /** Judges every free candidate's leases (others' leases count with `lease: false` too), excluding those leased; returns each one's own lease file. */
   const excludeLeased = (free: readonly SelectCandidate[]): Map<SelectCandidate, LeaseStatus> => {
@@ -237,6 +252,7 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
       const made = picked.map((candidate) => leases.recordFor(candidate.uuid, candidate.parentUuid, terms, createdAt));
       const records = made.map((lease) => lease.record);
       const written: LeaseStatus[] = [];
+      const writtenLeases: OwnLease[] = [];
       const giveBack = (): void => {
         for (const mine of written) leases.removeStale({ ...mine, state: 'stale' });
       };
@@ -252,7 +268,9 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
             candidate.exclusions.push('leased');
             return false;
           }
-          written.push(leases.inspect(candidate.uuid));
+          const mine = leases.inspect(candidate.uuid);
+          written.push(mine);
+          if (mine.identity !== null) writtenLeases.push({ record, identity: mine.identity });
           taken.push({ index: candidate.index, uuid: candidate.uuid, pciBusId: candidate.pciBusId, name: candidate.name, numaNode: candidate.placement?.numaNode ?? null, lease: record, leasePath: status.path });
         }
       } catch (error) {
@@ -260,6 +278,7 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
         throw error;
       }
       chosen = taken;
+      own = writtenLeases;
       warnings = [...new Set(made.flatMap((lease) => (lease.warning === null ? [] : [lease.warning])))];
       return true;
     }, options.leaseLockTimeoutMs ?? DEFAULT_LEASE_LOCK_TIMEOUT_MS);
@@ -273,15 +292,17 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
   if (end.result !== 'ready' && end.result !== 'busy' && end.result !== 'timeout') throw end.error ?? new Error(end.reason);
   const elapsedMs = performance.now() - startMs;
   const polls = end.polls;
+  const lockTimeoutMs = options.leaseLockTimeoutMs ?? DEFAULT_LEASE_LOCK_TIMEOUT_MS;
+  const release = (): Promise<LeaseRelease[]> => leases.release(end.result === 'ready' ? own : [], lockTimeoutMs);
   if (end.result === 'ready') {
     const holder = terms.holderPid === null ? '' : ` to pid ${terms.holderPid}${chosen[0]?.lease?.holderComm ? ` (${chosen[0].lease.holderComm})` : ''}`;
     const until = terms.durationMs === null ? '' : ` for ${formatDuration(terms.durationMs)}`;
     const leased = leasing ? `, leased${holder}${until}` : ', not leased';
-    return { result: 'selected', count, gpus: chosen, candidates, reason: `GPUs ${chosen.map((gpu) => gpu.index).join(',')} selected${leased}`, warnings, evaluation: end.evaluation, elapsedMs, polls };
+    return { result: 'selected', count, gpus: chosen, candidates, cudaVisibleDevices: cudaVisibleDevicesOf(chosen), release, reason: `GPUs ${chosen.map((gpu) => gpu.index).join(',')} selected${leased}`, warnings, evaluation: end.evaluation, elapsedMs, polls };
   }
   if (end.result === 'timeout') {
     const detail = end.evaluation === null ? 'no poll completed' : shortfall(candidates, count);
-    return { result: 'timeout', count, gpus: [], candidates, reason: `not enough GPUs after ${formatDuration(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}: ${detail}`, warnings: [], evaluation: end.evaluation, elapsedMs, polls };
+    return { result: 'timeout', count, gpus: [], candidates, cudaVisibleDevices: null, release, reason: `not enough GPUs after ${formatDuration(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)}: ${detail}`, warnings: [], evaluation: end.evaluation, elapsedMs, polls };
   }
-  return { result: 'busy', count, gpus: [], candidates, reason: `not enough GPUs free: ${shortfall(candidates, count)}`, warnings: [], evaluation: end.evaluation, elapsedMs, polls };
+  return { result: 'busy', count, gpus: [], candidates, cudaVisibleDevices: null, release, reason: `not enough GPUs free: ${shortfall(candidates, count)}`, warnings: [], evaluation: end.evaluation, elapsedMs, polls };
 }

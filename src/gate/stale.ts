@@ -27,7 +27,8 @@ import {
 import { pidNamespaceObstacle, procHidepid } from '../host/proc-visibility';
 import { ownerOf, PASSWD_PATH, readUserNames, type ProcessOwner, type UserNames } from '../host/process-owner';
 import { DEFAULT_SHM_PATTERNS, findLeakedShm, type ShmEntry } from '../host/shm';
-import { usedExcludingReserved } from './criteria';
+import { DEFAULT_STABLE_TOLERANCE_BYTES, usedExcludingReserved } from './criteria';
+import { sharedInspectContext, type ContextSource } from './inspect-context-cache';
 
 /** The catalogue classes of a process NVML lists as holding a GPU (the stale ones: stale-holders.ts). */
 export const HOLDER_CLASSES = ['active', 'draining', 'zombie', 'zombie_live_threads', 'gone', 'unverifiable', 'leftover', 'orphan', 'foreign'] as const;
@@ -95,7 +96,33 @@ export interface HolderReport {
    * there is no unit cgroup.
    */
   unitProcesses: UnitProcess[];
+  /** What this call read, and why: the costly scans run only where they can find something. */
+  scans: InspectScans;
 }
+
+/** When a costly scan runs: always (true), never (false), or only while some selected GPU's memory is unexplained. */
+export type ScanWhen = boolean | 'unexplained';
+
+/** What one inspectHolders call read. */
+export interface InspectScans {
+  /**
+   * The selected GPUs whose used memory the listed processes do not explain within
+   * UNEXPLAINED_TOLERANCE_BYTES (or cannot be judged: no v2 memory figures, no process list, a
+   * process without a memory figure).
+   */
+  unexplainedGpus: number[];
+  /** Whether every process's descriptors and mappings were searched for hidden holders. */
+  hiddenHolders: boolean;
+  /** Whether /dev/shm was searched for leaked files. */
+  shm: boolean;
+  /** Whether every process's open files were read (/proc/PID/fd and maps of each process): the costly part. */
+  openFiles: boolean;
+  /** Where the caller's facts came from: given (options.context), read for this call, or reused from an earlier call. */
+  context: ContextSource;
+}
+
+/** Memory the listed processes may leave unexplained without a search for holders NVML does not list (the stability tolerance). */
+export const UNEXPLAINED_TOLERANCE_BYTES = DEFAULT_STABLE_TOLERANCE_BYTES;
 
 /** A process in the caller's unit cgroup other than the caller and its ancestors. */
 export interface UnitProcess {
@@ -128,15 +155,28 @@ export interface InspectOptions {
    * proven to come from an earlier activation than the caller's (see {@link Activation}).
    */
   unitCgroup?: string | null;
-  /** Scan every process's fds and maps for hidden holders (default true). */
-  scanHidden?: boolean;
+  /**
+   * Search every process's fds and maps for hidden holders: true always, false never, default
+   * 'unexplained': only when some selected GPU's memory is not explained by its listed processes
+   * (see InspectScans.unexplainedGpus); the search then covers every selected GPU.
+   */
+  scanHidden?: ScanWhen;
+  /**
+   * Search /dev/shm for leaked engine files: true always, false never, default 'unexplained' (as
+   * scanHidden). Every process's open files are read only when a file matches a pattern.
+   */
+  scanShm?: ScanWhen;
   /** /dev/shm name patterns; default DEFAULT_SHM_PATTERNS. An empty list skips the shm scan. */
   shmPatterns?: string[];
   /** Extra pids that act as subreapers (orphans get reparented to them), besides PID 1 and init-like parents. */
   reaperPids?: number[];
   /** Default /etc/passwd: where holders' uids get their user names. */
   passwdPath?: string;
-  /** The caller's facts, already read by {@link prepareInspectContext} (a gate builds them once). */
+  /**
+   * The caller's facts, already read by {@link prepareInspectContext} (a gate builds them once).
+   * Without it, the facts read by an earlier call with the same roots are reused while the caller's
+   * ancestors, cgroup and passwd file are unchanged (see inspect-context-cache.ts).
+   */
   context?: InspectContext;
 }
 
@@ -601,15 +641,27 @@ export async function unitCgroupMembers(unitCgroup: string, procRoot = '/proc', 
  * lists leaked /dev/shm segments with the tmpfs free space.
  */
 export async function inspectHolders(snapshot: Snapshot, options: InspectOptions = {}): Promise<HolderReport> {
-  const ctx = options.context ?? (await prepareInspectContext(options));
+  for (const name of ['scanHidden', 'scanShm'] as const) {
+    const when: unknown = options[name];
+    if (when !== undefined && typeof when !== 'boolean' && when !== 'unexplained') {
+      throw new TypeError(`option ${name} must be true, false or 'unexplained', got ${typeof when === 'string' ? JSON.stringify(when) : String(when)}`);
+    }
+  }
+  const shared = options.context !== undefined
+    ? { context: options.context, source: 'given' as const }
+    : await sharedInspectContext(options, () => prepareInspectContext(options));
+  const ctx = shared.context;
   const wanted = options.devices;
   const devices = snapshot.devices.filter((d) => wanted === undefined || wanted.includes(d.index));
   const holders = await Promise.all(listedProcesses(devices).map((listed) => classifyHolder(listed, snapshot.takenAt, ctx)));
 
-  const scanHidden = options.scanHidden ?? true;
+  const unexplainedGpus = devices.filter((device) => !memoryExplained(device)).map((device) => device.index);
+  const runs = (when: ScanWhen): boolean => (when === 'unexplained' ? unexplainedGpus.length > 0 : when);
+  const scanHidden = runs(options.scanHidden ?? 'unexplained');
   const patterns = options.shmPatterns ?? [...DEFAULT_SHM_PATTERNS];
-  const needScan = scanHidden || patterns.length > 0;
-  const openFiles = needScan ? await scanOpenFiles(ctx.procRoot).catch(() => [] as OpenFiles[]) : [];
+  const scanShm = patterns.length > 0 && runs(options.scanShm ?? 'unexplained');
+  // The shm search reads open files itself, and only when a file matches: read them here only for hidden holders.
+  const openFiles = scanHidden ? await scanOpenFiles(ctx.procRoot).catch(() => [] as OpenFiles[]) : [];
 
   const names = new Map<number, HiddenName>();
   if (scanHidden) {
@@ -631,9 +683,11 @@ export async function inspectHolders(snapshot: Snapshot, options: InspectOptions
   }));
 
   let shm: HolderReport['shm'] = { leaked: [], tmpfsFreeBytes: null, tmpfsTotalBytes: null };
-  if (patterns.length > 0) {
-    const found = await findLeakedShm({ shmRoot: options.shmRoot ?? '/dev/shm', procRoot: ctx.procRoot, patterns, openFiles });
+  let openFilesRead = scanHidden;
+  if (scanShm) {
+    const found = await findLeakedShm({ shmRoot: options.shmRoot ?? '/dev/shm', procRoot: ctx.procRoot, patterns, ...(scanHidden ? { openFiles } : {}) });
     shm = { leaked: found.leaked, tmpfsFreeBytes: found.tmpfsFreeBytes, tmpfsTotalBytes: found.tmpfsTotalBytes };
+    openFilesRead ||= found.openFilesRead;
   }
   const unitProcesses: UnitProcess[] = [];
   if (ctx.unitCgroup !== null) {
@@ -651,5 +705,12 @@ export async function inspectHolders(snapshot: Snapshot, options: InspectOptions
       });
     }
   }
-  return { holders, perGpu, shm, unitCgroup: ctx.unitCgroup, nestedPidNamespace: ctx.nestedPidNamespace, unitProcesses };
+  const scans: InspectScans = { unexplainedGpus, hiddenHolders: scanHidden, shm: scanShm, openFiles: openFilesRead, context: shared.source };
+  return { holders, perGpu, shm, unitCgroup: ctx.unitCgroup, nestedPidNamespace: ctx.nestedPidNamespace, unitProcesses, scans };
+}
+
+/** Whether the listed processes account for a GPU's used memory within UNEXPLAINED_TOLERANCE_BYTES. */
+function memoryExplained(device: GpuDevice): boolean {
+  const unattributed = unattributedBytesOf(device.memory, device.processes);
+  return unattributed !== null && unattributed <= UNEXPLAINED_TOLERANCE_BYTES;
 }

@@ -20,7 +20,7 @@ import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from
 import * as path from 'node:path';
 import { ErrorCode, GpugateError } from '../gpugate-error';
 import { isLeaseRecord, judgeLease, makeLeaseRecord, type LeaseRecord, type LeaseTerms, type NewLease } from './lease-record';
-import { createFile, lockFile, removeFileIfSame } from './safe-file';
+import { createFile, FileSystemError, lockFile, removeFileIfSame } from './safe-file';
 
 /** Environment variable naming the lease directory. */
 export const LEASE_DIR_ENV = 'GPUGATE_LEASE_DIR';
@@ -67,6 +67,21 @@ export class GpuLeaseError extends GpugateError {
   }
 }
 
+/** A lease this process wrote: the record, and the file (device and inode) it was written as. */
+export interface OwnLease {
+  record: LeaseRecord;
+  identity: { dev: bigint; ino: bigint };
+}
+
+/** What releasing one lease did. */
+export interface LeaseRelease {
+  uuid: string;
+  path: string;
+  /** removed: this call removed the lease; gone: it was no longer there (released before, or judged stale and replaced by a selector); kept: what is there is not this lease, left untouched. */
+  result: 'removed' | 'gone' | 'kept';
+  reason: string;
+}
+
 /** The lease file name of a UUID: the UUID itself when it is a plain name, else its hex. */
 export function leaseFileName(uuid: string): string {
   const stem = SAFE_NAME.test(uuid) ? uuid : `x-${Buffer.from(uuid, 'utf8').toString('hex').slice(0, 190)}`;
@@ -98,13 +113,56 @@ export class LeaseDirectory {
    */
   async withLock<T>(decide: () => T, timeoutMs: number = DEFAULT_LEASE_LOCK_TIMEOUT_MS): Promise<T> {
     const lockPath = path.join(this.dir, LOCK_FILE);
-    const lock = await lockFile(lockPath, { timeoutMs, directories: 'create-all', directoryLabel: 'the lease directory' });
+    const lock = await this.named(() => lockFile(lockPath, { timeoutMs, directories: 'create-all', directoryLabel: 'the lease directory' }));
     if (lock === null) throw new GpuLeaseError(ErrorCode.leaseLockTimeout, lockPath, `another gpugate select has held ${lockPath} for more than ${timeoutMs} ms`);
     try {
-      return decide();
+      return await this.named(async () => decide());
     } finally {
       lock.release();
     }
+  }
+
+  /**
+   * Runs `act`, rethrowing an OS failure on a file inside the directory (the lock, a lease) as one
+   * of the lease directory: its message names the directory and, when permission was denied,
+   * what it must be. (An unsafe path, or a failure on the directory or a parent, names it already.)
+   */
+  private async named<T>(act: () => Promise<T>): Promise<T> {
+    try {
+      return await act();
+    } catch (error) {
+      if (!(error instanceof FileSystemError) || !error.path.startsWith(`${this.dir}/`)) throw error;
+      const uid = process.geteuid?.() ?? 0;
+      const expected = error.code === ErrorCode.fileAccess
+        ? ` (expected: a directory gpugate's uid ${uid} may write, owned by ${uid === 0 ? 'root' : `root or uid ${uid}`}, not writable by other users unless sticky)`
+        : '';
+      throw new FileSystemError(this.dir, error.errno, error.syscall, `the lease directory ${this.dir} cannot be used: ${error.message}${expected}`, { cause: error });
+    }
+  }
+
+  /**
+   * Removes the leases this process wrote, under the lock: each only while its name still refers
+   * to the very file written and that file still holds the very record (a lease another selector
+   * wrote after judging this one stale is never removed, nor anything that is not a lease).
+   * Releasing what is already gone is harmless. Throws UnsafePathError or FileSystemError when
+   * the directory cannot be used safely (then nothing is removed).
+   */
+  async release(leases: readonly OwnLease[], timeoutMs: number = DEFAULT_LEASE_LOCK_TIMEOUT_MS): Promise<LeaseRelease[]> {
+    if (leases.length === 0) return [];
+    return this.withLock(() => leases.map((lease) => this.releaseOne(lease)), timeoutMs);
+  }
+
+  private releaseOne(lease: OwnLease): LeaseRelease {
+    const status = this.inspect(lease.record.uuid);
+    const done = (result: LeaseRelease['result'], reason: string): LeaseRelease => ({ uuid: lease.record.uuid, path: status.path, result, reason });
+    if (status.state === 'free') return done('gone', 'no lease file: released before, or replaced after its holder was gone');
+    const same = status.identity !== null && status.identity.dev === lease.identity.dev && status.identity.ino === lease.identity.ino;
+    if (!same || status.record === null || JSON.stringify(status.record) !== JSON.stringify(lease.record)) {
+      const what = status.state === 'foreign' ? status.reason : `another lease is there now (${status.reason})`;
+      return done('kept', `not the lease this process wrote: ${what}; left untouched`);
+    }
+    if (!removeFileIfSame(status.path, lease.identity)) return done('kept', `${status.path} changed while it was released; left untouched`);
+    return done('removed', 'released');
   }
 
   /** The lease file of one GPU, judged now. Call under {@link withLock} when acting on it. */

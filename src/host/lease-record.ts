@@ -150,7 +150,7 @@ export function makeLeaseRecord(uuid: string, parentUuid: string | null, terms: 
     if (pidNamespace !== INITIAL_PID_NAMESPACE) {
       const where = `gpugate reads the /proc of PID namespace ${pidNamespace ?? '(unknown)'}, not the host's ${INITIAL_PID_NAMESPACE}`;
       if (terms.durationMs === null) {
-        return { refused: { code: leaseNamespaceCode, path: path.join(procRoot, 'self', 'ns', 'pid'), message: `${where}: a lease bound to pid ${terms.holderPid} could never be checked from the host, which would count these GPUs leased until the file is removed; give a duration (--lease DUR), or run select in the host's PID namespace` } };
+        return { refused: { code: leaseNamespaceCode, path: path.join(procRoot, 'self', 'ns', 'pid'), message: `${where}: a lease bound to pid ${terms.holderPid} could never be checked from the host, which would count these GPUs leased until the file is removed; give the lease a duration, or select in the host's PID namespace` } };
       }
       warning = `${where}: the host cannot check holder pid ${terms.holderPid}, so for it the lease ends only after ${formatDuration(terms.durationMs)}`;
     }

@@ -194,15 +194,16 @@ function writeTemporary(file: string, data: Buffer, mode: number): string {
       fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
     } catch (error) {
       if (errnoOf(error) === 'EEXIST') continue; // someone planted that name: draw another
-      throw osFailure(error, temporary, 'create');
+      // The random name means nothing to the reader: the file being written is what failed.
+      throw osFailure(error, file, 'create');
     }
     try {
       try {
         fchmodSync(fd, mode); // the umask must not decide who may read it
       } catch (error) {
-        throw osFailure(error, temporary, 'set the mode of');
+        throw osFailure(error, file, 'set the mode of');
       }
-      writeAll(fd, data, temporary);
+      writeAll(fd, data, file);
     } catch (error) {
       closeSync(fd);
       removeQuietly(temporary);

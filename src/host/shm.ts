@@ -32,6 +32,8 @@ export interface ShmReport {
   tmpfsTotalBytes: number | null;
   /** Processes whose fds or maps could not be read: a listed entry might still be theirs. */
   uninspectablePids: number[];
+  /** Whether this call read every process's open files itself (only when a file matched and none were handed in). */
+  openFilesRead: boolean;
 }
 
 /** Options of findLeakedShm and cleanShm. */
@@ -163,10 +165,10 @@ export async function findLeakedShm(options: ShmOptions = {}): Promise<ShmReport
     realRoot = await fsp.realpath(shmRoot);
     names = await listShmNames(realRoot);
   } catch {
-    return { leaked: [], tmpfsFreeBytes: space.free, tmpfsTotalBytes: space.total, uninspectablePids: [] };
+    return { leaked: [], tmpfsFreeBytes: space.free, tmpfsTotalBytes: space.total, uninspectablePids: [], openFilesRead: false };
   }
   const candidates = names.filter((name) => matchesAny(name.raw, patterns));
-  if (candidates.length === 0) return { leaked: [], tmpfsFreeBytes: space.free, tmpfsTotalBytes: space.total, uninspectablePids: [] };
+  if (candidates.length === 0) return { leaked: [], tmpfsFreeBytes: space.free, tmpfsTotalBytes: space.total, uninspectablePids: [], openFilesRead: false };
   const openFiles = await scanOf(options);
   const referenced = referencedFiles(openFiles);
   const leaked: ShmEntry[] = [];
@@ -186,6 +188,7 @@ export async function findLeakedShm(options: ShmOptions = {}): Promise<ShmReport
     tmpfsFreeBytes: space.free,
     tmpfsTotalBytes: space.total,
     uninspectablePids: uninspectablePidsOf(openFiles),
+    openFilesRead: options.openFiles === undefined,
   };
 }
 

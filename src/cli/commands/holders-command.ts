@@ -46,7 +46,8 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
     session = await openSession(settings.libraryPath, settings.callTimeoutMs);
     const { snapshot, selection, devices } = await readSelectedSnapshot(session, settings, context);
     const { inspectHolders } = require('../../gate/stale') as typeof import('../../gate/stale');
-    const report = await inspectHolders(snapshot, { devices: selection.indices });
+    // A command run to look: it searches everything, whatever the memory figures say.
+    const report = await inspectHolders(snapshot, { devices: selection.indices, scanHidden: true, scanShm: true });
     const unattributed = new Map(report.perGpu.map((entry) => [entry.index, entry.unattributedBytes]));
     for (const holder of report.holders) {
       if (isStaleHolder(holder)) {

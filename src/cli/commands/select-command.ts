@@ -11,6 +11,7 @@ import { FileSystemError, UnsafePathError } from '../../host/safe-file';
 import type { NvmlSession } from '../../types';
 import { formatDuration } from '../../units';
 import { ErrorCode } from '../../gpugate-error';
+import { cliAdvice } from '../cli-advice';
 import { CliError } from '../cli-error';
 import { criteriaOptionsOf } from '../criteria-settings';
 import type { CommandContext } from '../command-context';
@@ -102,7 +103,7 @@ function leaseFailure(error: unknown): CliError | null {
     return new CliError(`lease: ${error.message}${advice}`, ExitCode.noPermission, 'no-permission', { cause: error });
   }
   if (!(error instanceof GpuLeaseError)) return null;
-  const message = `lease: ${error.message}`;
+  const message = `lease: ${error.message}${cliAdvice(error, false)}`;
   if (error.code === ErrorCode.leaseLockTimeout) return new CliError(message, ExitCode.tempFail, 'lease-busy');
   if (error.code === ErrorCode.leaseNamespace) return new CliError(message, ExitCode.config, 'config-error');
   if (error.code === 'ESRCH') return new CliError(message, ExitCode.usage, 'usage-error');
@@ -191,7 +192,7 @@ export async function runSelect(context: CommandContext): Promise<number> {
   } catch (caught) {
     const error = leaseFailure(caught) ?? caught;
     outcome.error = error;
-    outcome.reason = error instanceof Error ? error.message : String(error);
+    outcome.reason = error instanceof Error ? `${error.message}${error instanceof CliError ? '' : cliAdvice(error, false)}` : String(error);
     // Any abort (the wait's, or Node's own AbortError from a timer given the signal).
     if ((error as { code?: unknown }).code === ErrorCode.aborted) {
       outcome.result = 'interrupted';
@@ -239,7 +240,7 @@ function finalReport(context: CommandContext, settings: SelectSettings, outcome:
     }
     logger.error(`${outcome.reason} (exit ${outcome.exitCode}/${exitCodeName(outcome.exitCode)})`);
   }
-  const uuids = chosen.map((gpu) => gpu.uuid).join(',');
+  const cudaVisibleDevices = outcome.exitCode === ExitCode.ok ? selection?.cudaVisibleDevices ?? null : null;
   if (settings.selectFormat === 'json') {
     context.stdout.write(jsonDocument({
       command: 'select',
@@ -249,14 +250,14 @@ function finalReport(context: CommandContext, settings: SelectSettings, outcome:
       elapsedMs: Math.round(elapsedMs),
       polls: selection?.polls ?? 0,
       count: settings.count,
-      cudaVisibleDevices: outcome.exitCode === ExitCode.ok ? uuids : null,
+      cudaVisibleDevices,
       selection: selection?.evaluation ? { source: selection.evaluation.selection.source, warnings: [...selection.evaluation.selection.warnings] } : null,
       library: outcome.library,
       gpus: chosen.map(selectedJson),
       candidates: selection === null ? [] : selection.candidates.map((candidate) => candidateJson(candidate, selection)),
       error: errorJson(outcome.error),
     }));
-  } else if (outcome.exitCode === ExitCode.ok) {
-    context.stdout.write(settings.selectFormat === 'list' ? chosen.map((gpu) => `${gpu.uuid}\n`).join('') : `${CUDA_VISIBLE_DEVICES}=${uuids}\n`);
+  } else if (cudaVisibleDevices !== null) {
+    context.stdout.write(settings.selectFormat === 'list' ? chosen.map((gpu) => `${gpu.uuid}\n`).join('') : `${CUDA_VISIBLE_DEVICES}=${cudaVisibleDevices}\n`);
   }
 }
