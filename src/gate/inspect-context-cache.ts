@@ -5,7 +5,7 @@
  * chain of ancestors (a dead ancestor reparents its child and so changes the chain), the same
  * cgroup, the same /etc/passwd file; and for at most CONTEXT_REUSE_MS, which bounds what no
  * witness sees (a procfs remount). The facts only describe holders: nothing is ever signalled on
- * their strength (src/host/reap.ts proves each target's identity again at the moment it acts).
+ * their strength (src/gate/reap.ts proves each target's identity again at the moment it acts).
  */
 import { statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
