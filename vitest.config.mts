@@ -1,6 +1,14 @@
+import { matchesGlob, normalize } from 'node:path';
 import { configDefaults, defineConfig } from 'vitest/config';
 import suites from './test/suites.cjs';
-const { DEFAULT_SUITE, DEFAULT_SUITE_EXCLUDES } = suites;
+const { DEFAULT_SUITE, DEFAULT_SUITE_EXCLUDES, SLOW_SUITES } = suites;
+
+// A file of a slow suite named on the command line matches nothing here, and vitest only says
+// "No test files found": name the script that runs it.
+for (const arg of process.argv.slice(2).map((a) => normalize(a))) {
+  const suite = SLOW_SUITES.find((s) => s.files.some((glob) => matchesGlob(arg, glob)));
+  if (suite !== undefined) console.warn(`${arg} is in the ${suite.name} suite (test/suites.cjs): npm run test:${suite.name} -- ${arg}`);
+}
 
 // `npm test`: the default suite of test/suites.cjs (the slow suites have vitest.slow.config.mts).
 // Native addons and real subprocesses: run each test file in its own forked process.
