@@ -166,7 +166,10 @@ describe('every --json document validates against its schema', () => {
   it('wait: ready, timed out with holders, a selector that matches nothing, NVML missing', async () => {
     const ready = await documentOf(['wait', '--stable', '0s', '--timeout', '10s'], cliEnv(bundledScenario('idle-8x-rtx-pro-6000')), 0);
     expect(ready['result']).toBe('ready');
-    const timeout = await documentOf(['wait', '--min-free', '0.9', '--timeout', '600ms', '--interval', '100ms'], cliEnv(race()), 75);
+    // The race held at its base state (its timeline anchored an hour ahead), so it cannot drain
+    // however slowly a loaded machine starts the command; the deadline only has to follow the first read.
+    const held = { GPUGATE_SIM_STARTED_AT: String(Date.now() + 3_600_000) };
+    const timeout = await documentOf(['wait', '--min-free', '0.9', '--timeout', '2s', '--interval', '100ms'], cliEnv(race(), held), 75);
     expect(timeout['result']).toBe('timeout');
     expect(((timeout['gpus'] as Array<{ holders: unknown[] }>)[0]?.holders.length ?? 0)).toBeGreaterThan(0);
     expect((await documentOf(['wait', '--gpus', '42', '--timeout', '1s'], cliEnv(race()), 78))['result']).toBe('config-error');

@@ -34,16 +34,26 @@ const busy = writeScenario({
 /**
  * A preload (NODE_OPTIONS=--require) that holds Node's start-up before gpugate's first line runs:
  * it says so on stderr and blocks until a byte arrives on stdin. A SIGUSR1 sent meanwhile reaches
- * Node exactly where an early `systemctl kill -s USR1` would.
+ * Node exactly where an early `systemctl kill -s USR1` would; where Node handles the signal, it
+ * interrupts the blocking read (EINTR), which the preload reads again rather than dying of it.
  */
 const preload = join(work, 'hold-start-up.cjs');
 writeFileSync(preload, [
   "process.stderr.write('start-up held\\n');",
-  "require('node:fs').readSync(0, Buffer.alloc(1));",
+  'for (;;) {',
+  "  try { require('node:fs').readSync(0, Buffer.alloc(1)); break; } catch (error) { if (error.code !== 'EINTR') throw error; }",
+  '}',
 ].join('\n'));
 
 /** What Node prints when the inspector starts (or tries to: the port may be taken). */
 const INSPECTOR = /Debugger listening|Starting inspector/;
+
+/**
+ * Backstops only: every step below waits for an event (a line on stderr, the exit), and a loaded
+ * machine may take many seconds to start Node under a preload.
+ */
+const EVENT_BACKSTOP_MS = 60_000;
+const TEST_BACKSTOP_MS = 3 * EVENT_BACKSTOP_MS;
 
 /** Starts `gpugate wait` on the busy GPU with start-up held, sends SIGUSR1, then lets start-up go on. */
 async function signalDuringStartUp(launch: readonly string[], env: NodeJS.ProcessEnv): Promise<CliProcess> {
@@ -51,9 +61,10 @@ async function signalDuringStartUp(launch: readonly string[], env: NodeJS.Proces
     launch,
     env: { ...env, NODE_OPTIONS: `--require ${preload}` },
     stdinPipe: true,
+    killAfterMs: TEST_BACKSTOP_MS,
   });
   running.push(cli);
-  await cli.waitFor(/start-up held/);
+  await cli.waitFor(/start-up held/, 'stderr', EVENT_BACKSTOP_MS);
   cli.child.kill('SIGUSR1');
   cli.child.stdin!.end('go');
   return cli;
@@ -76,7 +87,7 @@ for (const major of [22, 24]) {
     it('a SIGUSR1 during Node\'s own start-up opens no inspector: the wait goes on and ends on SIGTERM', async () => {
       const cli = await signalDuringStartUp([cliPath()], withRuntimeOnPath(cliEnv(busy), runtime!));
       // gpugate's own code runs and polls: start-up, with any inspector it would have opened, is over.
-      await cli.waitFor(/waiting gpu=0 /);
+      await cli.waitFor(/waiting gpu=0 /, 'stderr', EVENT_BACKSTOP_MS);
       const pid = cli.child.pid!;
       expect(ownListeningPorts(pid)).toEqual([]);
       expect(cli.stderr()).not.toMatch(INSPECTOR);
@@ -84,14 +95,14 @@ for (const major of [22, 24]) {
       const run = await cli.done;
       expect(run.code).toBe(143);
       expect(run.stderr).not.toMatch(INSPECTOR);
-    });
+    }, TEST_BACKSTOP_MS);
 
     it('the attack: the same SIGUSR1 to the command started without --disable-sigusr1 opens the inspector', async () => {
       const cli = await signalDuringStartUp([runtime!.node, cliPath()], cliEnv(busy));
-      await cli.waitFor(INSPECTOR);
+      await cli.waitFor(INSPECTOR, 'stderr', EVENT_BACKSTOP_MS);
       cli.child.kill('SIGKILL');
       await cli.done;
-    });
+    }, TEST_BACKSTOP_MS);
   });
 }
 

@@ -1,13 +1,16 @@
 /**
  * vitest global setup: makes sure dist/ (the compiled TypeScript that the CLI tests and other
  * subprocess tests run) is current, by running `npm run build:ts` once when any source under
- * src/ is newer than dist/cli/main.js, or dist/ is missing; and creates the run's temp folder
+ * src/ is newer than dist/cli/main.js, or dist/ is missing; builds the simulator's driver profiles
+ * when the build lacks one (a fresh clone's `npm install` builds only the addon and the current
+ * driver's simulator; this never rebuilds the addon); and creates the run's temp folder
  * (helpers/temp-root.ts), removed at teardown with everything the test processes left in it.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildSimProfiles } from '../scripts/native-build.cjs';
 import { TEST_RUN_PREFIX, TEST_TMPDIR_ENV } from './helpers/temp-root';
 
 const root = join(__dirname, '..');
@@ -45,6 +48,7 @@ export default function setup(): () => void {
   if (!existsSync(built) || statSync(built).mtimeMs < sources) {
     execFileSync('npm', ['run', 'build:ts'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
   }
+  buildSimProfiles(root);
   removeAbandonedRuns();
   const runDir = mkdtempSync(join(tmpdir(), `${TEST_RUN_PREFIX}${process.pid}-`));
   // Test processes are forked after the global setup and inherit this environment.

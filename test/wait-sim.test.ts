@@ -140,9 +140,16 @@ describe('waitForGpusFree on the simulator', () => {
       const stats = path.join(statsDir, statsName);
       process.env['GPUGATE_SIM_STATS'] = stats;
       const libraryPath = freshSimulator();
-      const results = await Promise.all(
-        Array.from({ length: waiters }, () => waitForGpusFree({ libraryPath, gpus: ['0'], intervalMs: 100, timeoutMs: 1200 }).catch((e: unknown) => e as GpuWaitTimeoutError)),
-      );
+      // Every waiter ends when the first has polled six times (an event), not at a deadline a loaded machine may reach first.
+      const controller = new AbortController();
+      // A wait that resolved instead has no name: the expectation below catches it.
+      const results = (await Promise.all(
+        Array.from({ length: waiters }, (_, i) => waitForGpusFree({
+          libraryPath, gpus: ['0'], intervalMs: 100, timeoutMs: 60_000, signal: controller.signal,
+          onPoll: (e) => { if (i === 0 && e.polls === 6) controller.abort(); },
+        }).catch((e: unknown) => e as Error & { evaluation?: Evaluation })),
+      )) as Array<Error & { evaluation?: Evaluation }>;
+      expect(results.map((r) => r.name)).toEqual(Array.from({ length: waiters }, () => 'AbortError'));
       delete process.env['GPUGATE_SIM_STATS'];
       const calls = statsOf(stats);
       const processCalls = Object.entries(calls)

@@ -237,12 +237,18 @@ describe('waitForGpusFree stability and settling', () => {
 
   it('two concurrent waiters on one session share one poll per interval', async () => {
     const session = new FakeSession(() => [{ usedBytes: 50 * GiB }, { usedBytes: 50 * GiB }]);
-    const a = waitForGpusFree({ session, gpus: ['0'], intervalMs: 40, timeoutMs: 1000 }).catch((e: unknown) => e as GpuWaitTimeoutError);
-    const b = waitForGpusFree({ session, gpus: ['1'], intervalMs: 40, timeoutMs: 1000 }).catch((e: unknown) => e as GpuWaitTimeoutError);
-    const [ea, eb] = await Promise.all([a, b]);
+    // Both end when the first has polled five times (an event), not at a deadline a loaded machine may reach first.
+    const controller = new AbortController();
+    type Ended = Error & { evaluation?: Evaluation };
+    const ended = (e: unknown): Ended => e as Ended;
+    const a = waitForGpusFree({ session, gpus: ['0'], intervalMs: 40, timeoutMs: 60_000, signal: controller.signal, onPoll: (e) => { if (e.polls === 5) controller.abort(); } }).catch(ended);
+    const b = waitForGpusFree({ session, gpus: ['1'], intervalMs: 40, timeoutMs: 60_000, signal: controller.signal }).catch(ended);
+    // A wait that resolved instead has no name: the first expectation catches it.
+    const [ea, eb] = (await Promise.all([a, b])) as [Ended, Ended];
+    expect([ea.name, eb.name]).toEqual(['AbortError', 'AbortError']);
     const pollsA = ea.evaluation!.polls;
     const pollsB = eb.evaluation!.polls;
-    expect(pollsA).toBeGreaterThan(3);
+    expect(pollsA).toBe(5);
     // Each poll served both waiters: the snapshots with process lists are the shared polls.
     expect(session.processCalls).toBeLessThanOrEqual(Math.max(pollsA, pollsB) + 1);
     expect(ea.evaluation!.snapshot.devices.map((d) => d.index)).toEqual([0, 1]);

@@ -17,8 +17,13 @@ import { freshSimulator } from '../session-helpers';
 
 const GiB = 1024 ** 3;
 const MiB = 2 ** 20;
+const READER_CLOCK = { GPUGATE_SIM_STARTED_AT: 'init' };
 
-/** Two GPUs busy (40 GiB) that become idle `freeAtMs` after each process's NVML init. */
+/**
+ * Two GPUs busy (40 GiB) that become idle `freeAtMs` after each reader's NVML init: read with
+ * GPUGATE_SIM_STARTED_AT=init (READER_CLOCK), the simulator's timeline starts at each process's own
+ * init, so however slowly a loaded machine starts a process, it sees the GPUs busy first.
+ */
 function drainingHost(freeAtMs: number): string {
   const busy = { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 40 * GiB };
   return writeScenario({
@@ -29,11 +34,12 @@ function drainingHost(freeAtMs: number): string {
 
 describe('several gpugate wait processes on the same GPUs', () => {
   it('all see the GPUs busy, then free, and exit 0; one with an impossible deadline exits 75', async () => {
-    const scenario = drainingHost(1200);
+    const scenario = drainingHost(2000);
     const args = ['wait', '--json', '--gpus', '0,1', '--stable', '300ms', '--interval', '100ms', '--stale', 'ignore'];
+    const env = cliEnv(scenario, READER_CLOCK);
     const runs = await Promise.all([
-      ...Array.from({ length: 4 }, () => runCli([...args, '--timeout', '30s'], { env: cliEnv(scenario) })),
-      runCli([...args, '--timeout', '500ms'], { env: cliEnv(scenario) }),
+      ...Array.from({ length: 4 }, () => runCli([...args, '--timeout', '30s'], { env })),
+      runCli([...args, '--timeout', '500ms'], { env }),
     ]);
     for (const run of runs.slice(0, 4)) {
       expect(run.code, run.stderr).toBe(0);
@@ -51,7 +57,8 @@ describe('several gpugate wait processes on the same GPUs', () => {
 
 describe('many waiters in one process', () => {
   it('share one poll of one real session: 20 waiters, about one snapshot per interval', async () => {
-    process.env['GPUGATE_SIM_SCENARIO'] = drainingHost(600);
+    process.env['GPUGATE_SIM_SCENARIO'] = drainingHost(1000);
+    Object.assign(process.env, READER_CLOCK);
     const session = await openNvml({ libraryPath: freshSimulator() });
     let snapshots = 0;
     const counting: NvmlSession = {
@@ -77,6 +84,7 @@ describe('many waiters in one process', () => {
       expect(snapshots).toBeLessThanOrEqual(maxPolls + 5);
     } finally {
       await session.close();
+      delete process.env['GPUGATE_SIM_STARTED_AT'];
     }
   });
 });

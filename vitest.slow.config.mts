@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config';
+import suites from './test/suites.cjs';
+const { SLOW_SUITES } = suites;
+
+// The slow suites of test/suites.cjs, one vitest project each: `npm run test:slow` runs them all,
+// `npm run test:<name>` one (`vitest run -c vitest.slow.config.mts --project <name>`).
+export default defineConfig({
+  test: {
+    pool: 'forks',
+    globalSetup: ['test/global-setup.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    projects: SLOW_SUITES.map((suite) => ({ extends: true, test: { name: suite.name, include: [...suite.files] } })),
+  },
+});
