@@ -51,13 +51,9 @@ void EncodeSnapshot(const std::vector<DeviceReading>& devices, EncodedSnapshot* 
     slot[kDevMemUsed] = device.memory.usedBytes;
     slot[kDevMemReserved] = device.memory.reservedBytes;
     slot[kDevMemSource] = MemorySource(device.memory);
-    slot[kDevPersistence] = device.persistenceMode;
-    slot[kDevComputeMode] = device.computeMode;
-    slot[kDevMigMode] = device.migMode;
-    slot[kDevUtilGpu] = device.utilizationGpuPercent;
-    slot[kDevUtilMemory] = device.utilizationMemoryPercent;
-    slot[kDevTemperatureC] = device.temperatureC;
-    slot[kDevPowerMilliwatts] = device.powerMilliwatts;
+#define GPUGATE_PUT_FIGURE(member, figureSlot, wireName, query) slot[figureSlot] = device.member;
+    GPUGATE_DEVICE_FIGURES(GPUGATE_PUT_FIGURE)
+#undef GPUGATE_PUT_FIGURE
     if (device.hasError) {
       slot[kDevErrorCode] = device.error.code;
       slot[kDevErrorSymbol] = strings.Intern(device.error.symbol);

@@ -49,17 +49,66 @@ bool Fail(const SymbolTable& symbols, DeviceReading* reading, const char* field,
   return false;
 }
 
-// Reads an unsigned-int-valued field; returns false when the device is lost.
-bool ReadUIntField(const SymbolTable& symbols, DeviceReading* reading, nvmlDevice_t device, Fn fn,
-                   const char* field, double* out) {
-  if (!symbols.Has(fn)) return !Fail(symbols, reading, field, fn, NVML_ERROR_FUNCTION_NOT_FOUND);
+// One NVML query of a snapshot: the field a failure is reported under, the function, and how a
+// success fills the reading (called only when the function is bound).
+struct DeviceQuery {
+  const char* field;
+  Fn fn;
+  nvmlReturn_t (*fill)(const SymbolTable& symbols, Fn fn, nvmlDevice_t device, DeviceReading* reading);
+};
+
+template <double DeviceReading::*figure>
+nvmlReturn_t FillUInt(const SymbolTable& symbols, Fn fn, nvmlDevice_t device, DeviceReading* reading) {
   unsigned value = 0;
   nvmlReturn_t code = symbols.Get<nvmlDeviceGetUInt_fn>(fn)(device, &value);
+  if (code == NVML_SUCCESS) reading->*figure = value;
+  return code;
+}
+
+nvmlReturn_t FillMigMode(const SymbolTable& symbols, Fn fn, nvmlDevice_t device, DeviceReading* reading) {
+  unsigned current = 0, pending = 0;
+  nvmlReturn_t code = symbols.Get<nvmlDeviceGetMigMode_fn>(fn)(device, &current, &pending);
+  if (code == NVML_SUCCESS) reading->migMode = current;
+  return code;
+}
+
+nvmlReturn_t FillUtilization(const SymbolTable& symbols, Fn fn, nvmlDevice_t device, DeviceReading* reading) {
+  nvmlUtilization_t utilization{0, 0};
+  nvmlReturn_t code = symbols.Get<nvmlDeviceGetUtilizationRates_fn>(fn)(device, &utilization);
   if (code == NVML_SUCCESS) {
-    *out = value;
-    return true;
+    reading->utilizationGpuPercent = utilization.gpu;
+    reading->utilizationMemoryPercent = utilization.memory;
   }
-  return !Fail(symbols, reading, field, fn, code);
+  return code;
+}
+
+nvmlReturn_t FillTemperature(const SymbolTable& symbols, Fn fn, nvmlDevice_t device, DeviceReading* reading) {
+  unsigned celsius = 0;
+  nvmlReturn_t code = symbols.Get<nvmlDeviceGetTemperature_fn>(fn)(device, GPUGATE_NVML_TEMPERATURE_GPU, &celsius);
+  if (code == NVML_SUCCESS) reading->temperatureC = celsius;
+  return code;
+}
+
+// The queries the figure table (GPUGATE_DEVICE_FIGURES in readings.h) names. The field names are
+// what a CallError reports (and TypeScript shows): they predate the wire names and stay as they are.
+constexpr DeviceQuery kPersistenceModeQuery = {"persistenceMode", kDeviceGetPersistenceMode,
+                                               FillUInt<&DeviceReading::persistenceMode>};
+constexpr DeviceQuery kComputeModeQuery = {"computeMode", kDeviceGetComputeMode, FillUInt<&DeviceReading::computeMode>};
+constexpr DeviceQuery kMigModeQuery = {"migMode", kDeviceGetMigMode, FillMigMode};
+constexpr DeviceQuery kUtilizationQuery = {"utilization", kDeviceGetUtilizationRates, FillUtilization};
+constexpr DeviceQuery kTemperatureQuery = {"temperatureC", kDeviceGetTemperature, FillTemperature};
+constexpr DeviceQuery kPowerQuery = {"powerWatts", kDeviceGetPowerUsage, FillUInt<&DeviceReading::powerMilliwatts>};
+
+// The figures' queries in read order, one entry per figure (a query filling two figures twice).
+#define GPUGATE_FIGURE_QUERY(member, slot, wireName, query) &query,
+constexpr const DeviceQuery* kFigureQueries[] = {GPUGATE_DEVICE_FIGURES(GPUGATE_FIGURE_QUERY)};
+#undef GPUGATE_FIGURE_QUERY
+
+// Runs one query; returns false when the device is lost (stop reading it).
+bool RunQuery(const SymbolTable& symbols, const DeviceQuery& query, nvmlDevice_t device, DeviceReading* reading) {
+  nvmlReturn_t code =
+      symbols.Has(query.fn) ? query.fill(symbols, query.fn, device, reading) : NVML_ERROR_FUNCTION_NOT_FOUND;
+  return code == NVML_SUCCESS || !Fail(symbols, reading, query.field, query.fn, code);
 }
 
 void ReadMig(const SymbolTable& symbols, nvmlDevice_t parent, const SnapshotRequest& request, DeviceReading* reading) {
@@ -243,40 +292,15 @@ DeviceReading ReadDevice(const SymbolTable& symbols, const DeviceIdentity& ident
   if (code != NVML_SUCCESS && Fail(symbols, &reading, "memory", failedFn, code)) return reading;
 
   if (request.memoryOnly && request.computeMode) {
-    if (!ReadUIntField(symbols, &reading, device, kDeviceGetComputeMode, "computeMode", &reading.computeMode)) return reading;
+    if (!RunQuery(symbols, kComputeModeQuery, device, &reading)) return reading;
   }
   if (!request.memoryOnly) {
-    if (!ReadUIntField(symbols, &reading, device, kDeviceGetPersistenceMode, "persistenceMode", &reading.persistenceMode)) return reading;
-    if (!ReadUIntField(symbols, &reading, device, kDeviceGetComputeMode, "computeMode", &reading.computeMode)) return reading;
-    if (!symbols.Has(kDeviceGetMigMode)) {
-      Fail(symbols, &reading, "migMode", kDeviceGetMigMode, NVML_ERROR_FUNCTION_NOT_FOUND);
-    } else {
-      unsigned current = 0, pending = 0;
-      code = symbols.Get<nvmlDeviceGetMigMode_fn>(kDeviceGetMigMode)(device, &current, &pending);
-      if (code == NVML_SUCCESS) reading.migMode = current;
-      else if (Fail(symbols, &reading, "migMode", kDeviceGetMigMode, code)) return reading;
+    const DeviceQuery* previous = nullptr;
+    for (const DeviceQuery* query : kFigureQueries) {
+      if (query == previous) continue;  // it filled the figure above too
+      previous = query;
+      if (!RunQuery(symbols, *query, device, &reading)) return reading;
     }
-    if (!symbols.Has(kDeviceGetUtilizationRates)) {
-      Fail(symbols, &reading, "utilization", kDeviceGetUtilizationRates, NVML_ERROR_FUNCTION_NOT_FOUND);
-    } else {
-      nvmlUtilization_t utilization{0, 0};
-      code = symbols.Get<nvmlDeviceGetUtilizationRates_fn>(kDeviceGetUtilizationRates)(device, &utilization);
-      if (code == NVML_SUCCESS) {
-        reading.utilizationGpuPercent = utilization.gpu;
-        reading.utilizationMemoryPercent = utilization.memory;
-      } else if (Fail(symbols, &reading, "utilization", kDeviceGetUtilizationRates, code)) {
-        return reading;
-      }
-    }
-    if (!symbols.Has(kDeviceGetTemperature)) {
-      Fail(symbols, &reading, "temperatureC", kDeviceGetTemperature, NVML_ERROR_FUNCTION_NOT_FOUND);
-    } else {
-      unsigned celsius = 0;
-      code = symbols.Get<nvmlDeviceGetTemperature_fn>(kDeviceGetTemperature)(device, GPUGATE_NVML_TEMPERATURE_GPU, &celsius);
-      if (code == NVML_SUCCESS) reading.temperatureC = celsius;
-      else if (Fail(symbols, &reading, "temperatureC", kDeviceGetTemperature, code)) return reading;
-    }
-    if (!ReadUIntField(symbols, &reading, device, kDeviceGetPowerUsage, "powerWatts", &reading.powerMilliwatts)) return reading;
   }
 
   if (request.processes) {

@@ -74,18 +74,30 @@ struct MigReading {
   CallError error;
 };
 
+// The per-device scalar figures of a snapshot, each written once: X(member of DeviceReading,
+// its DeviceSlot enumerator, its wire name, the query in queries.cc that reads it). The reading
+// members, the wire slots and names (wire_layout.h), the encoder and the snapshot's reads are all
+// generated from these rows, so a new figure is one row plus its query. A macro, because a
+// struct's members and an enum's enumerators can be generated from a table no other way in C++17.
+// Rows run in read order; one query that fills several figures (utilization) sits on each of
+// them, consecutively, and runs once. The wire names are what TypeScript reads: never rename one.
+#define GPUGATE_DEVICE_FIGURES(X)                                                   \
+  X(persistenceMode, kDevPersistence, "persistence", kPersistenceModeQuery)         \
+  X(computeMode, kDevComputeMode, "computeMode", kComputeModeQuery)                 \
+  X(migMode, kDevMigMode, "migMode", kMigModeQuery)                                 \
+  X(utilizationGpuPercent, kDevUtilGpu, "utilGpu", kUtilizationQuery)               \
+  X(utilizationMemoryPercent, kDevUtilMemory, "utilMemory", kUtilizationQuery)      \
+  X(temperatureC, kDevTemperatureC, "temperatureC", kTemperatureQuery)              \
+  X(powerMilliwatts, kDevPowerMilliwatts, "powerMilliwatts", kPowerQuery)
+
 struct DeviceReading {
   unsigned index = 0;
   bool hasError = false;  // device-level failure (e.g. GPU lost): other fields stay null
   CallError error;
   MemoryReading memory;
-  double persistenceMode = kNull;
-  double computeMode = kNull;
-  double migMode = kNull;
-  double utilizationGpuPercent = kNull;
-  double utilizationMemoryPercent = kNull;
-  double temperatureC = kNull;
-  double powerMilliwatts = kNull;
+#define GPUGATE_FIGURE_MEMBER(member, slot, wireName, query) double member = kNull;
+  GPUGATE_DEVICE_FIGURES(GPUGATE_FIGURE_MEMBER)
+#undef GPUGATE_FIGURE_MEMBER
   ProcessListReading processes;
   bool migListed = false;
   std::vector<MigReading> migDevices;

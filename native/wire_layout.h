@@ -12,7 +12,8 @@
 //   device:   per device, then fieldErrorCount x error, processCount x process, and migCount x
 //             (mig, then its processCount x process)
 //   memory:   per device, readMemory()'s output (not part of a snapshot)
-// A process's `kinds` slot is a bitmask: bit i set means processKinds[i].
+// A process's `kinds` slot is a bitmask: bit i set means processKinds[i]. The device record's
+// per-figure slots come from the figure table (GPUGATE_DEVICE_FIGURES in readings.h).
 #pragma once
 
 #include <cstddef>
@@ -34,13 +35,9 @@ enum DeviceSlot : int {
   kDevMemUsed,
   kDevMemReserved,
   kDevMemSource,  // 2, 1, or NaN when memory could not be read
-  kDevPersistence,
-  kDevComputeMode,
-  kDevMigMode,
-  kDevUtilGpu,
-  kDevUtilMemory,
-  kDevTemperatureC,
-  kDevPowerMilliwatts,
+#define GPUGATE_FIGURE_SLOT(member, slot, wireName, query) slot,
+  GPUGATE_DEVICE_FIGURES(GPUGATE_FIGURE_SLOT)
+#undef GPUGATE_FIGURE_SLOT
   kDevErrorCode,  // NaN when the device has no device-level error
   kDevErrorSymbol,
   kDevErrorMessage,
@@ -114,13 +111,9 @@ inline constexpr SlotName kDeviceSlotNames[] = {
     {kDevMemUsed, "memUsed"},
     {kDevMemReserved, "memReserved"},
     {kDevMemSource, "memSource"},
-    {kDevPersistence, "persistence"},
-    {kDevComputeMode, "computeMode"},
-    {kDevMigMode, "migMode"},
-    {kDevUtilGpu, "utilGpu"},
-    {kDevUtilMemory, "utilMemory"},
-    {kDevTemperatureC, "temperatureC"},
-    {kDevPowerMilliwatts, "powerMilliwatts"},
+#define GPUGATE_FIGURE_SLOT_NAME(member, slot, wireName, query) {slot, wireName},
+    GPUGATE_DEVICE_FIGURES(GPUGATE_FIGURE_SLOT_NAME)
+#undef GPUGATE_FIGURE_SLOT_NAME
     {kDevErrorCode, "errorCode"},
     {kDevErrorSymbol, "errorSymbol"},
     {kDevErrorMessage, "errorMessage"},

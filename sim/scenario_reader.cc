@@ -17,66 +17,6 @@
 
 namespace gpugate_sim {
 
-void applyDevicePatch(SimDevice& t, const SimDevice& p, uint64_t m) {
-  if (m & kFieldName) t.name = p.name;
-  if (m & kFieldUuid) t.uuid = p.uuid;
-  if (m & kFieldPciBusId) {
-    t.pciBusId = p.pciBusId;
-    t.pciDomain = p.pciDomain;
-    t.pciBus = p.pciBus;
-    t.pciDevice = p.pciDevice;
-    t.pciFunction = p.pciFunction;
-  }
-  if (m & kFieldPciDeviceId) t.pciDeviceId = p.pciDeviceId;
-  if (m & kFieldPciSubSystemId) t.pciSubSystemId = p.pciSubSystemId;
-  if (m & kFieldMinorNumber) t.minorNumber = p.minorNumber;
-  if (m & kFieldComputeCapability) {
-    t.ccMajor = p.ccMajor;
-    t.ccMinor = p.ccMinor;
-  }
-  if (m & kFieldMemoryTotal) t.memory.totalBytes = p.memory.totalBytes;
-  if (m & kFieldMemoryReserved) t.memory.reservedBytes = p.memory.reservedBytes;
-  if (m & kFieldMemoryUsed) t.memory.usedBytes = p.memory.usedBytes;
-  if (m & kFieldMemoryFree) {
-    t.memory.freeReported = p.memory.freeReported;
-    t.memory.reportedFreeBytes = p.memory.reportedFreeBytes;
-  }
-  if (m & kFieldPersistenceMode) t.persistenceMode = p.persistenceMode;
-  if (m & kFieldComputeMode) t.computeMode = p.computeMode;
-  if (m & kFieldMigMode) t.migMode = p.migMode;
-  if (m & kFieldMigModePending) {
-    t.migModePendingSet = p.migModePendingSet;
-    t.migModePending = p.migModePending;
-  }
-  if (m & kFieldMaxMigDevices) t.maxMigDevices = p.maxMigDevices;
-  if (m & kFieldUtilization) t.utilization = p.utilization;
-  if (m & kFieldTemperature) t.temperatureC = p.temperatureC;
-  if (m & kFieldPower) t.powerWatts = p.powerWatts;
-  if (m & kFieldProcesses) t.processes = p.processes;
-  if (m & kFieldMigDevices) t.migDevices = p.migDevices;
-  if (m & kFieldClaimedProcessCount) t.claimedProcessCount = p.claimedProcessCount;
-  if (m & kFieldFanSpeed) t.fanSpeedPercent = p.fanSpeedPercent;
-  if (m & kFieldPowerLimit) t.powerLimitWatts = p.powerLimitWatts;
-  if (m & kFieldClocks) t.clocksMHz = p.clocksMHz;
-  if (m & kFieldMaxClocks) t.maxClocksMHz = p.maxClocksMHz;
-  if (m & kFieldPerformanceState) t.performanceState = p.performanceState;
-  if (m & kFieldEccErrors) t.eccErrors = p.eccErrors;
-  if (m & kFieldEncoderUtilization) t.encoderUtilization = p.encoderUtilization;
-  if (m & kFieldDecoderUtilization) t.decoderUtilization = p.decoderUtilization;
-  if (m & kFieldDisplayActive) t.displayActive = p.displayActive;
-  if (m & kFieldDisplayMode) t.displayMode = p.displayMode;
-  if (m & kFieldPcieThroughput) t.pcieThroughputKBps = p.pcieThroughputKBps;
-  if (m & kFieldSerial) t.serial = p.serial;
-  if (m & kFieldBar1Memory) t.bar1Memory = p.bar1Memory;
-  if (m & kFieldNvlinkCount) t.nvlinkCount = p.nvlinkCount;
-  if (m & kFieldRemappedRows) t.remappedRows = p.remappedRows;
-  if (m & kFieldRetiredPagesPending) t.retiredPagesPending = p.retiredPagesPending;
-  if (m & kFieldClockEventReasons) t.clockEventReasons = p.clockEventReasons;
-  if (m & kFieldPcieLink) t.pcieLink = p.pcieLink;
-  if (m & kFieldFabric) t.fabric = p.fabric;
-  if (m & kFieldRecoveryAction) t.recoveryAction = p.recoveryAction;
-}
-
 namespace {
 
 using Kind = JsonValue::Kind;
@@ -335,59 +275,164 @@ std::vector<SimMigDevice> readMigDevices(const JsonValue& v) {
   return out;
 }
 
-const char* const kDeviceKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciSubSystemId", "minorNumber",
-                                   "computeCapability", "memory", "persistenceMode", "computeMode", "migMode",
-                                   "migModePending", "maxMigDevices", "utilization", "temperatureC", "powerWatts",
-                                   "processes", "migDevices", "claimedProcessCount",
-                                   "fanSpeedPercent", "powerLimitWatts", "clocksMHz", "maxClocksMHz",
-                                   "performanceState", "eccErrors", "encoderUtilization", "decoderUtilization",
-                                   "displayActive", "displayMode", "pcieThroughputKBps", "serial", "bar1Memory",
-                                   "nvlinkCount", "remappedRows", "retiredPagesPending", "clockEventReasons", "pcieLink",
-                                   "fabric", "recoveryAction", nullptr};
+// The device fields of a scenario, as one table (kDeviceFields below): each row names the JSON
+// key, the mask bit a timeline `set` records for it, how its value is read and how a `set` copies
+// it into a live device. The reader's key lists, its parsing and applyDevicePatch all come from
+// the table, so a new device field is one row (plus its member in SimDevice and its bit).
 
-const char* const kSetKeys[] = {"name", "uuid", "pciBusId", "pciDeviceId", "pciSubSystemId", "minorNumber",
-                                "computeCapability", "memory", "persistenceMode", "computeMode", "migMode",
-                                "migModePending", "maxMigDevices", "utilization", "temperatureC", "powerWatts",
-                                "processes", "migDevices", "claimedProcessCount",
-                                "fanSpeedPercent", "powerLimitWatts", "clocksMHz", "maxClocksMHz",
-                                "performanceState", "eccErrors", "encoderUtilization", "decoderUtilization",
-                                "displayActive", "displayMode", "pcieThroughputKBps", "serial", "bar1Memory",
-                                "nvlinkCount", "remappedRows", "retiredPagesPending", "clockEventReasons", "pcieLink",
-                                "fabric", "recoveryAction", "faults", nullptr};
+/** Reads a field's JSON value `x` (under `key`) into `d`; only memory uses `mask` and `isBase`. */
+using ReadField = void (*)(const JsonValue& x, const char* key, SimDevice& d, uint64_t& mask, bool isBase);
+/** Copies a field from a timeline patch into a device. */
+using MergeField = void (*)(SimDevice& target, const SimDevice& patch, uint64_t mask);
 
-/** A key holding an integer 0..max or null (NOT_SUPPORTED). */
-void readOptionalUnsigned(const JsonValue& v, const char* key, int64_t max, Supported<unsigned>& out, uint64_t bit, uint64_t& mask) {
-  if (const JsonValue* x = v.find(key)) {
-    out.supported = x->kind != Kind::Null;
-    if (out.supported) out.value = static_cast<unsigned>(readInteger(*x, key, 0, max));
-    mask |= bit;
-  }
+struct DeviceField {
+  const char* key;
+  uint64_t bit;        // recorded in the mask when the key is present (0: its reader records finer bits)
+  uint64_t patchBits;  // a patch copies the field when its mask holds any of these
+  ReadField read;
+  MergeField merge;
+  const char* missingInBase;  // the message when a scenario's device lacks the key; nullptr: optional
+};
+
+template <auto member>
+void copyMember(SimDevice& target, const SimDevice& patch, uint64_t) {
+  target.*member = patch.*member;
 }
 
-/** A key holding true, false or null (NOT_SUPPORTED). */
-void readOptionalBool(const JsonValue& v, const char* key, Supported<bool>& out, uint64_t bit, uint64_t& mask) {
-  if (const JsonValue* x = v.find(key)) {
-    out.supported = x->kind != Kind::Null;
-    if (out.supported) out.value = readBool(*x, key);
-    mask |= bit;
-  }
+template <auto member, auto parse>
+void readPlain(const JsonValue& x, const char* key, SimDevice& d, uint64_t&, bool) {
+  parse(x, key, d.*member);
 }
 
-/** A clocks object {graphics, sm, memory, video} in MHz (missing domains keep their value), or null. */
-void readClocks(const JsonValue& v, const char* key, Supported<SimClocks>& out, uint64_t bit, uint64_t& mask) {
-  const JsonValue* x = v.find(key);
-  if (x == nullptr) return;
-  out.supported = x->kind != Kind::Null;
-  if (out.supported) {
-    expectKind(*x, Kind::Object, quoted(key));
-    static const char* const keys[] = {"graphics", "sm", "memory", "video", nullptr};
-    checkKeys(*x, keys, quoted(key));
-    unsigned* fields[] = {&out.value.graphics, &out.value.sm, &out.value.memory, &out.value.video};
+/** A value, or null for a field NVML answers NOT_SUPPORTED for. */
+template <auto member, auto parse>
+void readNullable(const JsonValue& x, const char* key, SimDevice& d, uint64_t&, bool) {
+  auto& field = d.*member;
+  field.supported = x.kind != Kind::Null;
+  if (field.supported) parse(x, key, field.value);
+}
+
+/** A row for one member read by `parse` (a Supported<T> member takes null too). */
+template <auto member, auto parse>
+constexpr DeviceField plain(const char* key, uint64_t bit) {
+  return {key, bit, bit, readPlain<member, parse>, copyMember<member>, nullptr};
+}
+template <auto member, auto parse>
+constexpr DeviceField nullable(const char* key, uint64_t bit) {
+  return {key, bit, bit, readNullable<member, parse>, copyMember<member>, nullptr};
+}
+
+// The value parsers: each reads `x`, names `key` in its message, and writes `out`.
+
+void parseBool(const JsonValue& x, const char* key, bool& out) { out = readBool(x, key); }
+
+template <int64_t max>
+void parseUnsigned(const JsonValue& x, const char* key, unsigned& out) {
+  out = static_cast<unsigned>(readInteger(x, key, 0, max));
+}
+
+template <size_t maxLength>
+void parseString(const JsonValue& x, const char* key, std::string& out) {
+  out = readString(x, key, maxLength);
+}
+
+void parseUuid(const JsonValue& x, const char* key, std::string& out) {
+  out = readString(x, key, 95);
+  if (out.empty()) fail(x.pos, "expected a non-empty " + quoted(key));
+}
+
+void parseId32(const JsonValue& x, const char* key, uint32_t& out) { out = readId32(x, key); }
+
+void parseProcesses(const JsonValue& x, const char*, std::vector<SimProcess>& out) { out = readProcesses(x); }
+
+void parseMigDevices(const JsonValue& x, const char*, std::vector<SimMigDevice>& out) { out = readMigDevices(x); }
+
+void parsePowerWatts(const JsonValue& x, const char* key, double& out) {
+  if (x.kind != Kind::Number || x.numberValue < 0 || x.numberValue > 100000) {
+    fail(x.pos, "expected a number of watts between 0 and 100000 (or null) for " + quoted(key));
+  }
+  out = x.numberValue;
+}
+
+void parsePowerLimitWatts(const JsonValue& x, const char* key, double& out) {
+  if (x.kind != Kind::Number || x.numberValue <= 0 || x.numberValue > 100000) {
+    fail(x.pos, "expected a number of watts above 0 and at most 100000 (or null) for " + quoted(key));
+  }
+  out = x.numberValue;
+}
+
+void parseComputeMode(const JsonValue& x, const char* key, int& out) {
+  static const char* const modes[] = {"default", "exclusive_thread", "prohibited", "exclusive_process"};
+  int found = -1;
+  if (x.kind == Kind::String) {
     for (int i = 0; i < 4; i++) {
-      if (const JsonValue* c = x->find(keys[i])) *fields[i] = static_cast<unsigned>(readInteger(*c, keys[i], 0, 100000));
+      if (x.stringValue == modes[i]) found = i;
     }
   }
-  mask |= bit;
+  if (found < 0) {
+    fail(x.pos, "expected \"default\", \"exclusive_thread\", \"prohibited\", \"exclusive_process\" or null for " + quoted(key));
+  }
+  out = found;
+}
+
+void parseUtilization(const JsonValue& x, const char* key, SimUtilization& out) {
+  expectKind(x, Kind::Object, quoted(key));
+  static const char* const keys[] = {"gpu", "memory", nullptr};
+  checkKeys(x, keys, quoted(key));
+  if (const JsonValue* g = x.find("gpu")) out.gpu = static_cast<unsigned>(readInteger(*g, "gpu", 0, 100));
+  if (const JsonValue* m = x.find("memory")) out.memory = static_cast<unsigned>(readInteger(*m, "memory", 0, 100));
+}
+
+/** A clocks object {graphics, sm, memory, video} in MHz; missing domains keep their value. */
+void parseClocks(const JsonValue& x, const char* key, SimClocks& out) {
+  expectKind(x, Kind::Object, quoted(key));
+  static const char* const keys[] = {"graphics", "sm", "memory", "video", nullptr};
+  checkKeys(x, keys, quoted(key));
+  unsigned* fields[] = {&out.graphics, &out.sm, &out.memory, &out.video};
+  for (int i = 0; i < 4; i++) {
+    if (const JsonValue* c = x.find(keys[i])) *fields[i] = static_cast<unsigned>(readInteger(*c, keys[i], 0, 100000));
+  }
+}
+
+void parseEccErrors(const JsonValue& x, const char* key, SimEccErrors& out) {
+  expectKind(x, Kind::Object, quoted(key));
+  static const char* const keys[] = {"corrected", "uncorrected", nullptr};
+  checkKeys(x, keys, quoted(key));
+  out = {};
+  if (const JsonValue* c = x.find("corrected")) out.corrected = static_cast<uint64_t>(readInteger(*c, "corrected", 0, INT64_MAX));
+  if (const JsonValue* u = x.find("uncorrected")) out.uncorrected = static_cast<uint64_t>(readInteger(*u, "uncorrected", 0, INT64_MAX));
+}
+
+void parsePcieThroughput(const JsonValue& x, const char* key, SimPcieThroughput& out) {
+  expectKind(x, Kind::Object, quoted(key));
+  static const char* const keys[] = {"tx", "rx", nullptr};
+  checkKeys(x, keys, quoted(key));
+  out = {};
+  if (const JsonValue* t = x.find("tx")) out.txKBps = static_cast<unsigned>(readInteger(*t, "tx", 0, 0xFFFFFFFFll));
+  if (const JsonValue* r = x.find("rx")) out.rxKBps = static_cast<unsigned>(readInteger(*r, "rx", 0, 0xFFFFFFFFll));
+}
+
+void parseBar1Memory(const JsonValue& x, const char* key, SimBar1& out) {
+  expectKind(x, Kind::Object, quoted(key));
+  static const char* const keys[] = {"totalBytes", "usedBytes", nullptr};
+  checkKeys(x, keys, quoted(key));
+  const JsonValue* t = x.find("totalBytes");
+  if (t == nullptr) fail(x.pos, "expected \"totalBytes\" in " + quoted(key));
+  out.totalBytes = readBytes(*t, "totalBytes");
+  out.usedBytes = 0;
+  if (const JsonValue* u = x.find("usedBytes")) out.usedBytes = readBytes(*u, "usedBytes");
+  if (out.usedBytes > out.totalBytes) fail(x.pos, "expected usedBytes <= totalBytes in " + quoted(key));
+}
+
+void parseRemappedRows(const JsonValue& x, const char* key, SimRemappedRows& out) {
+  expectKind(x, Kind::Object, quoted(key));
+  static const char* const keys[] = {"correctable", "uncorrectable", "pending", "failureOccurred", nullptr};
+  checkKeys(x, keys, quoted(key));
+  out = {};
+  if (const JsonValue* c = x.find("correctable")) out.correctable = static_cast<unsigned>(readInteger(*c, "correctable", 0, 0xFFFFFFFFll));
+  if (const JsonValue* u = x.find("uncorrectable")) out.uncorrectable = static_cast<unsigned>(readInteger(*u, "uncorrectable", 0, 0xFFFFFFFFll));
+  if (const JsonValue* p = x.find("pending")) out.pending = readBool(*p, "pending");
+  if (const JsonValue* f = x.find("failureOccurred")) out.failureOccurred = readBool(*f, "failureOccurred");
 }
 
 /** The clock event reason names of a scenario, in nvmlClocksEventReasons bit order. */
@@ -395,295 +440,221 @@ const char* const kClockEventReasonNames[] = {"gpu_idle", "applications_clocks_s
                                               "sync_boost", "sw_thermal_slowdown", "hw_thermal_slowdown",
                                               "hw_power_brake_slowdown", "display_clock_setting", nullptr};
 
+void parseClockEventReasons(const JsonValue& x, const char* key, uint64_t& out) {
+  expectKind(x, Kind::Array, quoted(key));
+  uint64_t bits = 0;
+  for (const auto& item : x.items) {
+    int found = -1;
+    for (int i = 0; kClockEventReasonNames[i] != nullptr; i++) {
+      if (item->kind == Kind::String && item->stringValue == kClockEventReasonNames[i]) found = i;
+    }
+    if (found < 0) {
+      std::string list;
+      for (int i = 0; kClockEventReasonNames[i] != nullptr; i++) list += std::string(i == 0 ? "" : ", ") + kClockEventReasonNames[i];
+      fail(item->pos, "expected one of " + list + " in " + quoted(key));
+    }
+    bits |= 1ull << found;
+  }
+  out = bits;
+}
+
+/** Link generation and width; a missing current figure is the maximum and the other way round. */
+void parsePcieLink(const JsonValue& x, const char* key, SimPcieLink& l) {
+  expectKind(x, Kind::Object, quoted(key));
+  static const char* const keys[] = {"generation", "maxGeneration", "width", "maxWidth", nullptr};
+  checkKeys(x, keys, quoted(key));
+  if (const JsonValue* g = x.find("maxGeneration")) l.maxGeneration = static_cast<unsigned>(readInteger(*g, "maxGeneration", 1, 7));
+  if (const JsonValue* w = x.find("maxWidth")) l.maxWidth = static_cast<unsigned>(readInteger(*w, "maxWidth", 1, 32));
+  if (const JsonValue* g = x.find("generation")) l.generation = static_cast<unsigned>(readInteger(*g, "generation", 1, 7));
+  if (const JsonValue* w = x.find("width")) l.width = static_cast<unsigned>(readInteger(*w, "width", 1, 32));
+  if (l.maxGeneration == 0) l.maxGeneration = l.generation;
+  if (l.maxWidth == 0) l.maxWidth = l.width;
+  if (l.generation == 0) l.generation = l.maxGeneration;
+  if (l.width == 0) l.width = l.maxWidth;
+  if (l.generation == 0 || l.width == 0) {
+    fail(x.pos, "expected \"generation\" or \"maxGeneration\", and \"width\" or \"maxWidth\", in " + quoted(key));
+  }
+  if (l.generation > l.maxGeneration || l.width > l.maxWidth) {
+    fail(x.pos, "expected generation <= maxGeneration and width <= maxWidth in " + quoted(key));
+  }
+}
+
+void parseFabric(const JsonValue& x, const char* key, SimFabric& out) {
+  expectKind(x, Kind::Object, quoted(key));
+  static const char* const keys[] = {"state", "status", "cliqueId", nullptr};
+  checkKeys(x, keys, quoted(key));
+  static const char* const states[] = {"not_supported", "not_started", "in_progress", "completed", nullptr};
+  out = {3, 0, 0};
+  if (const JsonValue* s = x.find("state")) {
+    int found = -1;
+    for (int i = 0; states[i] != nullptr; i++) {
+      if (s->kind == Kind::String && s->stringValue == states[i]) found = i;
+    }
+    if (found < 0) fail(s->pos, "expected \"not_supported\", \"not_started\", \"in_progress\" or \"completed\" for \"state\" in " + quoted(key));
+    out.state = static_cast<unsigned>(found);
+  }
+  if (const JsonValue* s = x.find("status")) out.status = static_cast<int>(readInteger(*s, "status", 0, 999));
+  if (const JsonValue* c = x.find("cliqueId")) out.cliqueId = static_cast<unsigned>(readInteger(*c, "cliqueId", 0, 0xFFFFFFFFll));
+}
+
 /** The names of nvmlDeviceGpuRecoveryAction_t's values, in value order (0 none .. 4 drain and reset). */
 const char* const kRecoveryActionNames[] = {"none", "gpu-reset", "node-reboot", "drain-p2p", "drain-and-reset", nullptr};
 
-/** The health queries' fields: remapped rows, retired pages, clock event reasons, PCIe link, fabric, recovery action. */
-void readHealthFields(const JsonValue& v, SimDevice& d, uint64_t& mask) {
-  if (const JsonValue* x = v.find("recoveryAction")) {
-    d.recoveryAction.supported = x->kind != Kind::Null;
-    if (d.recoveryAction.supported) {
-      int found = -1;
-      for (int i = 0; kRecoveryActionNames[i] != nullptr; i++) {
-        if (x->kind == Kind::String && x->stringValue == kRecoveryActionNames[i]) found = i;
-      }
-      if (found < 0) {
-        fail(x->pos, "expected \"none\", \"gpu-reset\", \"node-reboot\", \"drain-p2p\", \"drain-and-reset\" or null for \"recoveryAction\"");
-      }
-      d.recoveryAction.value = static_cast<unsigned>(found);
-    }
-    mask |= kFieldRecoveryAction;
+void parseRecoveryAction(const JsonValue& x, const char* key, unsigned& out) {
+  int found = -1;
+  for (int i = 0; kRecoveryActionNames[i] != nullptr; i++) {
+    if (x.kind == Kind::String && x.stringValue == kRecoveryActionNames[i]) found = i;
   }
-  if (const JsonValue* x = v.find("remappedRows")) {
-    d.remappedRows.supported = x->kind != Kind::Null;
-    if (d.remappedRows.supported) {
-      expectKind(*x, Kind::Object, quoted("remappedRows"));
-      static const char* const keys[] = {"correctable", "uncorrectable", "pending", "failureOccurred", nullptr};
-      checkKeys(*x, keys, "\"remappedRows\"");
-      SimRemappedRows& r = d.remappedRows.value;
-      r = {};
-      if (const JsonValue* c = x->find("correctable")) r.correctable = static_cast<unsigned>(readInteger(*c, "correctable", 0, 0xFFFFFFFFll));
-      if (const JsonValue* u = x->find("uncorrectable")) r.uncorrectable = static_cast<unsigned>(readInteger(*u, "uncorrectable", 0, 0xFFFFFFFFll));
-      if (const JsonValue* p = x->find("pending")) r.pending = readBool(*p, "pending");
-      if (const JsonValue* f = x->find("failureOccurred")) r.failureOccurred = readBool(*f, "failureOccurred");
-    }
-    mask |= kFieldRemappedRows;
+  if (found < 0) {
+    fail(x.pos, "expected \"none\", \"gpu-reset\", \"node-reboot\", \"drain-p2p\", \"drain-and-reset\" or null for " + quoted(key));
   }
-  readOptionalBool(v, "retiredPagesPending", d.retiredPagesPending, kFieldRetiredPagesPending, mask);
-  if (const JsonValue* x = v.find("clockEventReasons")) {
-    d.clockEventReasons.supported = x->kind != Kind::Null;
-    if (d.clockEventReasons.supported) {
-      expectKind(*x, Kind::Array, quoted("clockEventReasons"));
-      uint64_t bits = 0;
-      for (const auto& item : x->items) {
-        int found = -1;
-        for (int i = 0; kClockEventReasonNames[i] != nullptr; i++) {
-          if (item->kind == Kind::String && item->stringValue == kClockEventReasonNames[i]) found = i;
-        }
-        if (found < 0) {
-          std::string list;
-          for (int i = 0; kClockEventReasonNames[i] != nullptr; i++) list += std::string(i == 0 ? "" : ", ") + kClockEventReasonNames[i];
-          fail(item->pos, "expected one of " + list + " in \"clockEventReasons\"");
-        }
-        bits |= 1ull << found;
-      }
-      d.clockEventReasons.value = bits;
-    }
-    mask |= kFieldClockEventReasons;
+  out = static_cast<unsigned>(found);
+}
+
+// The fields whose value spans several members (or finer mask bits) read and copy by hand.
+
+void readPciBusId(const JsonValue& x, const char* key, SimDevice& d, uint64_t&, bool) {
+  std::string text = readString(x, key, 31);
+  if (!parsePciBusId(text, d.pciDomain, d.pciBus, d.pciDevice, d.pciFunction)) {
+    fail(x.pos, "expected a PCI bus id like \"00000000:1B:00.0\" for " + quoted(key));
   }
-  if (const JsonValue* x = v.find("pcieLink")) {
-    d.pcieLink.supported = x->kind != Kind::Null;
-    if (d.pcieLink.supported) {
-      expectKind(*x, Kind::Object, quoted("pcieLink"));
-      static const char* const keys[] = {"generation", "maxGeneration", "width", "maxWidth", nullptr};
-      checkKeys(*x, keys, "\"pcieLink\"");
-      SimPcieLink& l = d.pcieLink.value;
-      if (const JsonValue* g = x->find("maxGeneration")) l.maxGeneration = static_cast<unsigned>(readInteger(*g, "maxGeneration", 1, 7));
-      if (const JsonValue* w = x->find("maxWidth")) l.maxWidth = static_cast<unsigned>(readInteger(*w, "maxWidth", 1, 32));
-      if (const JsonValue* g = x->find("generation")) l.generation = static_cast<unsigned>(readInteger(*g, "generation", 1, 7));
-      if (const JsonValue* w = x->find("width")) l.width = static_cast<unsigned>(readInteger(*w, "width", 1, 32));
-      if (l.maxGeneration == 0) l.maxGeneration = l.generation;
-      if (l.maxWidth == 0) l.maxWidth = l.width;
-      if (l.generation == 0) l.generation = l.maxGeneration;
-      if (l.width == 0) l.width = l.maxWidth;
-      if (l.generation == 0 || l.width == 0) fail(x->pos, "expected \"generation\" or \"maxGeneration\", and \"width\" or \"maxWidth\", in \"pcieLink\"");
-      if (l.generation > l.maxGeneration || l.width > l.maxWidth) fail(x->pos, "expected generation <= maxGeneration and width <= maxWidth in \"pcieLink\"");
-    }
-    mask |= kFieldPcieLink;
+  d.pciBusId = canonicalBusId(d.pciDomain, d.pciBus, d.pciDevice, d.pciFunction);
+}
+
+void copyPciBusId(SimDevice& t, const SimDevice& p, uint64_t) {
+  t.pciBusId = p.pciBusId;
+  t.pciDomain = p.pciDomain;
+  t.pciBus = p.pciBus;
+  t.pciDevice = p.pciDevice;
+  t.pciFunction = p.pciFunction;
+}
+
+void readComputeCapability(const JsonValue& x, const char* key, SimDevice& d, uint64_t&, bool) {
+  if (x.kind != Kind::Array || x.items.size() != 2) fail(x.pos, "expected [major, minor] for " + quoted(key));
+  d.ccMajor = static_cast<int>(readInteger(*x.items[0], key, 0, 99));
+  d.ccMinor = static_cast<int>(readInteger(*x.items[1], key, 0, 99));
+}
+
+void copyComputeCapability(SimDevice& t, const SimDevice& p, uint64_t) {
+  t.ccMajor = p.ccMajor;
+  t.ccMinor = p.ccMinor;
+}
+
+void readDeviceMemory(const JsonValue& x, const char*, SimDevice& d, uint64_t& mask, bool isBase) {
+  readMemory(x, d.memory, mask, isBase);
+}
+
+/** A `set` may change one memory figure and keep the others. */
+void copyMemory(SimDevice& t, const SimDevice& p, uint64_t m) {
+  if (m & kFieldMemoryTotal) t.memory.totalBytes = p.memory.totalBytes;
+  if (m & kFieldMemoryReserved) t.memory.reservedBytes = p.memory.reservedBytes;
+  if (m & kFieldMemoryUsed) t.memory.usedBytes = p.memory.usedBytes;
+  if (m & kFieldMemoryFree) {
+    t.memory.freeReported = p.memory.freeReported;
+    t.memory.reportedFreeBytes = p.memory.reportedFreeBytes;
   }
-  if (const JsonValue* x = v.find("fabric")) {
-    d.fabric.supported = x->kind != Kind::Null;
-    if (d.fabric.supported) {
-      expectKind(*x, Kind::Object, quoted("fabric"));
-      static const char* const keys[] = {"state", "status", "cliqueId", nullptr};
-      checkKeys(*x, keys, "\"fabric\"");
-      static const char* const states[] = {"not_supported", "not_started", "in_progress", "completed", nullptr};
-      SimFabric& f = d.fabric.value;
-      f = {3, 0, 0};
-      if (const JsonValue* s = x->find("state")) {
-        int found = -1;
-        for (int i = 0; states[i] != nullptr; i++) {
-          if (s->kind == Kind::String && s->stringValue == states[i]) found = i;
-        }
-        if (found < 0) fail(s->pos, "expected \"not_supported\", \"not_started\", \"in_progress\" or \"completed\" for \"state\" in \"fabric\"");
-        f.state = static_cast<unsigned>(found);
-      }
-      if (const JsonValue* s = x->find("status")) f.status = static_cast<int>(readInteger(*s, "status", 0, 999));
-      if (const JsonValue* c = x->find("cliqueId")) f.cliqueId = static_cast<unsigned>(readInteger(*c, "cliqueId", 0, 0xFFFFFFFFll));
-    }
-    mask |= kFieldFabric;
+}
+
+void readMigModePending(const JsonValue& x, const char* key, SimDevice& d, uint64_t&, bool) {
+  d.migModePendingSet = true;
+  d.migModePending = readBool(x, key);
+}
+
+void copyMigModePending(SimDevice& t, const SimDevice& p, uint64_t) {
+  t.migModePendingSet = p.migModePendingSet;
+  t.migModePending = p.migModePending;
+}
+
+constexpr uint64_t kMemoryFieldBits = kFieldMemoryTotal | kFieldMemoryReserved | kFieldMemoryUsed | kFieldMemoryFree;
+
+/**
+ * Every device field, in the order the reader checks them (the first error in a file is the one
+ * reported) and lists them in "expected one of" messages.
+ */
+constexpr DeviceField kDeviceFields[] = {
+    plain<&SimDevice::name, &parseString<95>>("name", kFieldName),
+    plain<&SimDevice::uuid, parseUuid>("uuid", kFieldUuid),
+    {"pciBusId", kFieldPciBusId, kFieldPciBusId, readPciBusId, copyPciBusId, nullptr},
+    plain<&SimDevice::pciDeviceId, parseId32>("pciDeviceId", kFieldPciDeviceId),
+    plain<&SimDevice::pciSubSystemId, parseId32>("pciSubSystemId", kFieldPciSubSystemId),
+    plain<&SimDevice::minorNumber, &parseUnsigned<255>>("minorNumber", kFieldMinorNumber),
+    {"computeCapability", kFieldComputeCapability, kFieldComputeCapability, readComputeCapability, copyComputeCapability,
+     nullptr},
+    {"memory", 0, kMemoryFieldBits, readDeviceMemory, copyMemory, "expected \"memory\" (with \"totalBytes\") in a device"},
+    nullable<&SimDevice::persistenceMode, parseBool>("persistenceMode", kFieldPersistenceMode),
+    nullable<&SimDevice::computeMode, parseComputeMode>("computeMode", kFieldComputeMode),
+    nullable<&SimDevice::migMode, parseBool>("migMode", kFieldMigMode),
+    {"migModePending", kFieldMigModePending, kFieldMigModePending, readMigModePending, copyMigModePending, nullptr},
+    plain<&SimDevice::maxMigDevices, &parseUnsigned<kMaxMigSlots>>("maxMigDevices", kFieldMaxMigDevices),
+    nullable<&SimDevice::utilization, parseUtilization>("utilization", kFieldUtilization),
+    nullable<&SimDevice::temperatureC, &parseUnsigned<200>>("temperatureC", kFieldTemperature),
+    nullable<&SimDevice::powerWatts, parsePowerWatts>("powerWatts", kFieldPower),
+    plain<&SimDevice::processes, parseProcesses>("processes", kFieldProcesses),
+    plain<&SimDevice::migDevices, parseMigDevices>("migDevices", kFieldMigDevices),
+    plain<&SimDevice::claimedProcessCount, &parseUnsigned<0xFFFFFFFFll>>("claimedProcessCount", kFieldClaimedProcessCount),
+    nullable<&SimDevice::fanSpeedPercent, &parseUnsigned<100>>("fanSpeedPercent", kFieldFanSpeed),
+    nullable<&SimDevice::powerLimitWatts, parsePowerLimitWatts>("powerLimitWatts", kFieldPowerLimit),
+    nullable<&SimDevice::clocksMHz, parseClocks>("clocksMHz", kFieldClocks),
+    nullable<&SimDevice::maxClocksMHz, parseClocks>("maxClocksMHz", kFieldMaxClocks),
+    nullable<&SimDevice::performanceState, &parseUnsigned<15>>("performanceState", kFieldPerformanceState),
+    nullable<&SimDevice::eccErrors, parseEccErrors>("eccErrors", kFieldEccErrors),
+    nullable<&SimDevice::encoderUtilization, &parseUnsigned<100>>("encoderUtilization", kFieldEncoderUtilization),
+    nullable<&SimDevice::decoderUtilization, &parseUnsigned<100>>("decoderUtilization", kFieldDecoderUtilization),
+    nullable<&SimDevice::displayActive, parseBool>("displayActive", kFieldDisplayActive),
+    nullable<&SimDevice::displayMode, parseBool>("displayMode", kFieldDisplayMode),
+    nullable<&SimDevice::pcieThroughputKBps, parsePcieThroughput>("pcieThroughputKBps", kFieldPcieThroughput),
+    nullable<&SimDevice::serial, &parseString<29>>("serial", kFieldSerial),
+    nullable<&SimDevice::bar1Memory, parseBar1Memory>("bar1Memory", kFieldBar1Memory),
+    plain<&SimDevice::nvlinkCount, &parseUnsigned<18>>("nvlinkCount", kFieldNvlinkCount),
+    nullable<&SimDevice::remappedRows, parseRemappedRows>("remappedRows", kFieldRemappedRows),
+    nullable<&SimDevice::retiredPagesPending, parseBool>("retiredPagesPending", kFieldRetiredPagesPending),
+    nullable<&SimDevice::clockEventReasons, parseClockEventReasons>("clockEventReasons", kFieldClockEventReasons),
+    nullable<&SimDevice::pcieLink, parsePcieLink>("pcieLink", kFieldPcieLink),
+    nullable<&SimDevice::fabric, parseFabric>("fabric", kFieldFabric),
+    nullable<&SimDevice::recoveryAction, parseRecoveryAction>("recoveryAction", kFieldRecoveryAction),
+};
+
+/** Every mask bit belongs to one field, so no `set` copies a field it did not give or misses one. */
+constexpr bool EachBitOwnedOnce() {
+  uint64_t seen = 0;
+  for (const DeviceField& field : kDeviceFields) {
+    if (field.patchBits == 0 || (seen & field.patchBits) != 0 || (field.bit & ~field.patchBits) != 0) return false;
+    seen |= field.patchBits;
   }
+  return true;
+}
+static_assert(EachBitOwnedOnce(), "kDeviceFields: each DeviceFieldBits bit in one row");
+
+/** The keys a device may hold (with `extra` appended), null-terminated for checkKeys. */
+std::vector<const char*> fieldKeys(const char* extra) {
+  std::vector<const char*> keys;
+  for (const DeviceField& field : kDeviceFields) keys.push_back(field.key);
+  if (extra != nullptr) keys.push_back(extra);
+  keys.push_back(nullptr);
+  return keys;
+}
+
+const char* const* deviceKeys() {
+  static const std::vector<const char*> keys = fieldKeys(nullptr);
+  return keys.data();
+}
+
+/** A timeline `set` holds device fields and "faults". */
+const char* const* setKeys() {
+  static const std::vector<const char*> keys = fieldKeys("faults");
+  return keys.data();
 }
 
 /** Reads device fields present in `v` into `d`, recording them in `mask`. */
 void readDeviceFields(const JsonValue& v, SimDevice& d, uint64_t& mask, bool isBase) {
-  if (const JsonValue* x = v.find("name")) {
-    d.name = readString(*x, "name", 95);
-    mask |= kFieldName;
-  }
-  if (const JsonValue* x = v.find("uuid")) {
-    d.uuid = readString(*x, "uuid", 95);
-    if (d.uuid.empty()) fail(x->pos, "expected a non-empty \"uuid\"");
-    mask |= kFieldUuid;
-  }
-  if (const JsonValue* x = v.find("pciBusId")) {
-    std::string text = readString(*x, "pciBusId", 31);
-    if (!parsePciBusId(text, d.pciDomain, d.pciBus, d.pciDevice, d.pciFunction)) {
-      fail(x->pos, "expected a PCI bus id like \"00000000:1B:00.0\" for \"pciBusId\"");
+  for (const DeviceField& field : kDeviceFields) {
+    if (const JsonValue* x = v.find(field.key)) {
+      field.read(*x, field.key, d, mask, isBase);
+      mask |= field.bit;
+    } else if (isBase && field.missingInBase != nullptr) {
+      fail(v.pos, field.missingInBase);
     }
-    d.pciBusId = canonicalBusId(d.pciDomain, d.pciBus, d.pciDevice, d.pciFunction);
-    mask |= kFieldPciBusId;
   }
-  if (const JsonValue* x = v.find("pciDeviceId")) {
-    d.pciDeviceId = readId32(*x, "pciDeviceId");
-    mask |= kFieldPciDeviceId;
-  }
-  if (const JsonValue* x = v.find("pciSubSystemId")) {
-    d.pciSubSystemId = readId32(*x, "pciSubSystemId");
-    mask |= kFieldPciSubSystemId;
-  }
-  if (const JsonValue* x = v.find("minorNumber")) {
-    d.minorNumber = static_cast<uint32_t>(readInteger(*x, "minorNumber", 0, 255));
-    mask |= kFieldMinorNumber;
-  }
-  if (const JsonValue* x = v.find("computeCapability")) {
-    if (x->kind != Kind::Array || x->items.size() != 2) {
-      fail(x->pos, "expected [major, minor] for \"computeCapability\"");
-    }
-    d.ccMajor = static_cast<int>(readInteger(*x->items[0], "computeCapability", 0, 99));
-    d.ccMinor = static_cast<int>(readInteger(*x->items[1], "computeCapability", 0, 99));
-    mask |= kFieldComputeCapability;
-  }
-  if (const JsonValue* x = v.find("memory")) {
-    readMemory(*x, d.memory, mask, isBase);
-  } else if (isBase) {
-    fail(v.pos, "expected \"memory\" (with \"totalBytes\") in a device");
-  }
-  if (const JsonValue* x = v.find("persistenceMode")) {
-    d.persistenceMode.supported = x->kind != Kind::Null;
-    if (d.persistenceMode.supported) d.persistenceMode.value = readBool(*x, "persistenceMode");
-    mask |= kFieldPersistenceMode;
-  }
-  if (const JsonValue* x = v.find("computeMode")) {
-    d.computeMode.supported = x->kind != Kind::Null;
-    if (d.computeMode.supported) {
-      static const char* const modes[] = {"default", "exclusive_thread", "prohibited", "exclusive_process"};
-      int found = -1;
-      if (x->kind == Kind::String) {
-        for (int i = 0; i < 4; i++) {
-          if (x->stringValue == modes[i]) found = i;
-        }
-      }
-      if (found < 0) {
-        fail(x->pos, "expected \"default\", \"exclusive_thread\", \"prohibited\", \"exclusive_process\" or null for \"computeMode\"");
-      }
-      d.computeMode.value = found;
-    }
-    mask |= kFieldComputeMode;
-  }
-  if (const JsonValue* x = v.find("migMode")) {
-    d.migMode.supported = x->kind != Kind::Null;
-    if (d.migMode.supported) d.migMode.value = readBool(*x, "migMode");
-    mask |= kFieldMigMode;
-  }
-  if (const JsonValue* x = v.find("migModePending")) {
-    d.migModePendingSet = true;
-    d.migModePending = readBool(*x, "migModePending");
-    mask |= kFieldMigModePending;
-  }
-  if (const JsonValue* x = v.find("maxMigDevices")) {
-    d.maxMigDevices = static_cast<uint32_t>(readInteger(*x, "maxMigDevices", 0, kMaxMigSlots));
-    mask |= kFieldMaxMigDevices;
-  }
-  if (const JsonValue* x = v.find("utilization")) {
-    d.utilization.supported = x->kind != Kind::Null;
-    if (d.utilization.supported) {
-      expectKind(*x, Kind::Object, quoted("utilization"));
-      static const char* const keys[] = {"gpu", "memory", nullptr};
-      checkKeys(*x, keys, "\"utilization\"");
-      if (const JsonValue* g = x->find("gpu")) d.utilization.value.gpu = static_cast<unsigned>(readInteger(*g, "gpu", 0, 100));
-      if (const JsonValue* m = x->find("memory")) d.utilization.value.memory = static_cast<unsigned>(readInteger(*m, "memory", 0, 100));
-    }
-    mask |= kFieldUtilization;
-  }
-  if (const JsonValue* x = v.find("temperatureC")) {
-    d.temperatureC.supported = x->kind != Kind::Null;
-    if (d.temperatureC.supported) d.temperatureC.value = static_cast<unsigned>(readInteger(*x, "temperatureC", 0, 200));
-    mask |= kFieldTemperature;
-  }
-  if (const JsonValue* x = v.find("powerWatts")) {
-    d.powerWatts.supported = x->kind != Kind::Null;
-    if (d.powerWatts.supported) {
-      if (x->kind != Kind::Number || x->numberValue < 0 || x->numberValue > 100000) {
-        fail(x->pos, "expected a number of watts between 0 and 100000 (or null) for \"powerWatts\"");
-      }
-      d.powerWatts.value = x->numberValue;
-    }
-    mask |= kFieldPower;
-  }
-  if (const JsonValue* x = v.find("processes")) {
-    d.processes = readProcesses(*x);
-    mask |= kFieldProcesses;
-  }
-  if (const JsonValue* x = v.find("migDevices")) {
-    d.migDevices = readMigDevices(*x);
-    mask |= kFieldMigDevices;
-  }
-  if (const JsonValue* x = v.find("claimedProcessCount")) {
-    d.claimedProcessCount = static_cast<uint32_t>(readInteger(*x, "claimedProcessCount", 0, 0xFFFFFFFFll));
-    mask |= kFieldClaimedProcessCount;
-  }
-  readOptionalUnsigned(v, "fanSpeedPercent", 100, d.fanSpeedPercent, kFieldFanSpeed, mask);
-  if (const JsonValue* x = v.find("powerLimitWatts")) {
-    d.powerLimitWatts.supported = x->kind != Kind::Null;
-    if (d.powerLimitWatts.supported) {
-      if (x->kind != Kind::Number || x->numberValue <= 0 || x->numberValue > 100000) {
-        fail(x->pos, "expected a number of watts above 0 and at most 100000 (or null) for \"powerLimitWatts\"");
-      }
-      d.powerLimitWatts.value = x->numberValue;
-    }
-    mask |= kFieldPowerLimit;
-  }
-  readClocks(v, "clocksMHz", d.clocksMHz, kFieldClocks, mask);
-  readClocks(v, "maxClocksMHz", d.maxClocksMHz, kFieldMaxClocks, mask);
-  if (const JsonValue* x = v.find("performanceState")) {
-    d.performanceState.supported = x->kind != Kind::Null;
-    if (d.performanceState.supported) d.performanceState.value = static_cast<unsigned>(readInteger(*x, "performanceState", 0, 15));
-    mask |= kFieldPerformanceState;
-  }
-  if (const JsonValue* x = v.find("eccErrors")) {
-    d.eccErrors.supported = x->kind != Kind::Null;
-    if (d.eccErrors.supported) {
-      expectKind(*x, Kind::Object, quoted("eccErrors"));
-      static const char* const keys[] = {"corrected", "uncorrected", nullptr};
-      checkKeys(*x, keys, "\"eccErrors\"");
-      d.eccErrors.value = {};
-      if (const JsonValue* c = x->find("corrected")) d.eccErrors.value.corrected = static_cast<uint64_t>(readInteger(*c, "corrected", 0, INT64_MAX));
-      if (const JsonValue* u = x->find("uncorrected")) d.eccErrors.value.uncorrected = static_cast<uint64_t>(readInteger(*u, "uncorrected", 0, INT64_MAX));
-    }
-    mask |= kFieldEccErrors;
-  }
-  readOptionalUnsigned(v, "encoderUtilization", 100, d.encoderUtilization, kFieldEncoderUtilization, mask);
-  readOptionalUnsigned(v, "decoderUtilization", 100, d.decoderUtilization, kFieldDecoderUtilization, mask);
-  readOptionalBool(v, "displayActive", d.displayActive, kFieldDisplayActive, mask);
-  readOptionalBool(v, "displayMode", d.displayMode, kFieldDisplayMode, mask);
-  if (const JsonValue* x = v.find("pcieThroughputKBps")) {
-    d.pcieThroughputKBps.supported = x->kind != Kind::Null;
-    if (d.pcieThroughputKBps.supported) {
-      expectKind(*x, Kind::Object, quoted("pcieThroughputKBps"));
-      static const char* const keys[] = {"tx", "rx", nullptr};
-      checkKeys(*x, keys, "\"pcieThroughputKBps\"");
-      d.pcieThroughputKBps.value = {};
-      if (const JsonValue* t = x->find("tx")) d.pcieThroughputKBps.value.txKBps = static_cast<unsigned>(readInteger(*t, "tx", 0, 0xFFFFFFFFll));
-      if (const JsonValue* r = x->find("rx")) d.pcieThroughputKBps.value.rxKBps = static_cast<unsigned>(readInteger(*r, "rx", 0, 0xFFFFFFFFll));
-    }
-    mask |= kFieldPcieThroughput;
-  }
-  if (const JsonValue* x = v.find("serial")) {
-    d.serial.supported = x->kind != Kind::Null;
-    if (d.serial.supported) d.serial.value = readString(*x, "serial", 29);
-    mask |= kFieldSerial;
-  }
-  if (const JsonValue* x = v.find("bar1Memory")) {
-    d.bar1Memory.supported = x->kind != Kind::Null;
-    if (d.bar1Memory.supported) {
-      expectKind(*x, Kind::Object, quoted("bar1Memory"));
-      static const char* const keys[] = {"totalBytes", "usedBytes", nullptr};
-      checkKeys(*x, keys, "\"bar1Memory\"");
-      const JsonValue* t = x->find("totalBytes");
-      if (t == nullptr) fail(x->pos, "expected \"totalBytes\" in \"bar1Memory\"");
-      d.bar1Memory.value.totalBytes = readBytes(*t, "totalBytes");
-      d.bar1Memory.value.usedBytes = 0;
-      if (const JsonValue* u = x->find("usedBytes")) d.bar1Memory.value.usedBytes = readBytes(*u, "usedBytes");
-      if (d.bar1Memory.value.usedBytes > d.bar1Memory.value.totalBytes) fail(x->pos, "expected usedBytes <= totalBytes in \"bar1Memory\"");
-    }
-    mask |= kFieldBar1Memory;
-  }
-  if (const JsonValue* x = v.find("nvlinkCount")) {
-    d.nvlinkCount = static_cast<uint32_t>(readInteger(*x, "nvlinkCount", 0, 18));
-    mask |= kFieldNvlinkCount;
-  }
-  readHealthFields(v, d, mask);
 }
 
 void checkMigSlots(const SimDevice& d, const JsonValue& where) {
@@ -777,7 +748,7 @@ SimTimelineEntry readTimelineEntry(const JsonValue& v, const std::vector<SimDevi
   const JsonValue* set = v.find("set");
   if (set == nullptr) fail(v.pos, "expected \"set\" (the changes to apply) in a timeline entry");
   expectKind(*set, Kind::Object, quoted("set"));
-  checkKeys(*set, kSetKeys, "\"set\"");
+  checkKeys(*set, setKeys(), "\"set\"");
   readDeviceFields(*set, e.patch, e.mask, false);
   if (const JsonValue* faults = set->find("faults")) {
     e.setsFaults = true;
@@ -876,7 +847,7 @@ void readScenarioValue(const JsonValue& root, Scenario& s) {
   for (size_t i = 0; i < devices->items.size(); i++) {
     const JsonValue& dv = *devices->items[i];
     expectKind(dv, Kind::Object, "a device");
-    checkKeys(dv, kDeviceKeys, "a device");
+    checkKeys(dv, deviceKeys(), "a device");
     SimDevice d;
     d.name = "NVIDIA RTX PRO 6000 Blackwell Server Edition";
     char buf[64];
@@ -901,6 +872,12 @@ void readScenarioValue(const JsonValue& root, Scenario& s) {
 }
 
 }  // namespace
+
+void applyDevicePatch(SimDevice& target, const SimDevice& patch, uint64_t mask) {
+  for (const DeviceField& field : kDeviceFields) {
+    if (mask & field.patchBits) field.merge(target, patch, mask);
+  }
+}
 
 bool parseClockAnchor(const std::string& text, SimClockAnchor& out) {
   if (text == "init") {

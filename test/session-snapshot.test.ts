@@ -136,6 +136,50 @@ describe('snapshot of the 8-GPU reference host through the real addon and simula
     expect(viaFallback.devices).toEqual(lost.snapshotSync({ memoryOnly: true, devices: all }).devices);
   });
 
+  it('a timeline set reaches every per-device figure of the next snapshot, and a null one reads as unsupported', async () => {
+    // End to end through both field tables: the simulator's (parse and merge of a `set`) and the
+    // addon's (query, reading member, wire slot). Set before the second snapshot's first figure query.
+    const scenario = busyHost();
+    scenario.devices = scenario.devices.slice(0, 2);
+    const changes = {
+      persistenceMode: false,
+      computeMode: 'prohibited',
+      utilization: { gpu: 55, memory: 12 },
+      temperatureC: 77,
+      powerWatts: 321.5,
+    };
+    // A GPU in MIG mode answers utilisation NOT_SUPPORTED, as a real one does.
+    const unsupported = { migMode: true, persistenceMode: null, computeMode: null, temperatureC: null, powerWatts: null };
+    scenario['timeline'] = [
+      { atCall: 2, function: 'nvmlDeviceGetPersistenceMode', device: 0, set: changes },
+      { atCall: 2, function: 'nvmlDeviceGetPersistenceMode', device: 1, set: unsupported },
+    ];
+    useScenario(scenario);
+    const s = await openTrackedSession(freshSimulator());
+    const before = (await s.snapshot()).devices;
+    expect(before[0]).toMatchObject({ persistenceMode: true, computeMode: 'default', migMode: false });
+    expect(before[0]?.utilization).toEqual({ gpuPercent: 97, memoryPercent: 41 });
+    expect(before[0]?.temperatureC).not.toBe(77);
+    const after = (await s.snapshot()).devices;
+    expect(after[0]).toMatchObject({
+      persistenceMode: false,
+      computeMode: 'prohibited',
+      migMode: false,
+      utilization: { gpuPercent: 55, memoryPercent: 12 },
+      temperatureC: 77,
+    });
+    expect(after[0]?.powerWatts).toBeCloseTo(321.5, 3);
+    expect(after[0]?.fieldErrors).toEqual({});
+    expect(before[1]?.migMode).toBe(false);
+    expect(after[1]).toMatchObject({ migMode: true, migDevices: [], persistenceMode: null, computeMode: null });
+    expect(after[1]?.utilization).toBeNull();
+    expect(after[1]).toMatchObject({ temperatureC: null, powerWatts: null });
+    const failed = Object.keys(after[1]?.fieldErrors ?? {}).sort();
+    expect(failed).toEqual(['computeMode', 'persistenceMode', 'powerWatts', 'temperatureC', 'utilization']);
+    const utilization = after[1]?.fieldErrors['utilization'];
+    expect(utilization).toMatchObject({ code: 'NVML_ERROR_NOT_SUPPORTED', fn: 'nvmlDeviceGetUtilizationRates' });
+  });
+
   it('rejects bad snapshot options with errors naming the option', async () => {
     useScenario(busyHost());
     const s = await openTrackedSession(freshSimulator());
