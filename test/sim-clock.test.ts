@@ -5,13 +5,12 @@
  * to each reader's nvmlInit; the per-reader clock is there only when asked for ("init").
  * Real processes (the independent C client), started at different times.
  */
+import * as fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildNvmlClient, interactiveNvmlClient, runNvmlClient } from './helpers/nvml-client';
 import { bundledScenario, simDevice, simEnv, simLibraryPath, writeScenario } from './helpers/sim';
 
 const GiB = 2 ** 30;
-/** The shortest gap between two steps of restart-race.json's timeline. */
-const MIN_STEP_MS = 600;
 let client = '';
 let remove = (): void => {};
 const children: Array<{ kill: () => boolean }> = [];
@@ -25,6 +24,37 @@ afterAll(() => {
 });
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The per-device readings a "state" line gives (used bytes, compute process count), as
+ * restart-race.json's timeline sets them: `valuesDuring(a, b)` lists every state the timeline
+ * holds between a and b ms after its anchor (entries apply in file order, as the simulator applies
+ * them).
+ */
+function restartRaceTimeline(file: string): { fields: number; valuesDuring: (fromMs: number, toMs: number) => string[][] } {
+  type Device = { memory: { usedBytes: number }; processes: unknown[] };
+  type Entry = { atMs: number; device: number | 'all'; set: { memory?: { usedBytes: number }; processes?: unknown[] } };
+  const scenario = JSON.parse(fs.readFileSync(file, 'utf8')) as { devices: Device[]; timeline: Entry[] };
+  const stateAt = (ms: number): string[] => {
+    const devices = scenario.devices.map((d) => ({ used: d.memory.usedBytes, count: d.processes.length }));
+    for (const entry of scenario.timeline) {
+      if (entry.atMs > ms) continue;
+      for (const [index, device] of devices.entries()) {
+        if (entry.device !== 'all' && entry.device !== index) continue;
+        if (entry.set.memory) device.used = entry.set.memory.usedBytes;
+        if (entry.set.processes) device.count = entry.set.processes.length;
+      }
+    }
+    return devices.flatMap((d) => [String(d.used), String(d.count)]);
+  };
+  return {
+    fields: scenario.devices.length * 2,
+    valuesDuring: (fromMs, toMs) => [
+      stateAt(fromMs),
+      ...scenario.timeline.filter((e) => e.atMs > fromMs && e.atMs <= toMs).map((e) => stateAt(e.atMs)),
+    ],
+  };
+}
 
 describe('the shared clock', () => {
   it('two processes started 2 s apart on restart-race.json report the same phase within one poll', async () => {
@@ -41,33 +71,42 @@ describe('the shared clock', () => {
     const second = start(String(anchor));
     const ownClock = start('init'); // the per-reader clock, asked for by name: it starts at its own init
     await Promise.all([second.ready, ownClock.ready]);
-    const rounds: Array<{ before: string; second: string; own: string; after: string; tookMs: number }> = [];
+    // Each answer with the window it was asked and answered in, on the timeline's own scale (ms
+    // since the anchor). A reader on the shared clock reads, field by field, a value the timeline
+    // holds somewhere inside that window; however slow a machine makes the window, a reader on
+    // another clock is caught as soon as it shows a value the timeline did not hold then.
+    type Answer = { readings: string[]; fromMs: number; toMs: number };
+    const answers: Record<'first' | 'second' | 'own', Answer[]> = { first: [], second: [], own: [] };
+    const readings = (state: string): string[] => state.replace(/^state /, '').split(/[ /]/);
+    const ask = async (name: keyof typeof answers, reader: typeof first): Promise<void> => {
+      const fromMs = Date.now() - anchor;
+      const state = await reader.ask('state');
+      answers[name].push({ readings: readings(state), fromMs, toMs: Date.now() - anchor });
+    };
     while (Date.now() - anchor < 6500) {
-      const askedAt = Date.now();
-      const before = await first.ask('state');
-      const seen = await second.ask('state');
-      const own = await ownClock.ask('state');
-      const after = await first.ask('state');
-      rounds.push({ before, second: seen, own, after, tookMs: Date.now() - askedAt });
+      await ask('first', first);
+      await ask('second', second);
+      await ask('own', ownClock);
       await sleep(50);
     }
-    // The sandwich (first, second, first) can tell a shared clock from two clocks only when at most
-    // one step of the timeline (600 ms apart) falls inside it: a round slowed past that (a loaded
-    // machine, the sanitizer build) proves nothing either way and is not judged. A "state" line is
-    // many NVML calls, one reading per device and field, so one reader's line can itself straddle a
-    // step; the sandwich therefore holds reading by reading, each read by all three in turn.
-    const judged = rounds.filter((r) => r.tookMs < MIN_STEP_MS);
-    expect(judged.length).toBeGreaterThanOrEqual(10);
-    const readings = (state: string): string[] => state.replace(/^state /, '').split(/[ /]/);
-    for (const r of judged) {
-      const [before, seen, after] = [r.before, r.second, r.after].map(readings);
-      expect(seen).toHaveLength(before!.length);
-      seen!.forEach((value, i) => expect([before![i], after![i]], `${r.second} between ${r.before} and ${r.after}`).toContain(value));
+    const timeline = restartRaceTimeline(scenario);
+    // The clocks compared are the test's and the simulator's reading of one wall clock: allow for
+    // the millisecond rounding on both sides.
+    const heldDuring = (answer: Answer, i: number): string[] => timeline.valuesDuring(answer.fromMs - 2, answer.toMs + 2).map((r) => r[i]!);
+    const offClock = (answer: Answer): boolean => answer.readings.some((value, i) => !heldDuring(answer, i).includes(value));
+    for (const name of ['first', 'second'] as const) {
+      for (const answer of answers[name]) {
+        expect(answer.readings).toHaveLength(timeline.fields);
+        answer.readings.forEach((value, i) =>
+          expect(heldDuring(answer, i), `${name} reader, reading ${i}, asked ${answer.fromMs}..${answer.toMs} ms`).toContain(value),
+        );
+      }
     }
     // The timeline moved while both were reading (the check above could have failed)...
-    expect(new Set(rounds.map((r) => r.before)).size).toBeGreaterThanOrEqual(3);
-    // ...and a reader on its own clock is behind: it still shows the crashed workers' memory.
-    expect(rounds.some((r) => r.own !== r.before && r.own !== r.after)).toBe(true);
+    expect(new Set(answers.first.map((a) => a.readings.join(' '))).size).toBeGreaterThanOrEqual(3);
+    expect(new Set(answers.second.map((a) => a.readings.join(' '))).size).toBeGreaterThanOrEqual(2);
+    // ...and a reader on its own clock, started 2 s late, is caught by the same check.
+    expect(answers.own.some(offClock)).toBe(true);
     for (const reader of [first, second, ownClock]) reader.child.kill();
   }, 30_000);
 
