@@ -3,7 +3,7 @@
  * `callTimeoutMs` counts from the moment the session's NVML thread starts it (not while it waits
  * behind earlier calls), checked by one watchdog timer per session for all its pending calls. A
  * missed deadline rejects with GPUGATE_TIMEOUT and poisons the session (the stuck NVML thread is
- * abandoned, so the process can still exit). At most MAX_PENDING_CALLS calls wait per session;
+ * abandoned, so the process can still exit); every other call then rejects with GPUGATE_SESSION_CLOSED. At most MAX_PENDING_CALLS calls wait per session;
  * more are refused at once with GPUGATE_QUEUE_FULL.
  */
 import { loadBinding } from './binding';
@@ -181,11 +181,12 @@ class Session implements NvmlMemoryReader {
 
   #closedError(what: string): NvmlError {
     if (this.#poisonedBy !== null) {
+      // Closed by the poisoning: this call never ran, so it did not time out itself; the timeout is its cause.
       return new NvmlError({
-        code: GPUGATE_TIMEOUT,
+        code: GPUGATE_SESSION_CLOSED,
         nvmlReturn: null,
         fn: what,
-        message: `gpugate: ${what}: the session is unusable since an earlier NVML call missed its deadline (${this.#poisonedBy.message})`,
+        message: `gpugate: ${what}: the session is closed since an earlier NVML call missed its deadline (${this.#poisonedBy.message})`,
         cause: this.#poisonedBy,
       });
     }
