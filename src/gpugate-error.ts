@@ -12,7 +12,7 @@
 export const ErrorCode = {
   /** UsageError: a flag, option or environment value could not be parsed. */
   usage: 'GPUGATE_USAGE',
-  /** ConfigError: options that the GPUs can never meet (a threshold above total memory, a fraction outside 0..1). */
+  /** ConfigError: an option of the wrong type or out of range, or options that the GPUs can never meet (a threshold above total memory). */
   config: 'GPUGATE_CONFIG',
   /** DeviceSelectionError: a GPU selector matched nothing, or a UUID prefix matched several. */
   deviceSelection: 'GPUGATE_DEVICE_SELECTION',

@@ -19,6 +19,7 @@
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCode, GpugateError } from '../gpugate-error';
+import { ConfigError } from '../config-error';
 import { isLeaseRecord, judgeLease, makeLeaseRecord, type LeaseRecord, type LeaseTerms, type NewLease } from './lease-record';
 import { createFile, lockFile, removeFileIfSame } from './safe-file';
 
@@ -84,7 +85,7 @@ export class LeaseDirectory {
   private readonly now: () => number;
 
   constructor(dir: string, options: { procRoot?: string; now?: () => number } = {}) {
-    if (typeof dir !== 'string' || dir === '') throw new TypeError(`lease directory must be a non-empty path, got ${JSON.stringify(dir)}`);
+    if (typeof dir !== 'string' || dir === '') throw new ConfigError('dir', `lease directory must be a non-empty path, got ${JSON.stringify(dir)}`);
     this.dir = path.resolve(dir);
     this.procRoot = options.procRoot ?? '/proc';
     this.now = options.now ?? Date.now;

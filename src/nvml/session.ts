@@ -7,6 +7,7 @@
  * more are refused at once with GPUGATE_QUEUE_FULL.
  */
 import { loadBinding } from './binding';
+import { ConfigError } from '../config-error';
 import {
   adviceForNvmlCode,
   GPUGATE_LIBRARY_NOT_FOUND,
@@ -42,7 +43,8 @@ export const MAX_PENDING_CALLS = 1024;
 function checkTimeout(value: unknown): number {
   if (value === undefined) return DEFAULT_CALL_TIMEOUT_MS;
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_CALL_TIMEOUT_MS) {
-    throw new RangeError(
+    throw new ConfigError(
+      'callTimeoutMs',
       `gpugate: option 'callTimeoutMs' must be a number of milliseconds between 1 and ${MAX_CALL_TIMEOUT_MS}, got ${String(value)}`,
     );
   }
@@ -305,7 +307,7 @@ class Session implements NvmlMemoryReader {
   #checkOptions(options: unknown): CheckedSnapshotOptions {
     if (options === undefined) return { processes: false, memoryOnly: false, computeMode: false, devices: null };
     if (typeof options !== 'object' || options === null) {
-      throw new TypeError('gpugate: snapshot options must be an object like { processes: true, devices: [0, 1] }');
+      throw new ConfigError('options', 'gpugate: snapshot options must be an object like { processes: true, devices: [0, 1] }');
     }
     const { processes, memoryOnly, computeMode, devices } = options as Record<string, unknown>;
     for (const [name, value] of [
@@ -314,17 +316,18 @@ class Session implements NvmlMemoryReader {
       ['computeMode', computeMode],
     ] as const) {
       if (value !== undefined && typeof value !== 'boolean') {
-        throw new TypeError(`gpugate: snapshot option '${name}' must be a boolean, got ${JSON.stringify(value)}`);
+        throw new ConfigError(name, `gpugate: snapshot option '${name}' must be a boolean, got ${JSON.stringify(value)}`);
       }
     }
     let indices: number[] | null = null;
     if (devices !== undefined) {
       if (!Array.isArray(devices)) {
-        throw new TypeError(`gpugate: snapshot option 'devices' must be an array of NVML indices, got ${JSON.stringify(devices)}`);
+        throw new ConfigError('devices', `gpugate: snapshot option 'devices' must be an array of NVML indices, got ${JSON.stringify(devices)}`);
       }
       for (const index of devices as unknown[]) {
         if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= this.deviceCount) {
-          throw new RangeError(
+          throw new ConfigError(
+            'devices',
             `gpugate: snapshot option 'devices' contains ${JSON.stringify(index)}, which is not a device index of this host (0..${this.deviceCount - 1})`,
           );
         }
@@ -385,7 +388,7 @@ class Session implements NvmlMemoryReader {
     const needed = this.deviceCount * this.#decoder.memorySlots;
     const target = out ?? new Float64Array(needed);
     if (!(target instanceof Float64Array)) {
-      throw new TypeError('gpugate: readMemorySync(out): out must be a Float64Array');
+      throw new ConfigError('out', 'gpugate: readMemorySync(out): out must be a Float64Array');
     }
     try {
       this.#binding.readMemory(this.#handle, target, this.#timeoutMs);
@@ -400,7 +403,8 @@ class Session implements NvmlMemoryReader {
     if (this.#closed) return Promise.reject(this.#closedError('health'));
     if (this.#pending.size >= MAX_PENDING_CALLS) return Promise.reject(this.#queueFullError('health'));
     if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= this.deviceCount) {
-      return Promise.reject(new RangeError(
+      return Promise.reject(new ConfigError(
+        'index',
         `gpugate: health(index): ${JSON.stringify(index)} is not a device index of this host (0..${this.deviceCount - 1})`,
       ));
     }
@@ -429,7 +433,7 @@ class Session implements NvmlMemoryReader {
  */
 export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemoryReader> {
   if (typeof options !== 'object' || options === null) {
-    throw new TypeError('gpugate: openNvml(options): options must be an object like { libraryPath, callTimeoutMs }');
+    throw new ConfigError('options', 'gpugate: openNvml(options): options must be an object like { libraryPath, callTimeoutMs }');
   }
   const timeoutMs = checkTimeout(options.callTimeoutMs);
   const choice = resolveLibraryPath(options.libraryPath);
