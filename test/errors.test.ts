@@ -16,7 +16,7 @@ import { GpuWaitAbortError } from '../src/gate/wait';
 import { ErrorCode, GpugateError } from '../src/gpugate-error';
 import * as api from '../src/index';
 import { NativeLoadError, describeNativeRuntime } from '../src/nvml/native-load-error';
-import { NvmlError } from '../src/nvml/nvml-error';
+import { NvmlError, type NvmlErrorCode } from '../src/nvml/nvml-error';
 import { GpuLeaseError } from '../src/host/gpu-lease';
 import { ForeignFileError } from '../src/host/owned-file';
 import { FileSystemError, UnsafePathError } from '../src/host/safe-file';
@@ -119,7 +119,8 @@ describe('exitCodeForError decides by class and code', () => {
   });
 
   it('an NvmlError is "unavailable" whatever its code', () => {
-    const odd = new NvmlError({ code: 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE', nvmlReturn: null, fn: 'nvmlDeviceGetComputeRunningProcesses_v3', device: 0, message: 'odd list' });
+    // A code outside NvmlError's type (as a newer copy of gpugate in the same process might raise).
+    const odd = new NvmlError({ code: 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE' as unknown as NvmlErrorCode, nvmlReturn: null, fn: 'nvmlDeviceGetComputeRunningProcesses_v3', device: 0, message: 'odd list' });
     expect(exitCodeForError(odd)).toBe(ExitCode.unavailable);
     expect(exitCodeForError(Object.assign(new Error('unknown code'), { code: 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE' }))).toBe(ExitCode.software);
   });

@@ -22,7 +22,7 @@ import { formatDuration, MAX_DURATION_MS } from '../units';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from '../host/procfs';
 import { holdersUnknownReason } from './holders-unknown';
-import { GPUGATE_MEMORY_IMPLAUSIBLE, GPUGATE_MEMORY_UNJUDGEABLE, GPUGATE_RECOVERY_REQUIRED, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
+import { GPUGATE_MEMORY_IMPLAUSIBLE, GPUGATE_MEMORY_UNJUDGEABLE, GPUGATE_RECOVERY_REQUIRED, NvmlError, isFatalNvmlError, nvmlErrorName } from '../nvml/nvml-error';
 import { recoveryRemedy } from '../nvml/recovery-action';
 import { openNvml } from '../nvml/session';
 
@@ -286,7 +286,7 @@ function unjudgeableMemory(device: GpuDevice, criteria: Criteria): Error | null 
   if (!notSupported && !(device.memory !== null && device.memory.totalBytes === 0)) return null;
   const why = notSupported ? `${failure.fn} answers NOT_SUPPORTED` : 'its total memory is 0';
   return new NvmlError({
-    code: failure?.code ?? 'NVML_ERROR_NOT_SUPPORTED',
+    code: nvmlErrorName(failure?.nvmlReturn ?? 3),
     nvmlReturn: failure?.nvmlReturn ?? 3,
     fn: failure?.fn ?? 'nvmlDeviceGetMemoryInfo_v2',
     device: device.index,

@@ -15,7 +15,7 @@ import {
   GPUGATE_SESSION_CLOSED,
   GPUGATE_TIMEOUT,
   looksLikeContainer,
-  nvmlCodeName,
+  nvmlErrorName,
   NvmlError,
 } from './nvml-error';
 import { DEFAULT_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS } from './call-timeout';
@@ -93,7 +93,7 @@ function openError(error: unknown, choice: LibraryPathChoice): NvmlError {
       dlerrors,
     });
   }
-  const code = nvmlCodeName(error.nvmlReturn);
+  const code = nvmlErrorName(error.nvmlReturn);
   const atInit = error.fn === null || error.fn.startsWith('nvmlInit');
   const advice = error.kind === 'function' ? null : adviceForNvmlCode(error.nvmlReturn, atInit, looksLikeContainer());
   let message = `${error.message} [${code}]`;
