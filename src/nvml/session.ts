@@ -11,6 +11,7 @@ import { ConfigError } from '../config-error';
 import {
   adviceForNvmlCode,
   GPUGATE_LIBRARY_NOT_FOUND,
+  GPUGATE_NATIVE_FAILURE,
   GPUGATE_QUEUE_FULL,
   GPUGATE_SESSION_CLOSED,
   GPUGATE_TIMEOUT,
@@ -100,6 +101,23 @@ function openError(error: unknown, choice: LibraryPathChoice): NvmlError {
   if (advice !== null) message += `: ${advice}`;
   if (error.simulatorError !== null) message += ` (simulator: ${error.simulatorError})`;
   return new NvmlError({ code, nvmlReturn: error.nvmlReturn, fn: error.fn, message, cause: error });
+}
+
+/** The codes the addon's own errors carry (native/session_api.cc); each becomes an NvmlError here. */
+const ADDON_CODES = [GPUGATE_NATIVE_FAILURE, GPUGATE_SESSION_CLOSED, GPUGATE_TIMEOUT] as const;
+
+function isAddonCode(code: unknown): code is (typeof ADDON_CODES)[number] {
+  return (ADDON_CODES as readonly unknown[]).includes(code);
+}
+
+/**
+ * An error of the addon as the NvmlError the API promises (the addon raises plain errors with a
+ * code); any other error (an argument the addon refused: a bug of this module) passes unchanged.
+ */
+function fromAddon(error: unknown, what: string): Error {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (error instanceof NvmlError || !(error instanceof Error) || !isAddonCode(code)) return error instanceof Error ? error : new Error(String(error));
+  return new NvmlError({ code, nvmlReturn: null, fn: what, message: `gpugate: ${what}: ${error.message}`, cause: error });
 }
 
 /** Races `promise` against a ref'd timer; on expiry calls `onTimeout` and rejects with its error. */
@@ -241,7 +259,7 @@ class Session implements NvmlMemoryReader {
         },
         (error: unknown) => {
           if (!this.#settled(call)) return;
-          reject(error instanceof Error ? error : new Error(String(error)));
+          reject(fromAddon(error, what));
         },
       );
     });
@@ -352,7 +370,7 @@ class Session implements NvmlMemoryReader {
       pending = this.#binding.snapshot(this.#handle, checked.processes, checked.memoryOnly, checked.devices, checked.computeMode);
     } catch (error) {
       // An async API reports every failure through its promise, argument errors included.
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      return Promise.reject(fromAddon(error, 'snapshot'));
     }
     const what = checked.processes ? 'snapshot (memory and process lists)' : 'snapshot';
     return this.#track(pending, what).then((encoded) => this.#decode(encoded, checked.processes, takenAt));
@@ -379,7 +397,7 @@ class Session implements NvmlMemoryReader {
       return this.#decode(encoded, checked.processes, takenAt);
     } catch (error) {
       if ((error as { code?: unknown }).code === GPUGATE_TIMEOUT) throw this.#poison('snapshotSync');
-      throw error;
+      throw fromAddon(error, 'snapshotSync');
     }
   }
 
@@ -394,7 +412,7 @@ class Session implements NvmlMemoryReader {
       this.#binding.readMemory(this.#handle, target, this.#timeoutMs);
     } catch (error) {
       if ((error as { code?: unknown }).code === GPUGATE_TIMEOUT) throw this.#poison('readMemorySync');
-      throw error;
+      throw fromAddon(error, 'readMemorySync');
     }
     return target;
   }
@@ -412,7 +430,7 @@ class Session implements NvmlMemoryReader {
     try {
       pending = this.#binding.health(this.#handle, index);
     } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      return Promise.reject(fromAddon(error, 'health'));
     }
     return this.#track(pending, `health readings of GPU ${index}`).then(decodeHealth);
   }
