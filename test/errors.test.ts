@@ -21,7 +21,7 @@ import { GpuLeaseError } from '../src/host/gpu-lease';
 import { ForeignFileError } from '../src/host/owned-file';
 import { FileSystemError, UnsafePathError } from '../src/host/safe-file';
 import { SystemdUnavailableError } from '../src/host/systemd-unit';
-import { SimLibraryNotFoundError } from '../src/simulator/sim-library';
+import { SimLibraryNotFoundError, simProfileForScenario } from '../src/simulator/sim-library';
 import { UsageError } from '../src/usage-error';
 
 const SRC = join(__dirname, '..', 'src');
@@ -73,6 +73,21 @@ describe('the error family', () => {
     expect(error.cause).toBe(cause);
     expect(String(error).startsWith(`${name}: `)).toBe(true);
     expect(error.stack?.startsWith(`${name}: `)).toBe(true);
+  });
+
+  it('every error class declared in src/ is a member of AnyGpugateError, the union that narrows by code', () => {
+    const declared = sourceFiles(SRC).flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/class (\w+) extends GpugateError\b/g)].map((m) => m[1]));
+    const union = readFileSync(join(SRC, 'error-union.ts'), 'utf8');
+    const members = /export type AnyGpugateError =([^;]+);/.exec(union)?.[1]?.split('|').map((name) => name.trim()).filter((name) => name !== '') ?? [];
+    expect(declared.length).toBeGreaterThan(10);
+    expect([...members].sort()).toEqual([...declared].sort());
+    expect(api.isGpugateError(new UsageError('x', 'y'))).toBe(true);
+    expect(api.isGpugateError(Object.assign(new Error('borrowed'), { code: ErrorCode.usage }))).toBe(false);
+  });
+
+  it('a simulator scenario that cannot be read or names no driver is a ConfigError naming the scenario, not a plain Error', () => {
+    const missing = join(__dirname, 'no-such-scenario.json');
+    expect(() => simProfileForScenario(missing)).toThrow(expect.objectContaining({ name: 'ConfigError', code: ErrorCode.config, option: 'scenario', message: expect.stringContaining(missing) }));
   });
 
   it('keeps no cause when none is given', () => {
