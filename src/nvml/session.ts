@@ -3,8 +3,9 @@
  * `callTimeoutMs` counts from the moment the session's NVML thread starts it (not while it waits
  * behind earlier calls), checked by one watchdog timer per session for all its pending calls. A
  * missed deadline rejects with GPUGATE_TIMEOUT and poisons the session (the stuck NVML thread is
- * abandoned, so the process can still exit); every other call then rejects with GPUGATE_SESSION_CLOSED. At most MAX_PENDING_CALLS calls wait per session;
- * more are refused at once with GPUGATE_QUEUE_FULL.
+ * abandoned, so the process can still exit); every other call then rejects with
+ * GPUGATE_SESSION_CLOSED. At most MAX_PENDING_CALLS calls wait per session; more are refused at
+ * once with GPUGATE_QUEUE_FULL.
  */
 import { loadBinding } from './binding';
 import { ConfigError } from '../config-error';
@@ -115,8 +116,9 @@ function isAddonCode(code: unknown): code is (typeof ADDON_CODES)[number] {
  * code); any other error (an argument the addon refused: a bug of this module) passes unchanged.
  */
 function fromAddon(error: unknown, what: string): Error {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (error instanceof NvmlError || !(error instanceof Error) || !isAddonCode(code)) return error instanceof Error ? error : new Error(String(error));
+  if (!(error instanceof Error)) return new Error(String(error));
+  const code = (error as { code?: unknown }).code;
+  if (error instanceof NvmlError || !isAddonCode(code)) return error;
   return new NvmlError({ code, nvmlReturn: null, fn: what, message: `gpugate: ${what}: ${error.message}`, cause: error });
 }
 
