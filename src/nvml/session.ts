@@ -236,9 +236,12 @@ class Session implements NvmlMemoryReader {
       this.#closed = true;
       this.#poisonedBy = error;
       this.#binding.abandon(this.#handle);
-      if (late !== undefined) {
-        this.#pending.delete(late);
-        late.reject(late.what === 'close' ? this.#closeTimeoutError() : error);
+      // The call the NVML thread is stuck in (the oldest pending: it runs them in order) timed out,
+      // also when a blocking call queued behind it is what ran out of time; the others never ran.
+      const inThread = late ?? (stuck.fn === null ? undefined : this.#pending.values().next().value);
+      if (inThread !== undefined) {
+        this.#pending.delete(inThread);
+        inThread.reject(inThread.what === 'close' ? this.#closeTimeoutError() : error);
       }
       this.#rejectPending();
     }
