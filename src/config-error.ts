@@ -1,11 +1,12 @@
 /**
- * ConfigError: the options parse, but together with what the GPUs report they cannot ever be met
+ * ConfigError: an option of a public function of the wrong type or out of its range (a duration
+ * above the longest timer), or options that together with what the GPUs report can never be met
  * (a threshold above the GPU's total memory, a fraction outside 0..1). The CLI maps it to exit 78.
  */
 
 import { ErrorCode, GpugateError } from './gpugate-error';
 
-/** Thrown for an impossible configuration; waiting could never succeed. */
+/** Thrown for a bad option or an impossible configuration; waiting could never succeed. */
 export class ConfigError extends GpugateError {
   override readonly name = 'ConfigError';
   declare readonly code: typeof ErrorCode.config;

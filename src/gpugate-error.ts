@@ -5,6 +5,8 @@
  * standard `{ cause }` as its last constructor argument.
  */
 
+import type { NvmlErrorName } from './nvml/nvml-return-names';
+
 /**
  * gpugate's own error codes. An {@link NvmlError} for a failed NVML call carries NVML's name for
  * the return value instead ('NVML_ERROR_GPU_IS_LOST', 'NVML_ERROR_<n>').
@@ -12,7 +14,7 @@
 export const ErrorCode = {
   /** UsageError: a flag, option or environment value could not be parsed. */
   usage: 'GPUGATE_USAGE',
-  /** ConfigError: options that the GPUs can never meet (a threshold above total memory, a fraction outside 0..1). */
+  /** ConfigError: an option of the wrong type or out of range, or options that the GPUs can never meet (a threshold above total memory). */
   config: 'GPUGATE_CONFIG',
   /** DeviceSelectionError: a GPU selector matched nothing, or a UUID prefix matched several. */
   deviceSelection: 'GPUGATE_DEVICE_SELECTION',
@@ -61,8 +63,12 @@ export const ErrorCode = {
   fileAccess: 'GPUGATE_FILE_ACCESS',
   /** FileSystemError: the OS failed a file operation (ENOSPC, EROFS, EIO…; the errno is in `errno` and the message). */
   fileSystem: 'GPUGATE_FILE_SYSTEM',
-  /** GpuLeaseError: another `gpugate select` held the lease directory's lock too long (other lease failures carry the errno name). */
+  /** GpuLeaseError: another `gpugate select` held the lease directory's lock too long. */
   leaseLockTimeout: 'GPUGATE_LEASE_LOCK_TIMEOUT',
+  /** GpuLeaseError: the lease's holder pid names no running process (it is gone, or a zombie). */
+  leaseHolderGone: 'GPUGATE_LEASE_HOLDER_GONE',
+  /** GpuLeaseError: a lease with a duration, but the boot clock it is measured on cannot be read. */
+  leaseClockUnreadable: 'GPUGATE_LEASE_CLOCK_UNREADABLE',
   /** GpuLeaseError: a lease bound only to a process whose pid the host cannot check (gpugate reads a nested PID namespace's /proc); give it a duration. */
   leaseNamespace: 'GPUGATE_LEASE_NAMESPACE',
 } as const;
@@ -70,13 +76,16 @@ export const ErrorCode = {
 /** One of gpugate's own error codes. */
 export type GpugateErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/** The base of gpugate's errors: `instanceof GpugateError` holds for each of them. */
-export class GpugateError extends Error {
+/**
+ * The base of gpugate's errors: `instanceof GpugateError` holds for each of them. Abstract: every
+ * error is one of its classes, each of which narrows `code` to its own literal codes.
+ */
+export abstract class GpugateError extends Error {
   override name = 'GpugateError';
-  /** Stable code for programs: one of {@link ErrorCode}, or NVML's name for a failed call. */
-  readonly code: string;
+  /** Stable code for programs: one of {@link ErrorCode}, or (an NvmlError) NVML's name for a failed call. */
+  readonly code: GpugateErrorCode | NvmlErrorName;
 
-  constructor(code: string, message: string, options?: ErrorOptions) {
+  constructor(code: GpugateErrorCode | NvmlErrorName, message: string, options?: ErrorOptions) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
   }

@@ -1,6 +1,7 @@
 /** gpugate: the public API. */
 export * from './types';
 export * from './gpugate-error';
+export { isGpugateError, type AnyGpugateError } from './error-union';
 export * from './usage-error';
 export * from './config-error';
 export * from './units';
@@ -43,7 +44,7 @@ export {
   GPUGATE_QUEUE_FULL,
   GPUGATE_NATIVE_FAILURE,
 } from './nvml/nvml-error';
-export type { NvmlErrorOptions } from './nvml/nvml-error';
+export type { NvmlErrorOptions, NvmlErrorCode, NvmlErrorName } from './nvml/nvml-error';
 export { sdNotify } from './host/notify';
 export { IMPLAUSIBLE_PROCESS_LIST } from './nvml/snapshot-decode';
 export * from './nvml/native-load-error';

@@ -253,6 +253,16 @@ describe.skipIf(!inInitialPidNamespace)('gpugate doctor on a simulated host', ()
     expect(document.exitCode).toBe(69);
   });
 
+  it('a hung health query closes the session: the GPUs after it fail with GPUGATE_SESSION_CLOSED and the same advice about the hang', async () => {
+    const scenario = writeScenario({ devices: [simDevice(0), simDevice(1), simDevice(2)], faults: [{ function: 'nvmlDeviceGetRemappedRows', device: 1, hang: true }] });
+    const { document } = await doctor(scenario, { args: ['--nvml-timeout', '500ms'] });
+    expect(checkOf(document, 'gpu.health', 'GPU 1 ')).toMatchObject({ status: 'fail', evidence: { code: 'GPUGATE_TIMEOUT' } });
+    const after = checkOf(document, 'gpu.health', 'GPU 2 ');
+    expect(after).toMatchObject({ status: 'fail', evidence: { code: 'GPUGATE_SESSION_CLOSED' } });
+    expect(JSON.stringify(after)).toMatch(/an NVML call hung in the driver/);
+    expect(document.exitCode).toBe(69);
+  });
+
   it('passes a query the GPU does not support, warns on one that failed otherwise, fails on a GPU lost mid-way', async () => {
     const scenario = writeScenario({
       devices: [simDevice(0, { remappedRows: null, pcieLink: null }), simDevice(1)],

@@ -16,12 +16,12 @@ import { GpuWaitAbortError } from '../src/gate/wait';
 import { ErrorCode, GpugateError } from '../src/gpugate-error';
 import * as api from '../src/index';
 import { NativeLoadError, describeNativeRuntime } from '../src/nvml/native-load-error';
-import { NvmlError } from '../src/nvml/nvml-error';
+import { NvmlError, type NvmlErrorCode } from '../src/nvml/nvml-error';
 import { GpuLeaseError } from '../src/host/gpu-lease';
 import { ForeignFileError } from '../src/host/owned-file';
 import { FileSystemError, UnsafePathError } from '../src/host/safe-file';
 import { SystemdUnavailableError } from '../src/host/systemd-unit';
-import { SimLibraryNotFoundError } from '../src/simulator/sim-library';
+import { SimLibraryNotFoundError, simProfileForScenario } from '../src/simulator/sim-library';
 import { UsageError } from '../src/usage-error';
 
 const SRC = join(__dirname, '..', 'src');
@@ -75,6 +75,21 @@ describe('the error family', () => {
     expect(error.stack?.startsWith(`${name}: `)).toBe(true);
   });
 
+  it('every error class declared in src/ is a member of AnyGpugateError, the union that narrows by code', () => {
+    const declared = sourceFiles(SRC).flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/class (\w+) extends GpugateError\b/g)].map((m) => m[1]));
+    const union = readFileSync(join(SRC, 'error-union.ts'), 'utf8');
+    const members = /export type AnyGpugateError =([^;]+);/.exec(union)?.[1]?.split('|').map((name) => name.trim()).filter((name) => name !== '') ?? [];
+    expect(declared.length).toBeGreaterThan(10);
+    expect([...members].sort()).toEqual([...declared].sort());
+    expect(api.isGpugateError(new UsageError('x', 'y'))).toBe(true);
+    expect(api.isGpugateError(Object.assign(new Error('borrowed'), { code: ErrorCode.usage }))).toBe(false);
+  });
+
+  it('a simulator scenario that cannot be read or names no driver is a ConfigError naming the scenario, not a plain Error', () => {
+    const missing = join(__dirname, 'no-such-scenario.json');
+    expect(() => simProfileForScenario(missing)).toThrow(expect.objectContaining({ name: 'ConfigError', code: ErrorCode.config, option: 'scenario', message: expect.stringContaining(missing) }));
+  });
+
   it('keeps no cause when none is given', () => {
     expect('cause' in new UsageError('x', 'y')).toBe(false);
     expect('cause' in new GpuWaitAbortError(null)).toBe(false);
@@ -119,7 +134,8 @@ describe('exitCodeForError decides by class and code', () => {
   });
 
   it('an NvmlError is "unavailable" whatever its code', () => {
-    const odd = new NvmlError({ code: 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE', nvmlReturn: null, fn: 'nvmlDeviceGetComputeRunningProcesses_v3', device: 0, message: 'odd list' });
+    // A code outside NvmlError's type (as a newer copy of gpugate in the same process might raise).
+    const odd = new NvmlError({ code: 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE' as unknown as NvmlErrorCode, nvmlReturn: null, fn: 'nvmlDeviceGetComputeRunningProcesses_v3', device: 0, message: 'odd list' });
     expect(exitCodeForError(odd)).toBe(ExitCode.unavailable);
     expect(exitCodeForError(Object.assign(new Error('unknown code'), { code: 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE' }))).toBe(ExitCode.software);
   });

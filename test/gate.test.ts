@@ -112,7 +112,7 @@ describe('gate() on the simulator', () => {
 
   it('config-error: a duration longer than a timer holds (timeoutMs 1e20 would time out at once), before any NVML read', async () => {
     useScenario({ devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }])] });
-    for (const name of ['timeoutMs', 'intervalMs', 'stableMs', 'killGraceMs'] as const) {
+    for (const name of ['timeoutMs', 'intervalMs', 'stableMs', 'killGraceMs', 'callTimeoutMs'] as const) {
       const outcome = await gate({ libraryPath: freshSimulator(), [name]: 1e20, env: {} });
       expect(outcome, name).toMatchObject({ result: 'config-error', evaluation: null, polls: 0, library: null });
       expect(outcome.error).toBeInstanceOf(ConfigError);
@@ -124,6 +124,19 @@ describe('gate() on the simulator', () => {
     const outcome = await gate({ libraryPath: freshSimulator(), timeoutMs: 2 ** 31 - 1, intervalMs: 50, stableMs: 0, env: {}, signal: controller.signal, onPoll: (e) => { if (e.polls === 3) controller.abort(); } });
     expect(outcome).toMatchObject({ result: 'interrupted', polls: 3 });
     await expect(waitForGpusFree({ libraryPath: freshSimulator(), timeoutMs: 1e20 })).rejects.toMatchObject({ name: 'ConfigError', option: 'timeoutMs' });
+  });
+
+  it('config-error, not an internal error: callTimeoutMs just past the longest timer (2^31 + 5 ms), and 0 ms', async () => {
+    useScenario({ devices: [gpu(0, 0)] });
+    const tooLong = await gate({ libraryPath: freshSimulator(), callTimeoutMs: 2 ** 31 + 5, env: {} });
+    expect(tooLong).toMatchObject({ result: 'config-error', evaluation: null, polls: 0, library: null });
+    expect(tooLong.error).toBeInstanceOf(ConfigError);
+    expect(tooLong.error).toMatchObject({ code: 'GPUGATE_CONFIG', option: 'callTimeoutMs' });
+    expect(tooLong.reason).toContain('option callTimeoutMs 2147483653 is too long: expected at most 2147483647 ms');
+    const zero = await gate({ libraryPath: freshSimulator(), callTimeoutMs: 0, env: {} });
+    expect(zero).toMatchObject({ result: 'config-error', polls: 0, library: null });
+    expect(zero.error).toBeInstanceOf(ConfigError);
+    expect(zero.error).toMatchObject({ code: 'GPUGATE_CONFIG', option: 'callTimeoutMs' });
   });
 
   it('config-error: minFree of the whole GPU (fraction 1) can never be met, the same class and code as the command line', async () => {
@@ -262,9 +275,9 @@ describe('gate() on the simulator', () => {
     expect(outcome.evaluation?.devices[1]).toMatchObject({ computeMode: 'prohibited', reasons: ['compute-mode'] });
   });
 
-  it('rejects an option of the wrong type with a TypeError naming it, before any NVML call', async () => {
+  it('rejects an option of the wrong type with a ConfigError naming it, before any NVML call', async () => {
     await expect(gate({ mode: 'sometimes' } as never)).rejects.toThrow(/option mode must be 'wait' or 'check'/);
-    await expect(gate({ stale: 'ignore', killStale: true })).rejects.toThrow(TypeError);
+    await expect(gate({ stale: 'ignore', killStale: true })).rejects.toSatisfy((error) => error instanceof ConfigError && error.code === 'GPUGATE_CONFIG' && error.option === 'stale');
     await expect(gate({ cleanShm: ['a/b'] })).rejects.toThrow(/option cleanShm/);
     await expect(gate({ accept: true } as never)).rejects.toThrow(/option accept must be a function/);
   });

@@ -144,6 +144,7 @@ describe("inspectHolders reuses the caller's facts", () => {
     const snapshot = await snapshotOf({ devices: [gpu(0, 0, [])] });
     await expect(inspectHolders(snapshot, { scanHidden: 'yes' as unknown as boolean })).rejects.toThrow(/option scanHidden must be true, false or 'unexplained', got "yes"/);
     await expect(inspectHolders(snapshot, { scanShm: 1 as unknown as boolean })).rejects.toThrow(/option scanShm must be true, false or 'unexplained', got 1/);
+    await expect(inspectHolders(snapshot, { scanShm: 1 as unknown as boolean })).rejects.toMatchObject({ name: 'ConfigError', code: 'GPUGATE_CONFIG', option: 'scanShm' });
   });
 
   it('a context the caller hands in is used as given', async () => {

@@ -8,6 +8,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../src/config-error';
 import { chooseNearest, nearness } from '../src/gate/placement';
 import { selectGpus } from '../src/gate/select';
 import type { PciPlacement } from '../src/host/pci-topology';
@@ -110,9 +111,9 @@ describe('selectGpus on the simulator', () => {
     expect(readdirSync(leaseDir).filter((name) => name.endsWith('.lease'))).toEqual([`${timed.gpus[0]!.uuid}.lease`]);
   });
 
-  it('rejects bad options with TypeErrors that name them', async () => {
+  it('rejects bad options with ConfigErrors that name them', async () => {
     await expect(selectGpus({ count: 0 })).rejects.toThrow(/option count must be an integer >= 1, got 0/);
-    await expect(selectGpus({ count: 1.5 })).rejects.toThrow(TypeError);
+    await expect(selectGpus({ count: 1.5 })).rejects.toSatisfy((error) => error instanceof ConfigError && error.code === 'GPUGATE_CONFIG' && error.option === 'count');
     await expect(selectGpus({ count: 1, leaseHolderPid: -3 })).rejects.toThrow(/option leaseHolderPid/);
     await expect(selectGpus({ count: 1, leaseHolderPid: null })).rejects.toThrow(/a lease needs a holder .* or a duration/);
     await expect(selectGpus({ count: 1, leaseDurationMs: Number.NaN })).rejects.toThrow(/option leaseDurationMs/);

@@ -110,13 +110,15 @@ describe('a stuck call inside a backlog', () => {
       ),
     );
     const settled = await Promise.all(pending);
-    expect(outcomes).toEqual(['0 answered', '1 answered', '2 answered', '3 GPUGATE_TIMEOUT', '4 GPUGATE_TIMEOUT', '5 GPUGATE_TIMEOUT']);
+    // Only the stuck call timed out; the calls queued behind it never started: the poisoning closed the session under them.
+    expect(outcomes).toEqual(['0 answered', '1 answered', '2 answered', '3 GPUGATE_TIMEOUT', '4 GPUGATE_SESSION_CLOSED', '5 GPUGATE_SESSION_CLOSED']);
     expect((settled[3] as { message: string }).message).toMatch(
       new RegExp(`snapshot did not answer within ${DEADLINE_MS} ms: nvmlDeviceGetMemoryInfo_v2 on GPU 0 is stuck in the driver`),
     );
     expect((settled[4] as { message: string }).message).toMatch(/earlier NVML call missed its deadline/);
+    expect((settled[4] as { cause: unknown }).cause).toBe(settled[3]);
     expect(session.closed).toBe(true);
-    await expect(session.snapshot()).rejects.toMatchObject({ code: 'GPUGATE_TIMEOUT' });
+    await expect(session.snapshot()).rejects.toMatchObject({ code: 'GPUGATE_SESSION_CLOSED', cause: settled[3] });
     await session.close();
   });
 

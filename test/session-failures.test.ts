@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../src/config-error';
 import { isFatalNvmlError, NvmlError } from '../src/nvml/nvml-error';
 import { openNvml } from '../src/nvml/session';
 import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
@@ -203,10 +204,11 @@ describe('init failures map to their code and an actionable message', () => {
     expect(error.message).toMatch(/GPUGATE_NVML_LIBRARY/);
   });
 
-  it('rejects bad options with a TypeError or RangeError naming the option', async () => {
+  it('rejects bad options with a ConfigError naming the option', async () => {
     await expect(openNvml({ libraryPath: '' })).rejects.toThrow(/'libraryPath' must be a non-empty string/);
     await expect(openNvml({ callTimeoutMs: -5 })).rejects.toThrow(/'callTimeoutMs'/);
-    await expect(openNvml({ callTimeoutMs: Number.NaN })).rejects.toThrow(RangeError);
-    await expect(openNvml(null as unknown as object)).rejects.toThrow(TypeError);
+    await expect(openNvml({ callTimeoutMs: Number.NaN })).rejects.toSatisfy((error) => error instanceof ConfigError && error.code === 'GPUGATE_CONFIG' && error.option === 'callTimeoutMs');
+    await expect(openNvml({ callTimeoutMs: 2 ** 31 + 5 })).rejects.toSatisfy((error) => error instanceof ConfigError && error.option === 'callTimeoutMs' && error.message.includes('2147483647'));
+    await expect(openNvml(null as unknown as object)).rejects.toSatisfy((error) => error instanceof ConfigError && error.option === 'options');
   });
 });

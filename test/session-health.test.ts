@@ -4,6 +4,7 @@
  * lacks a query, and with bad arguments.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../src/config-error';
 import { simDevice } from './helpers/sim';
 import { closeTrackedSessions, openTrackedSession } from './helpers/tracked-sessions';
 import { freshSimulator, useScenario } from './session-helpers';
@@ -105,7 +106,7 @@ describe('session.health() reads what doctor judges, as NVML answers it', () => 
     useScenario({ devices: [simDevice(0)] });
     const session = await openTrackedSession(freshSimulator());
     await expect(session.health(1)).rejects.toThrow(/not a device index of this host \(0\.\.0\)/);
-    await expect(session.health(-1)).rejects.toThrow(RangeError);
+    await expect(session.health(-1)).rejects.toSatisfy((error) => error instanceof ConfigError && error.code === 'GPUGATE_CONFIG' && error.option === 'index');
     await session.close();
     await expect(session.health(0)).rejects.toMatchObject({ code: 'GPUGATE_SESSION_CLOSED' });
   });

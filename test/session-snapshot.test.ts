@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../src/config-error';
 import { openNvml } from '../src/nvml/session';
 import { bundledScenario, freshSimulator, GiB, tempDir, useScenario } from './session-helpers';
 import { closeTrackedSessions, openTrackedSession } from './helpers/tracked-sessions';
@@ -184,8 +185,8 @@ describe('snapshot of the 8-GPU reference host through the real addon and simula
     useScenario(busyHost());
     const s = await openTrackedSession(freshSimulator());
     await expect(s.snapshot({ devices: [8] })).rejects.toThrow(/'devices' contains 8.*0\.\.7/);
-    await expect(s.snapshot({ processes: 'yes' as unknown as boolean })).rejects.toThrow(TypeError);
-    expect(() => s.snapshotSync({ devices: [1.5] })).toThrow(RangeError);
+    await expect(s.snapshot({ processes: 'yes' as unknown as boolean })).rejects.toSatisfy((error) => error instanceof ConfigError && error.code === 'GPUGATE_CONFIG' && error.option === 'processes');
+    expect(() => s.snapshotSync({ devices: [1.5] })).toThrow(expect.objectContaining({ name: 'ConfigError', code: 'GPUGATE_CONFIG', option: 'devices' }));
     expect(() => s.readMemorySync(new Float64Array(3))).toThrow(/'out' has 3 elements; 40 are needed/);
   });
 });

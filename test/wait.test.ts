@@ -83,7 +83,7 @@ describe('waitForGpusFree criteria', () => {
     await expect(waitForGpusFree({ session, gpus: ['7'] })).rejects.toThrow(DeviceSelectionError);
   });
 
-  it('options of the wrong type are a TypeError naming the option, before any NVML call', async () => {
+  it('options of the wrong type are a ConfigError naming the option, before any NVML call', async () => {
     const session = new FakeSession(() => [{ usedBytes: 0 }]);
     const bad: Array<[Record<string, unknown>, RegExp]> = [
       [{ gpus: '0' }, /option gpus must be an array/],
@@ -102,7 +102,8 @@ describe('waitForGpusFree criteria', () => {
     ];
     for (const [options, message] of bad) {
       await expect(waitForGpusFree({ session, ...options } as never)).rejects.toThrow(message);
-      await expect(checkGpusOnce({ session, ...options } as never)).rejects.toThrow(TypeError);
+      const option = Object.keys(options)[0];
+      await expect(checkGpusOnce({ session, ...options } as never)).rejects.toSatisfy((error) => error instanceof ConfigError && error.code === 'GPUGATE_CONFIG' && error.option === option);
     }
     await expect(waitForGpusFree(null as never)).rejects.toThrow(/options must be an object/);
     expect(session.calls).toBe(0);

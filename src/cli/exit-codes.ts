@@ -81,6 +81,8 @@ const EXIT_CODE_OF_ERROR: Record<Exclude<GpugateErrorCode, typeof ErrorCode.comm
   [ErrorCode.foreignFile]: ExitCode.noPermission,
   [ErrorCode.leaseLockTimeout]: ExitCode.tempFail,
   [ErrorCode.leaseNamespace]: ExitCode.config,
+  [ErrorCode.leaseHolderGone]: ExitCode.usage,
+  [ErrorCode.leaseClockUnreadable]: ExitCode.osError,
   [ErrorCode.unsafePath]: ExitCode.noPermission,
   [ErrorCode.fileAccess]: ExitCode.noPermission,
   [ErrorCode.fileSystem]: ExitCode.osError,

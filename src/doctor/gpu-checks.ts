@@ -201,7 +201,8 @@ function fabric(context: Context): DoctorCheck {
 
 function healthFailed(context: Context, failure: NvmlOpenFailure): DoctorCheck {
   return check(context, 'health', 'fail', `the health readings failed: ${failure.code}${failure.fn === null ? '' : ` (${failure.fn})`}`, { ...failure },
-    failure.code === 'GPUGATE_TIMEOUT'
+    // A session closed under doctor was closed by a hung call on an earlier GPU.
+    failure.code === 'GPUGATE_TIMEOUT' || failure.code === 'GPUGATE_SESSION_CLOSED'
       ? 'an NVML call hung in the driver: check the kernel log for Xid errors and whether nvidia-smi -q also hangs; a reset or reboot clears it'
       : 'NVML failed while reading this GPU; see the kernel log');
 }

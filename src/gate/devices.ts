@@ -6,7 +6,7 @@
  */
 import type { GpuDevice } from '../types';
 import { DeviceSelectionError } from './device-selection-error';
-import { NvmlError } from '../nvml/nvml-error';
+import { NvmlError, nvmlErrorName } from '../nvml/nvml-error';
 
 /** What selecting needs of a device: its identity, a device-level error, and its MIG instances when listed. */
 export type SelectableDevice = Pick<GpuDevice, 'index' | 'uuid' | 'pciBusId' | 'error'> & { migDevices?: GpuDevice['migDevices'] };
@@ -69,7 +69,7 @@ function unidentifiedDeviceError(devices: readonly SelectableDevice[], what: str
   if (first === undefined || first.error === null) return null;
   const list = unknown.map((d) => `GPU ${d.index} (${d.error?.code ?? 'unreadable'}: ${d.error?.message ?? ''})`).join(', ');
   return new NvmlError({
-    code: first.error.code,
+    code: nvmlErrorName(first.error.nvmlReturn),
     nvmlReturn: first.error.nvmlReturn,
     fn: first.error.fn,
     device: first.index,

@@ -4,7 +4,7 @@
  * read that is both the stale scan's snapshot and the first poll, runs the requested actions
  * (stop leftovers, remove leaked /dev/shm files), then polls (a wait) or judges that one read (a
  * check). It resolves with a {@link GateOutcome} in every case but a programming error (an option
- * of the wrong type, a TypeError): a busy GPU, a timeout, a lost GPU or an interrupt are outcomes.
+ * of the wrong type or out of range, a ConfigError): a busy GPU, a timeout, a lost GPU or an interrupt are outcomes.
  */
 import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../config-error';
@@ -98,27 +98,27 @@ const STALE_POLICIES: ReadonlySet<unknown> = new Set(['report', 'fail', 'ignore'
 function checkGateOptions(options: GateOptions): void {
   checkOptions(options);
   if (options.mode !== undefined && options.mode !== 'wait' && options.mode !== 'check') {
-    throw new TypeError(`option mode must be 'wait' or 'check', got ${JSON.stringify(options.mode)}`);
+    throw new ConfigError('mode', `option mode must be 'wait' or 'check', got ${JSON.stringify(options.mode)}`);
   }
   if (options.stale !== undefined && !STALE_POLICIES.has(options.stale)) {
-    throw new TypeError(`option stale must be 'report', 'fail' or 'ignore', got ${JSON.stringify(options.stale)}`);
+    throw new ConfigError('stale', `option stale must be 'report', 'fail' or 'ignore', got ${JSON.stringify(options.stale)}`);
   }
   for (const name of ['killStale', 'dryRun'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new TypeError(`option ${name} must be a boolean, got ${JSON.stringify(options[name])}`);
+    if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new ConfigError(name, `option ${name} must be a boolean, got ${JSON.stringify(options[name])}`);
   }
   const grace: unknown = options.killGraceMs;
   if (grace !== undefined && (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0)) {
-    throw new TypeError(`option killGraceMs must be a finite number >= 0, got ${JSON.stringify(grace)}`);
+    throw new ConfigError('killGraceMs', `option killGraceMs must be a finite number >= 0, got ${JSON.stringify(grace)}`);
   }
   if (options.cleanShm !== undefined && (!Array.isArray(options.cleanShm) || options.cleanShm.some((glob) => typeof glob !== 'string' || glob === '' || glob.includes('/')))) {
-    throw new TypeError(`option cleanShm must be an array of file-name globs inside /dev/shm such as 'nccl-*' (no slashes), got ${JSON.stringify(options.cleanShm)}`);
+    throw new ConfigError('cleanShm', `option cleanShm must be an array of file-name globs inside /dev/shm such as 'nccl-*' (no slashes), got ${JSON.stringify(options.cleanShm)}`);
   }
   for (const name of ['onEvent', 'accept'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`option ${name} must be a function`);
+    if (options[name] !== undefined && typeof options[name] !== 'function') throw new ConfigError(name, `option ${name} must be a function`);
   }
   const stale = options.stale ?? 'report';
   if (stale === 'ignore' && (options.killStale === true || (options.cleanShm ?? []).length > 0)) {
-    throw new TypeError("option stale 'ignore' skips the scan that killStale and cleanShm need");
+    throw new ConfigError('stale', "option stale 'ignore' skips the scan that killStale and cleanShm need");
   }
 }
 
@@ -161,7 +161,7 @@ function withBackstop<T>(promise: Promise<T>, callTimeoutMs: number, what: strin
 
 /**
  * Runs one gate with the semantics of `gpugate wait` (default) or `gpugate check` and resolves
- * with its outcome. Rejects only with a TypeError for an option of the wrong type.
+ * with its outcome. Rejects only with a ConfigError naming an option of the wrong type or out of its range.
  */
 export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   const startMs = performance.now();

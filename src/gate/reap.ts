@@ -12,6 +12,7 @@ import { constants } from 'node:os';
 import { ancestorsOf, type Holder, type HolderReport } from './stale';
 import { PF_EXITING, readBootTimeMs, readProcess, startTimeMsOf } from '../host/procfs';
 import { DEFAULT_KILL_GRACE_MS } from './gate-defaults';
+import { ConfigError } from '../config-error';
 
 /** The signals reapStale sends. */
 export type ReapSignal = 'SIGTERM' | 'SIGKILL';
@@ -234,7 +235,7 @@ export async function reapStale(report: HolderReport, options: ReapOptions = {})
   const procRoot = options.procRoot ?? '/proc';
   const selfPid = options.selfPid ?? process.pid;
   const graceMs = options.graceMs ?? DEFAULT_KILL_GRACE_MS;
-  if (!Number.isFinite(graceMs) || graceMs < 0) throw new TypeError(`graceMs must be a number of milliseconds >= 0, got ${String(graceMs)}`);
+  if (!Number.isFinite(graceMs) || graceMs < 0) throw new ConfigError('graceMs', `option graceMs must be a number of milliseconds >= 0, got ${String(graceMs)}`);
   const protectedPids = new Set([1, selfPid, ...(await ancestorsOf(selfPid, procRoot))]);
   const bootTimeMs = await readBootTimeMs(procRoot);
   const actions: ReapAction[] = [];

@@ -111,23 +111,23 @@ function describe(value: unknown): string {
 }
 
 function checkSelectOptions(options: SelectOptions): void {
-  if (typeof options !== 'object' || options === null) throw new TypeError(`selectGpus(options): options must be an object like { count: 2 }, got ${describe(options)}`);
+  if (typeof options !== 'object' || options === null) throw new ConfigError('options', `selectGpus(options): options must be an object like { count: 2 }, got ${describe(options)}`);
   const { count, leaseHolderPid, leaseDurationMs, leaseLockTimeoutMs } = options;
-  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) throw new TypeError(`option count must be an integer >= 1, got ${describe(count)}`);
+  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) throw new ConfigError('count', `option count must be an integer >= 1, got ${describe(count)}`);
   if (leaseHolderPid !== undefined && leaseHolderPid !== null && (!Number.isSafeInteger(leaseHolderPid) || leaseHolderPid < 1)) {
-    throw new TypeError(`option leaseHolderPid must be a pid (an integer >= 1) or null, got ${describe(leaseHolderPid)}`);
+    throw new ConfigError('leaseHolderPid', `option leaseHolderPid must be a pid (an integer >= 1) or null, got ${describe(leaseHolderPid)}`);
   }
   if (leaseDurationMs !== undefined && leaseDurationMs !== null && (typeof leaseDurationMs !== 'number' || !Number.isFinite(leaseDurationMs) || leaseDurationMs <= 0)) {
-    throw new TypeError(`option leaseDurationMs must be a number of milliseconds above 0 or null, got ${describe(leaseDurationMs)}`);
+    throw new ConfigError('leaseDurationMs', `option leaseDurationMs must be a number of milliseconds above 0 or null, got ${describe(leaseDurationMs)}`);
   }
   if (leaseHolderPid === null && (leaseDurationMs ?? null) === null && options.lease !== false) {
-    throw new TypeError('a lease needs a holder (leaseHolderPid) or a duration (leaseDurationMs): with neither it could never end');
+    throw new ConfigError('leaseHolderPid', 'a lease needs a holder (leaseHolderPid) or a duration (leaseDurationMs): with neither it could never end');
   }
   if (leaseLockTimeoutMs !== undefined && (typeof leaseLockTimeoutMs !== 'number' || !Number.isFinite(leaseLockTimeoutMs) || leaseLockTimeoutMs < 0)) {
-    throw new TypeError(`option leaseLockTimeoutMs must be a finite number >= 0, got ${describe(leaseLockTimeoutMs)}`);
+    throw new ConfigError('leaseLockTimeoutMs', `option leaseLockTimeoutMs must be a finite number >= 0, got ${describe(leaseLockTimeoutMs)}`);
   }
   for (const name of ['wait', 'lease'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new TypeError(`option ${name} must be a boolean, got ${describe(options[name])}`);
+    if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new ConfigError(name, `option ${name} must be a boolean, got ${describe(options[name])}`);
   }
 }
 
@@ -183,7 +183,7 @@ function shortfall(candidates: readonly SelectCandidate[], count: number): strin
  * them (unless `lease: false`). Resolves with result 'selected', or 'busy' / 'timeout' when too
  * few were eligible. Rejects with ConfigError when the selection holds fewer than `count` GPUs,
  * DeviceSelectionError, NvmlError, GpuLeaseError (the lock held too long, a holder that is gone),
- * UnsafePathError or FileSystemError (the lease directory unsafe or failing), a TypeError for
+ * UnsafePathError or FileSystemError (the lease directory unsafe or failing), a ConfigError for
  * bad options, and GpuWaitAbortError (name 'AbortError') when `signal` aborts.
  */
 export async function selectGpus(options: SelectOptions): Promise<SelectResult> {

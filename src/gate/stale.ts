@@ -5,6 +5,7 @@
  * holders (/dev/nvidiaN open or mapped but not listed), and leaked /dev/shm segments. All of it is
  * read from procfs under configurable roots; nothing here signals or removes anything.
  */
+import { ConfigError } from '../config-error';
 import { promises as fsp, type Dirent } from 'node:fs';
 import * as path from 'node:path';
 import type { GpuDevice, Snapshot } from '../types';
@@ -644,7 +645,7 @@ export async function inspectHolders(snapshot: Snapshot, options: InspectOptions
   for (const name of ['scanHidden', 'scanShm'] as const) {
     const when: unknown = options[name];
     if (when !== undefined && typeof when !== 'boolean' && when !== 'unexplained') {
-      throw new TypeError(`option ${name} must be true, false or 'unexplained', got ${typeof when === 'string' ? JSON.stringify(when) : String(when)}`);
+      throw new ConfigError(name, `option ${name} must be true, false or 'unexplained', got ${typeof when === 'string' ? JSON.stringify(when) : String(when)}`);
     }
   }
   const shared = options.context !== undefined

@@ -22,7 +22,7 @@ import { formatDuration, MAX_DURATION_MS } from '../units';
 import { classifyHolder, listedProcesses, prepareInspectContext, unattributedBytesOf, type Holder, type InspectContext, type InspectOptions } from './stale';
 import { readProcess } from '../host/procfs';
 import { holdersUnknownReason } from './holders-unknown';
-import { GPUGATE_MEMORY_IMPLAUSIBLE, GPUGATE_MEMORY_UNJUDGEABLE, GPUGATE_RECOVERY_REQUIRED, NvmlError, isFatalNvmlError } from '../nvml/nvml-error';
+import { GPUGATE_MEMORY_IMPLAUSIBLE, GPUGATE_MEMORY_UNJUDGEABLE, GPUGATE_RECOVERY_REQUIRED, NvmlError, isFatalNvmlError, nvmlErrorName } from '../nvml/nvml-error';
 import { recoveryRemedy } from '../nvml/recovery-action';
 import { openNvml } from '../nvml/session';
 
@@ -286,7 +286,7 @@ function unjudgeableMemory(device: GpuDevice, criteria: Criteria): Error | null 
   if (!notSupported && !(device.memory !== null && device.memory.totalBytes === 0)) return null;
   const why = notSupported ? `${failure.fn} answers NOT_SUPPORTED` : 'its total memory is 0';
   return new NvmlError({
-    code: failure?.code ?? 'NVML_ERROR_NOT_SUPPORTED',
+    code: nvmlErrorName(failure?.nvmlReturn ?? 3),
     nvmlReturn: failure?.nvmlReturn ?? 3,
     fn: failure?.fn ?? 'nvmlDeviceGetMemoryInfo_v2',
     device: device.index,
@@ -675,7 +675,7 @@ const isIndexOrSelector = (item: unknown): boolean =>
   (typeof item === 'string' && item.trim() !== '') || (typeof item === 'number' && Number.isInteger(item) && item >= 0);
 
 /** The duration options; each one at most MAX_DURATION_MS. */
-const DURATION_OPTIONS = ['timeoutMs', 'intervalMs', 'stableMs', 'killGraceMs'] as const;
+const DURATION_OPTIONS = ['timeoutMs', 'intervalMs', 'stableMs', 'killGraceMs', 'callTimeoutMs'] as const;
 
 /**
  * Rejects a duration option longer than a timer can hold (Node would fire it after 1 ms: a
@@ -690,43 +690,43 @@ export function checkDurationLimits(options: { [name in (typeof DURATION_OPTIONS
   }
 }
 
-/** Rejects option values of the wrong type with a TypeError naming the option and what it takes. */
+/** Rejects option values of the wrong type with a ConfigError naming the option and what it takes. */
 export function checkOptions(options: WaitOptions): void {
   if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`waitForGpusFree(options): options must be an object like { gpus, minFree, timeoutMs }, got ${describeValue(options)}`);
+    throw new ConfigError('options', `waitForGpusFree(options): options must be an object like { gpus, minFree, timeoutMs }, got ${describeValue(options)}`);
   }
   for (const name of ['timeoutMs', 'intervalMs', 'stableMs', 'stableToleranceBytes', 'marginBytes', 'callTimeoutMs'] as const) {
     const value: unknown = options[name];
     if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
-      throw new TypeError(`option ${name} must be a finite number >= 0, got ${describeValue(value)}`);
+      throw new ConfigError(name, `option ${name} must be a finite number >= 0, got ${describeValue(value)}`);
     }
   }
   if (options.gpus !== undefined) {
     const expected = 'NVML indices (integers >= 0, e.g. [0, 1]) or selector strings (indices, GPU-/MIG- UUIDs, PCI bus ids)';
-    if (!Array.isArray(options.gpus)) throw new TypeError(`option gpus must be an array of ${expected}, got ${describeValue(options.gpus)}`);
+    if (!Array.isArray(options.gpus)) throw new ConfigError('gpus', `option gpus must be an array of ${expected}, got ${describeValue(options.gpus)}`);
     const bad = firstBad(options.gpus, isIndexOrSelector);
-    if (bad !== null) throw new TypeError(`option gpus[${bad.index}] must be an NVML index (an integer >= 0) or a non-empty selector string, got ${describeValue(bad.value)}`);
+    if (bad !== null) throw new ConfigError('gpus', `option gpus[${bad.index}] must be an NVML index (an integer >= 0) or a non-empty selector string, got ${describeValue(bad.value)}`);
   }
   if (options.ignore !== undefined) {
-    if (!Array.isArray(options.ignore)) throw new TypeError(`option ignore must be an array of pids and process names, got ${describeValue(options.ignore)}`);
+    if (!Array.isArray(options.ignore)) throw new ConfigError('ignore', `option ignore must be an array of pids and process names, got ${describeValue(options.ignore)}`);
     const bad = firstBad(options.ignore, (i) => (typeof i === 'string' && i !== '') || (typeof i === 'number' && Number.isInteger(i) && i > 0));
-    if (bad !== null) throw new TypeError(`option ignore[${bad.index}] must be a pid (an integer > 0) or a process name, got ${describeValue(bad.value)}`);
+    if (bad !== null) throw new ConfigError('ignore', `option ignore[${bad.index}] must be a pid (an integer > 0) or a process name, got ${describeValue(bad.value)}`);
   }
   for (const name of ['minFree', 'maxUsed'] as const) {
     const value: unknown = options[name];
     const engine = name === 'minFree' ? ' (or an engine\'s own check: { engine: \'vllm\', utilization, contextBytes? })' : '';
     if (value !== undefined && (typeof value !== 'object' || value === null || !('fraction' in value || 'bytes' in value || (engine !== '' && 'engine' in value)))) {
-      throw new TypeError(`option ${name} must be { fraction } or { bytes }, got ${describeValue(value)}${engine}`);
+      throw new ConfigError(name, `option ${name} must be { fraction } or { bytes }, got ${describeValue(value)}${engine}`);
     }
   }
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-    throw new TypeError(`option signal must be an AbortSignal, got ${describeValue(options.signal)}`);
+    throw new ConfigError('signal', `option signal must be an AbortSignal, got ${describeValue(options.signal)}`);
   }
   if (options.allowEmptySelection !== undefined && typeof options.allowEmptySelection !== 'boolean') {
-    throw new TypeError(`option allowEmptySelection must be a boolean, got ${describeValue(options.allowEmptySelection)}`);
+    throw new ConfigError('allowEmptySelection', `option allowEmptySelection must be a boolean, got ${describeValue(options.allowEmptySelection)}`);
   }
   if (options.onPoll !== undefined && typeof options.onPoll !== 'function') {
-    throw new TypeError(`option onPoll must be a function, got ${describeValue(options.onPoll)}`);
+    throw new ConfigError('onPoll', `option onPoll must be a function, got ${describeValue(options.onPoll)}`);
   }
 }
 

@@ -19,7 +19,8 @@
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCode, GpugateError } from '../gpugate-error';
-import { isLeaseRecord, judgeLease, makeLeaseRecord, type LeaseRecord, type LeaseTerms, type NewLease } from './lease-record';
+import { ConfigError } from '../config-error';
+import { isLeaseRecord, judgeLease, makeLeaseRecord, type LeaseRecord, type LeaseRefusalCode, type LeaseTerms, type NewLease } from './lease-record';
 import { createFile, FileSystemError, lockFile, removeFileIfSame } from './safe-file';
 
 /** Environment variable naming the lease directory. */
@@ -53,15 +54,17 @@ export interface LeaseStatus {
 }
 
 /**
- * A lease that cannot be taken: GPUGATE_LEASE_LOCK_TIMEOUT, or `ESRCH` for a holder pid that is
- * gone. (A lease directory that cannot be used safely is an UnsafePathError or FileSystemError.)
+ * A lease that cannot be taken: the lock held too long, a holder pid that is gone, a lease the
+ * host could never check, an unreadable boot clock. (A lease directory that cannot be used
+ * safely is an UnsafePathError or FileSystemError.)
  */
 export class GpuLeaseError extends GpugateError {
   override readonly name = 'GpuLeaseError';
+  declare readonly code: typeof ErrorCode.leaseLockTimeout | LeaseRefusalCode;
   /** The file or directory involved. */
   readonly path: string;
 
-  constructor(code: string, filePath: string, message: string, options?: ErrorOptions) {
+  constructor(code: typeof ErrorCode.leaseLockTimeout | LeaseRefusalCode, filePath: string, message: string, options?: ErrorOptions) {
     super(code, message, options);
     this.path = filePath;
   }
@@ -99,7 +102,7 @@ export class LeaseDirectory {
   private readonly now: () => number;
 
   constructor(dir: string, options: { procRoot?: string; now?: () => number } = {}) {
-    if (typeof dir !== 'string' || dir === '') throw new TypeError(`lease directory must be a non-empty path, got ${JSON.stringify(dir)}`);
+    if (typeof dir !== 'string' || dir === '') throw new ConfigError('dir', `lease directory must be a non-empty path, got ${JSON.stringify(dir)}`);
     this.dir = path.resolve(dir);
     this.procRoot = options.procRoot ?? '/proc';
     this.now = options.now ?? Date.now;
@@ -234,7 +237,7 @@ export class LeaseDirectory {
    * decision's leases. Throws GpuLeaseError when it may not be written (see makeLeaseRecord).
    */
   recordFor(uuid: string, parentUuid: string | null, terms: LeaseTerms, createdAt: number = this.now()): NewLease {
-    const made = makeLeaseRecord(uuid, parentUuid, terms, this.procRoot, createdAt, ErrorCode.leaseNamespace);
+    const made = makeLeaseRecord(uuid, parentUuid, terms, this.procRoot, createdAt);
     if ('refused' in made) throw new GpuLeaseError(made.refused.code, made.refused.path, made.refused.message);
     return made;
   }

@@ -15,6 +15,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { ErrorCode } from '../gpugate-error';
 import { formatDuration } from '../units';
 import { readBootClock } from './boot-clock';
 import { procPidNamespace, procPidOf } from './proc-pid-numbering';
@@ -60,9 +61,12 @@ export interface LeaseTerms {
   durationMs: number | null;
 }
 
-/** Why a lease cannot be written as asked: an errno name or a gpugate code, the path involved, and the words. */
+/** Why a lease cannot be written as asked: the holder is gone, the host could never check it, the boot clock is unreadable. */
+export type LeaseRefusalCode = typeof ErrorCode.leaseHolderGone | typeof ErrorCode.leaseNamespace | typeof ErrorCode.leaseClockUnreadable;
+
+/** Why a lease cannot be written as asked: its code, the path involved, and the words. */
 export interface LeaseRefusal {
-  refused: { code: string; path: string; message: string };
+  refused: { code: LeaseRefusalCode; path: string; message: string };
 }
 
 /** A new record, with what a reader should be told about its reach. */
@@ -121,16 +125,16 @@ function probeHolder(pid: number, procRoot: string): HolderProbe {
 
 /**
  * A new lease record for `uuid` (a MIG instance's whole GPU in `parentUuid`), with the holder
- * read from /proc now; or why none may be written: the holder does not exist (ESRCH), a
- * duration cannot be measured (the boot clock unreadable), or the lease would be bound to a
+ * read from /proc now; or why none may be written: the holder does not exist (GPUGATE_LEASE_HOLDER_GONE),
+ * a duration cannot be measured (GPUGATE_LEASE_CLOCK_UNREADABLE), or the lease would be bound to a
  * process the host can never check, with no duration to end it (GPUGATE_LEASE_NAMESPACE).
  */
-export function makeLeaseRecord(uuid: string, parentUuid: string | null, terms: LeaseTerms, procRoot: string, createdAt: number, leaseNamespaceCode: string): NewLease | LeaseRefusal {
+export function makeLeaseRecord(uuid: string, parentUuid: string | null, terms: LeaseTerms, procRoot: string, createdAt: number): NewLease | LeaseRefusal {
   const clock = readBootClock(procRoot);
   let expiresSinceBootMs: number | null = null;
   if (terms.durationMs !== null) {
     if (clock.bootId === null || clock.sinceBootMs === null) {
-      return { refused: { code: 'ENOENT', path: path.join(procRoot, 'uptime'), message: `cannot read the boot clock (${path.join(procRoot, 'uptime')} and ${path.join(procRoot, 'sys', 'kernel', 'random', 'boot_id')}), which a lease's duration is measured on` } };
+      return { refused: { code: ErrorCode.leaseClockUnreadable, path: path.join(procRoot, 'uptime'), message: `cannot read the boot clock (${path.join(procRoot, 'uptime')} and ${path.join(procRoot, 'sys', 'kernel', 'random', 'boot_id')}), which a lease's duration is measured on` } };
     }
     expiresSinceBootMs = clock.sinceBootMs + Math.ceil(terms.durationMs);
   }
@@ -143,14 +147,14 @@ export function makeLeaseRecord(uuid: string, parentUuid: string | null, terms: 
     holderPid = procPidOf(terms.holderPid, procRoot);
     const probe: HolderProbe = holderPid === null ? { kind: 'exited', why: `no process ${terms.holderPid} in gpugate's PID namespace is listed in ${procRoot}` } : probeHolder(holderPid, procRoot);
     if (probe.kind !== 'running') {
-      return { refused: { code: 'ESRCH', path: path.join(procRoot, String(terms.holderPid)), message: `cannot lease to pid ${terms.holderPid}: ${probe.why}` } };
+      return { refused: { code: ErrorCode.leaseHolderGone, path: path.join(procRoot, String(terms.holderPid)), message: `cannot lease to pid ${terms.holderPid}: ${probe.why}` } };
     }
     holderStartTicks = probe.startTicks;
     holderComm = probe.comm;
     if (pidNamespace !== INITIAL_PID_NAMESPACE) {
       const where = `gpugate reads the /proc of PID namespace ${pidNamespace ?? '(unknown)'}, not the host's ${INITIAL_PID_NAMESPACE}`;
       if (terms.durationMs === null) {
-        return { refused: { code: leaseNamespaceCode, path: path.join(procRoot, 'self', 'ns', 'pid'), message: `${where}: a lease bound to pid ${terms.holderPid} could never be checked from the host, which would count these GPUs leased until the file is removed; give the lease a duration, or select in the host's PID namespace` } };
+        return { refused: { code: ErrorCode.leaseNamespace, path: path.join(procRoot, 'self', 'ns', 'pid'), message: `${where}: a lease bound to pid ${terms.holderPid} could never be checked from the host, which would count these GPUs leased until the file is removed; give the lease a duration, or select in the host's PID namespace` } };
       }
       warning = `${where}: the host cannot check holder pid ${terms.holderPid}, so for it the lease ends only after ${formatDuration(terms.durationMs)}`;
     }

@@ -2,6 +2,7 @@
  * sdNotify(): tell systemd (Type=notify) about readiness or status, without libsystemd.
  */
 import { loadBinding } from '../nvml/binding';
+import { ConfigError } from '../config-error';
 
 /**
  * Sends `text` (e.g. 'READY=1', 'STATUS=waiting for GPU 3', 'EXTEND_TIMEOUT_USEC=30000000') as one
@@ -10,7 +11,7 @@ import { loadBinding } from '../nvml/binding';
  * naming the socket when sending fails.
  */
 export function sdNotify(text: string, socketPath: string | undefined = process.env['NOTIFY_SOCKET']): boolean {
-  if (typeof text !== 'string') throw new TypeError('gpugate: sdNotify(text): text must be a string such as "READY=1"');
+  if (typeof text !== 'string') throw new ConfigError('text', 'gpugate: sdNotify(text): text must be a string such as "READY=1"');
   if (socketPath === undefined || socketPath === '') return false;
   loadBinding().sendNotify(socketPath, text);
   return true;

@@ -2,6 +2,7 @@
  * Which NVML library a session should load: the `libraryPath` option, else the
  * GPUGATE_NVML_LIBRARY environment variable, else the addon's default search.
  */
+import { ConfigError } from '../config-error';
 
 /** Where the library path came from. */
 export type LibraryPathSource = 'option' | 'GPUGATE_NVML_LIBRARY' | 'default';
@@ -12,11 +13,12 @@ export interface LibraryPathChoice {
   source: LibraryPathSource;
 }
 
-/** Picks the library path; throws a TypeError when the option is not a non-empty string. */
+/** Picks the library path; throws a ConfigError when the option is not a non-empty string. */
 export function resolveLibraryPath(option: unknown, env: NodeJS.ProcessEnv = process.env): LibraryPathChoice {
   if (option !== undefined) {
     if (typeof option !== 'string' || option.length === 0) {
-      throw new TypeError(
+      throw new ConfigError(
+        'libraryPath',
         `gpugate: option 'libraryPath' must be a non-empty string (the path of libnvidia-ml.so.1 or the simulator), got ${JSON.stringify(option)}`,
       );
     }

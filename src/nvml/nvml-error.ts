@@ -3,41 +3,10 @@
  */
 import * as fs from 'node:fs';
 import { ErrorCode, GpugateError } from '../gpugate-error';
+import { NVML_RETURN_NAMES, type NvmlErrorName, type NvmlReturnName } from './nvml-return-names';
 
-const CODE_NAMES: Record<number, string> = {
-  0: 'NVML_SUCCESS',
-  1: 'NVML_ERROR_UNINITIALIZED',
-  2: 'NVML_ERROR_INVALID_ARGUMENT',
-  3: 'NVML_ERROR_NOT_SUPPORTED',
-  4: 'NVML_ERROR_NO_PERMISSION',
-  5: 'NVML_ERROR_ALREADY_INITIALIZED',
-  6: 'NVML_ERROR_NOT_FOUND',
-  7: 'NVML_ERROR_INSUFFICIENT_SIZE',
-  8: 'NVML_ERROR_INSUFFICIENT_POWER',
-  9: 'NVML_ERROR_DRIVER_NOT_LOADED',
-  10: 'NVML_ERROR_TIMEOUT',
-  11: 'NVML_ERROR_IRQ_ISSUE',
-  12: 'NVML_ERROR_LIBRARY_NOT_FOUND',
-  13: 'NVML_ERROR_FUNCTION_NOT_FOUND',
-  14: 'NVML_ERROR_CORRUPTED_INFOROM',
-  15: 'NVML_ERROR_GPU_IS_LOST',
-  16: 'NVML_ERROR_RESET_REQUIRED',
-  17: 'NVML_ERROR_OPERATING_SYSTEM',
-  18: 'NVML_ERROR_LIB_RM_VERSION_MISMATCH',
-  19: 'NVML_ERROR_IN_USE',
-  20: 'NVML_ERROR_MEMORY',
-  21: 'NVML_ERROR_NO_DATA',
-  22: 'NVML_ERROR_VGPU_ECC_NOT_SUPPORTED',
-  23: 'NVML_ERROR_INSUFFICIENT_RESOURCES',
-  24: 'NVML_ERROR_FREQ_NOT_SUPPORTED',
-  25: 'NVML_ERROR_ARGUMENT_VERSION_MISMATCH',
-  26: 'NVML_ERROR_DEPRECATED',
-  27: 'NVML_ERROR_NOT_READY',
-  28: 'NVML_ERROR_GPU_NOT_FOUND',
-  29: 'NVML_ERROR_INVALID_STATE',
-  30: 'NVML_ERROR_RESET_TYPE_NOT_SUPPORTED',
-  999: 'NVML_ERROR_UNKNOWN',
-};
+export type { NvmlErrorName, NvmlReturnName } from './nvml-return-names';
+
 
 /** gpugate's own codes of the NVML layer (no NVML return value behind them); see {@link ErrorCode}. */
 export const GPUGATE_LIBRARY_NOT_FOUND = ErrorCode.libraryNotFound;
@@ -57,13 +26,33 @@ export const GPUGATE_MEMORY_UNJUDGEABLE = ErrorCode.memoryUnjudgeable;
 export const GPUGATE_RECOVERY_REQUIRED = ErrorCode.recoveryRequired;
 
 /** The stable name of an nvmlReturn_t value: 'NVML_ERROR_GPU_IS_LOST', or 'NVML_ERROR_<n>' when unlisted. */
-export function nvmlCodeName(nvmlReturn: number): string {
-  return CODE_NAMES[nvmlReturn] ?? `NVML_ERROR_${nvmlReturn}`;
+export function nvmlCodeName(nvmlReturn: number): NvmlReturnName {
+  return (NVML_RETURN_NAMES as Record<number, NvmlReturnName | undefined>)[nvmlReturn] ?? `NVML_ERROR_${nvmlReturn}`;
+}
+
+/** gpugate's own codes of the NVML layer: failures with no NVML return value behind them. */
+export type NvmlLayerCode =
+  | typeof ErrorCode.libraryNotFound
+  | typeof ErrorCode.timeout
+  | typeof ErrorCode.sessionClosed
+  | typeof ErrorCode.queueFull
+  | typeof ErrorCode.nativeFailure
+  | typeof ErrorCode.memoryImplausible
+  | typeof ErrorCode.memoryUnjudgeable
+  | typeof ErrorCode.recoveryRequired;
+
+/** The code of an {@link NvmlError}: NVML's name for a failed call, or one of gpugate's codes of the NVML layer. */
+export type NvmlErrorCode = NvmlErrorName | NvmlLayerCode;
+
+/** NVML's name for a failed call's return value ('NVML_ERROR_0' if a success ever reached an error: never NVML_SUCCESS). */
+export function nvmlErrorName(nvmlReturn: number): NvmlErrorName {
+  const name = nvmlCodeName(nvmlReturn);
+  return name === 'NVML_SUCCESS' ? 'NVML_ERROR_0' : name;
 }
 
 /** Fields of an {@link NvmlError}. */
 export interface NvmlErrorOptions {
-  code: string;
+  code: NvmlErrorCode;
   nvmlReturn: number | null;
   fn: string | null;
   device?: number | null;
@@ -76,7 +65,7 @@ export interface NvmlErrorOptions {
 export class NvmlError extends GpugateError {
   override readonly name = 'NvmlError';
   /** 'NVML_ERROR_GPU_IS_LOST', 'NVML_ERROR_<n>', or one of gpugate's own codes ('GPUGATE_TIMEOUT'...). */
-  declare readonly code: string;
+  declare readonly code: NvmlErrorCode;
   /** The raw nvmlReturn_t, or null for gpugate's own codes. */
   readonly nvmlReturn: number | null;
   /** The NVML function (exported symbol) or gpugate phase that failed. */
@@ -95,7 +84,7 @@ export class NvmlError extends GpugateError {
   }
 }
 
-const FATAL_CODES = new Set([
+const FATAL_CODES: ReadonlySet<string> = new Set<NvmlErrorCode>([
   'NVML_ERROR_GPU_IS_LOST',
   'NVML_ERROR_RESET_REQUIRED',
   'NVML_ERROR_GPU_NOT_FOUND',
@@ -116,7 +105,7 @@ const FATAL_CODES = new Set([
  * MIG instances' queries do not.
  * Accepts an NvmlError or a {@link FieldError}-like object with a `code`.
  */
-export function isFatalNvmlError(error: unknown): boolean {
+export function isFatalNvmlError(error: unknown): error is { code: NvmlErrorCode } {
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' && FATAL_CODES.has(code);

@@ -3,18 +3,21 @@
  * `callTimeoutMs` counts from the moment the session's NVML thread starts it (not while it waits
  * behind earlier calls), checked by one watchdog timer per session for all its pending calls. A
  * missed deadline rejects with GPUGATE_TIMEOUT and poisons the session (the stuck NVML thread is
- * abandoned, so the process can still exit). At most MAX_PENDING_CALLS calls wait per session;
- * more are refused at once with GPUGATE_QUEUE_FULL.
+ * abandoned, so the process can still exit); every other call then rejects with
+ * GPUGATE_SESSION_CLOSED. At most MAX_PENDING_CALLS calls wait per session; more are refused at
+ * once with GPUGATE_QUEUE_FULL.
  */
 import { loadBinding } from './binding';
+import { ConfigError } from '../config-error';
 import {
   adviceForNvmlCode,
   GPUGATE_LIBRARY_NOT_FOUND,
+  GPUGATE_NATIVE_FAILURE,
   GPUGATE_QUEUE_FULL,
   GPUGATE_SESSION_CLOSED,
   GPUGATE_TIMEOUT,
   looksLikeContainer,
-  nvmlCodeName,
+  nvmlErrorName,
   NvmlError,
 } from './nvml-error';
 import { DEFAULT_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS } from './call-timeout';
@@ -42,7 +45,8 @@ export const MAX_PENDING_CALLS = 1024;
 function checkTimeout(value: unknown): number {
   if (value === undefined) return DEFAULT_CALL_TIMEOUT_MS;
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_CALL_TIMEOUT_MS) {
-    throw new RangeError(
+    throw new ConfigError(
+      'callTimeoutMs',
       `gpugate: option 'callTimeoutMs' must be a number of milliseconds between 1 and ${MAX_CALL_TIMEOUT_MS}, got ${String(value)}`,
     );
   }
@@ -91,13 +95,31 @@ function openError(error: unknown, choice: LibraryPathChoice): NvmlError {
       dlerrors,
     });
   }
-  const code = nvmlCodeName(error.nvmlReturn);
+  const code = nvmlErrorName(error.nvmlReturn);
   const atInit = error.fn === null || error.fn.startsWith('nvmlInit');
   const advice = error.kind === 'function' ? null : adviceForNvmlCode(error.nvmlReturn, atInit, looksLikeContainer());
   let message = `${error.message} [${code}]`;
   if (advice !== null) message += `: ${advice}`;
   if (error.simulatorError !== null) message += ` (simulator: ${error.simulatorError})`;
   return new NvmlError({ code, nvmlReturn: error.nvmlReturn, fn: error.fn, message, cause: error });
+}
+
+/** The codes the addon's own errors carry (native/session_api.cc); each becomes an NvmlError here. */
+const ADDON_CODES = [GPUGATE_NATIVE_FAILURE, GPUGATE_SESSION_CLOSED, GPUGATE_TIMEOUT] as const;
+
+function isAddonCode(code: unknown): code is (typeof ADDON_CODES)[number] {
+  return (ADDON_CODES as readonly unknown[]).includes(code);
+}
+
+/**
+ * An error of the addon as the NvmlError the API promises (the addon raises plain errors with a
+ * code); any other error (an argument the addon refused: a bug of this module) passes unchanged.
+ */
+function fromAddon(error: unknown, what: string): Error {
+  if (!(error instanceof Error)) return new Error(String(error));
+  const code = (error as { code?: unknown }).code;
+  if (error instanceof NvmlError || !isAddonCode(code)) return error;
+  return new NvmlError({ code, nvmlReturn: null, fn: what, message: `gpugate: ${what}: ${error.message}`, cause: error });
 }
 
 /** Races `promise` against a ref'd timer; on expiry calls `onTimeout` and rejects with its error. */
@@ -181,11 +203,12 @@ class Session implements NvmlMemoryReader {
 
   #closedError(what: string): NvmlError {
     if (this.#poisonedBy !== null) {
+      // Closed by the poisoning: this call never ran, so it did not time out itself; the timeout is its cause.
       return new NvmlError({
-        code: GPUGATE_TIMEOUT,
+        code: GPUGATE_SESSION_CLOSED,
         nvmlReturn: null,
         fn: what,
-        message: `gpugate: ${what}: the session is unusable since an earlier NVML call missed its deadline (${this.#poisonedBy.message})`,
+        message: `gpugate: ${what}: the session is closed since an earlier NVML call missed its deadline (${this.#poisonedBy.message})`,
         cause: this.#poisonedBy,
       });
     }
@@ -213,9 +236,12 @@ class Session implements NvmlMemoryReader {
       this.#closed = true;
       this.#poisonedBy = error;
       this.#binding.abandon(this.#handle);
-      if (late !== undefined) {
-        this.#pending.delete(late);
-        late.reject(late.what === 'close' ? this.#closeTimeoutError() : error);
+      // The call the NVML thread is stuck in (the oldest pending: it runs them in order) timed out,
+      // also when a blocking call queued behind it is what ran out of time; the others never ran.
+      const inThread = late ?? (stuck.fn === null ? undefined : this.#pending.values().next().value);
+      if (inThread !== undefined) {
+        this.#pending.delete(inThread);
+        inThread.reject(inThread.what === 'close' ? this.#closeTimeoutError() : error);
       }
       this.#rejectPending();
     }
@@ -238,7 +264,7 @@ class Session implements NvmlMemoryReader {
         },
         (error: unknown) => {
           if (!this.#settled(call)) return;
-          reject(error instanceof Error ? error : new Error(String(error)));
+          reject(fromAddon(error, what));
         },
       );
     });
@@ -304,7 +330,7 @@ class Session implements NvmlMemoryReader {
   #checkOptions(options: unknown): CheckedSnapshotOptions {
     if (options === undefined) return { processes: false, memoryOnly: false, computeMode: false, devices: null };
     if (typeof options !== 'object' || options === null) {
-      throw new TypeError('gpugate: snapshot options must be an object like { processes: true, devices: [0, 1] }');
+      throw new ConfigError('options', 'gpugate: snapshot options must be an object like { processes: true, devices: [0, 1] }');
     }
     const { processes, memoryOnly, computeMode, devices } = options as Record<string, unknown>;
     for (const [name, value] of [
@@ -313,17 +339,18 @@ class Session implements NvmlMemoryReader {
       ['computeMode', computeMode],
     ] as const) {
       if (value !== undefined && typeof value !== 'boolean') {
-        throw new TypeError(`gpugate: snapshot option '${name}' must be a boolean, got ${JSON.stringify(value)}`);
+        throw new ConfigError(name, `gpugate: snapshot option '${name}' must be a boolean, got ${JSON.stringify(value)}`);
       }
     }
     let indices: number[] | null = null;
     if (devices !== undefined) {
       if (!Array.isArray(devices)) {
-        throw new TypeError(`gpugate: snapshot option 'devices' must be an array of NVML indices, got ${JSON.stringify(devices)}`);
+        throw new ConfigError('devices', `gpugate: snapshot option 'devices' must be an array of NVML indices, got ${JSON.stringify(devices)}`);
       }
       for (const index of devices as unknown[]) {
         if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= this.deviceCount) {
-          throw new RangeError(
+          throw new ConfigError(
+            'devices',
             `gpugate: snapshot option 'devices' contains ${JSON.stringify(index)}, which is not a device index of this host (0..${this.deviceCount - 1})`,
           );
         }
@@ -348,7 +375,7 @@ class Session implements NvmlMemoryReader {
       pending = this.#binding.snapshot(this.#handle, checked.processes, checked.memoryOnly, checked.devices, checked.computeMode);
     } catch (error) {
       // An async API reports every failure through its promise, argument errors included.
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      return Promise.reject(fromAddon(error, 'snapshot'));
     }
     const what = checked.processes ? 'snapshot (memory and process lists)' : 'snapshot';
     return this.#track(pending, what).then((encoded) => this.#decode(encoded, checked.processes, takenAt));
@@ -375,7 +402,7 @@ class Session implements NvmlMemoryReader {
       return this.#decode(encoded, checked.processes, takenAt);
     } catch (error) {
       if ((error as { code?: unknown }).code === GPUGATE_TIMEOUT) throw this.#poison('snapshotSync');
-      throw error;
+      throw fromAddon(error, 'snapshotSync');
     }
   }
 
@@ -384,13 +411,13 @@ class Session implements NvmlMemoryReader {
     const needed = this.deviceCount * this.#decoder.memorySlots;
     const target = out ?? new Float64Array(needed);
     if (!(target instanceof Float64Array)) {
-      throw new TypeError('gpugate: readMemorySync(out): out must be a Float64Array');
+      throw new ConfigError('out', 'gpugate: readMemorySync(out): out must be a Float64Array');
     }
     try {
       this.#binding.readMemory(this.#handle, target, this.#timeoutMs);
     } catch (error) {
       if ((error as { code?: unknown }).code === GPUGATE_TIMEOUT) throw this.#poison('readMemorySync');
-      throw error;
+      throw fromAddon(error, 'readMemorySync');
     }
     return target;
   }
@@ -399,7 +426,8 @@ class Session implements NvmlMemoryReader {
     if (this.#closed) return Promise.reject(this.#closedError('health'));
     if (this.#pending.size >= MAX_PENDING_CALLS) return Promise.reject(this.#queueFullError('health'));
     if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= this.deviceCount) {
-      return Promise.reject(new RangeError(
+      return Promise.reject(new ConfigError(
+        'index',
         `gpugate: health(index): ${JSON.stringify(index)} is not a device index of this host (0..${this.deviceCount - 1})`,
       ));
     }
@@ -407,7 +435,7 @@ class Session implements NvmlMemoryReader {
     try {
       pending = this.#binding.health(this.#handle, index);
     } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      return Promise.reject(fromAddon(error, 'health'));
     }
     return this.#track(pending, `health readings of GPU ${index}`).then(decodeHealth);
   }
@@ -428,7 +456,7 @@ class Session implements NvmlMemoryReader {
  */
 export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemoryReader> {
   if (typeof options !== 'object' || options === null) {
-    throw new TypeError('gpugate: openNvml(options): options must be an object like { libraryPath, callTimeoutMs }');
+    throw new ConfigError('options', 'gpugate: openNvml(options): options must be an object like { libraryPath, callTimeoutMs }');
   }
   const timeoutMs = checkTimeout(options.callTimeoutMs);
   const choice = resolveLibraryPath(options.libraryPath);

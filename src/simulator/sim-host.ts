@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { SimHolder } from './sim-holder';
 import { findSimLibraryFor, simProfileForScenario, type SimDriverProfile } from './sim-library';
+import { ConfigError } from '../config-error';
 
 /** How to start a simulated host. */
 export interface SimulatedHostOptions {
@@ -97,7 +98,7 @@ export class SimulatedHost {
 
   /**
    * Write the anchored scenario, start its holders, schedule their exits.
-   * @throws Error naming the scenario when it cannot be read, or the library for its profile is not built
+   * @throws ConfigError naming the scenario when it cannot be read, SimLibraryNotFoundError when the library for its profile is not built
    */
   static start(options: SimulatedHostOptions): SimulatedHost {
     const source = typeof options.scenario === 'string' ? options.scenario : null;
@@ -105,7 +106,7 @@ export class SimulatedHost {
     try {
       scenario = (source === null ? structuredClone(options.scenario) : JSON.parse(readFileSync(source, 'utf8'))) as ScenarioObject;
     } catch (error) {
-      throw new Error(`${source ?? 'the scenario'}: cannot read it (${error instanceof Error ? error.message : String(error)})`);
+      throw new ConfigError('scenario', `${source ?? 'the scenario'}: cannot read it (${error instanceof Error ? error.message : String(error)})`);
     }
     const startedAt = options.startedAt ?? Date.now();
     const folder = mkdtempSync(join(tmpdir(), options.folderPrefix ?? 'gpugate-simhost-'));
@@ -116,7 +117,7 @@ export class SimulatedHost {
       const byKey = new Map<string, SimHolder>();
       for (const { holderKey, process } of spawnedProcesses(scenario)) {
         const comm = process.spawn?.comm;
-        if (typeof comm !== 'string') throw new Error(`${source ?? 'the scenario'}: expected "spawn": {"comm": "NAME"} in a process, found ${JSON.stringify(process.spawn)}`);
+        if (typeof comm !== 'string') throw new ConfigError('scenario', `${source ?? 'the scenario'}: expected "spawn": {"comm": "NAME"} in a process, found ${JSON.stringify(process.spawn)}`);
         let holder = byKey.get(holderKey);
         if (holder === undefined) {
           holder = SimHolder.start(comm, binDir);

@@ -12,6 +12,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ErrorCode, GpugateError } from '../gpugate-error';
+import { ConfigError } from '../config-error';
 import { PACKAGE_ROOT } from '../package-root';
 
 /** The simulator libraries gpugate builds: gpugate_sim (the current driver), gpugate_sim_<profile>. */
@@ -54,7 +55,7 @@ export function simDriverProfiles(packageRoot: string = PACKAGE_ROOT): SimDriver
 /**
  * The profile a scenario file declares: its system.driverProfile, else the profile of its
  * system.driverVersion (default 580.95.05, the current driver).
- * @throws Error naming the file when it cannot be read or names no known profile
+ * @throws ConfigError naming the file when it cannot be read or names no known profile
  */
 export function simProfileForScenario(scenarioPath: string, packageRoot?: string): SimDriverProfile {
   const profiles = simDriverProfiles(packageRoot);
@@ -63,19 +64,19 @@ export function simProfileForScenario(scenarioPath: string, packageRoot?: string
     const parsed = JSON.parse(fs.readFileSync(scenarioPath, 'utf8')) as { system?: typeof system };
     system = parsed.system ?? {};
   } catch (error) {
-    throw new Error(`${scenarioPath}: cannot read the scenario (${error instanceof Error ? error.message : String(error)})`);
+    throw new ConfigError('scenario', `${scenarioPath}: cannot read the scenario (${error instanceof Error ? error.message : String(error)})`);
   }
   if (system.driverProfile !== undefined) {
     const named = profiles.find((p) => p.name === system.driverProfile);
     if (named === undefined) {
-      throw new Error(`${scenarioPath}: expected one of ${profiles.map((p) => p.name).join(', ')} for system.driverProfile, found ${JSON.stringify(system.driverProfile)}`);
+      throw new ConfigError('scenario', `${scenarioPath}: expected one of ${profiles.map((p) => p.name).join(', ')} for system.driverProfile, found ${JSON.stringify(system.driverProfile)}`);
     }
     return named;
   }
   const version = system.driverVersion ?? '580.95.05';
   // The leading MAJOR.MINOR decides, as in the simulator (sim/symbols.cc).
   const match = typeof version === 'string' ? /^(\d+)\.(\d{1,3})(?!\d)/.exec(version) : null;
-  if (match === null) throw new Error(`${scenarioPath}: expected a driver version starting MAJOR.MINOR for system.driverVersion, or a system.driverProfile; found ${JSON.stringify(version)}`);
+  if (match === null) throw new ConfigError('scenario', `${scenarioPath}: expected a driver version starting MAJOR.MINOR for system.driverVersion, or a system.driverProfile; found ${JSON.stringify(version)}`);
   const key = Number(match[1]) * 1000 + Number(match[2]);
   return profiles.filter((p) => p.firstDriver <= key).at(-1) ?? profiles[0]!;
 }

@@ -106,7 +106,7 @@ function leaseFailure(error: unknown): CliError | null {
   const message = `lease: ${error.message}${cliAdvice(error, false)}`;
   if (error.code === ErrorCode.leaseLockTimeout) return new CliError(message, ExitCode.tempFail, 'lease-busy');
   if (error.code === ErrorCode.leaseNamespace) return new CliError(message, ExitCode.config, 'config-error');
-  if (error.code === 'ESRCH') return new CliError(message, ExitCode.usage, 'usage-error');
+  if (error.code === ErrorCode.leaseHolderGone) return new CliError(message, ExitCode.usage, 'usage-error');
   return new CliError(message, ExitCode.osError, 'os-error');
 }
 
