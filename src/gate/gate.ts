@@ -10,117 +10,30 @@ import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../config-error';
 import { isOsError } from '../host/os-error';
 import { readProcess } from '../host/procfs';
-import { reapStale, type ReapAction } from '../host/reap';
-import { cleanShm, DEFAULT_SHM_PATTERNS, type ShmCleanResult } from '../host/shm';
+import { reapStale } from '../host/reap';
+import { cleanShm, DEFAULT_SHM_PATTERNS } from '../host/shm';
 import { GPUGATE_TIMEOUT, NvmlError } from '../nvml/nvml-error';
 import { withCallBackstop } from '../nvml/call-backstop';
-import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
 import type { Snapshot } from '../types';
 import { formatBytes, formatDuration } from '../units';
 import { DeviceSelectionError } from './device-selection-error';
-import type { DeviceSelection } from './devices';
 import { resolveCriteria } from './criteria';
+import type { Evaluation, WaitState } from './evaluation';
 import { describeFailures } from './failure-text';
-import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from './gate-defaults';
+import { gateDefaults } from './gate-defaults';
+import type { GateEvent, GateOptions, WaitOptions } from './gate-options';
 import type { GateOutcome, GateResult } from './gate-outcome';
+import { checkDurationLimits, checkGateOptions } from './option-check';
+import { pollUntilFree } from './poll-loop';
+import { confirmingPlan, evaluateFirstRead, readOnce } from './read-plan';
+import { acquireSession } from './shared-session';
 import { isStaleHolder } from './stale-holders';
-import { inspectHolders, type Holder, type HolderReport } from './stale';
+import { inspectHolders } from './stale';
+import { GpuWaitAbortError } from './wait-abort-error';
+import { prepareWait } from './wait-state';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
-import {
-  acquireSession,
-  checkDurationLimits,
-  checkOptions,
-  confirmingPlan,
-  evaluateFirstRead,
-  GpuWaitAbortError,
-  pollUntilFree,
-  prepareWait,
-  readOnce,
-  type Evaluation,
-  type WaitOptions,
-  type WaitState,
-} from './wait';
 
-/** What to do with stale holders and leaked /dev/shm files. */
-export type StalePolicy = 'report' | 'fail' | 'ignore';
-
-/** Something a gate did or found before its verdict, reported as it happens. */
-export type GateEvent =
-  /** NVML is open. */
-  | { kind: 'library'; library: NonNullable<GateOutcome['library']> }
-  /** The GPUs are selected (its warnings are for the operator). */
-  | { kind: 'selection'; selection: DeviceSelection }
-  /** The stale scan found these stale holders and leaked files (before any action). */
-  | { kind: 'stale-scan'; stale: Holder[]; report: HolderReport }
-  /** The stale scan could not read /proc; the gate goes on without it (only reporting needed it). */
-  | { kind: 'stale-scan-skipped'; error: Error }
-  /** `killStale` without a unit cgroup: no holder can be proven a leftover; `cgroup` is gpugate's own. */
-  | { kind: 'kill-stale-no-unit'; cgroup: string }
-  /** Leftovers are about to be stopped (SIGTERM, SIGKILL after `graceMs`). */
-  | { kind: 'kill-stale-starting'; leftovers: Holder[]; graceMs: number }
-  /** One signal action, recorded (or updated) the moment it happened. */
-  | { kind: 'kill-stale'; action: ReapAction }
-  /** One /dev/shm file removed, skipped or refused. */
-  | { kind: 'clean-shm'; result: ShmCleanResult };
-
-/** Options of {@link gate}: the criteria and selection of waitForGpusFree, plus the stale policy and actions. */
-export interface GateOptions extends WaitOptions {
-  /** 'wait' (default): poll until free and stable or timeoutMs; 'check': judge one read, no stability. */
-  mode?: 'wait' | 'check';
-  /** Default 'report': scan for stale resources before the first poll (a check scans only when 'fail' or an action needs it). */
-  stale?: StalePolicy;
-  /** Stop holders proven to be leftovers of an earlier activation of the caller's systemd service. */
-  killStale?: boolean;
-  /** Time between SIGTERM and SIGKILL for killStale (default DEFAULT_KILL_GRACE_MS, 10 s). */
-  killGraceMs?: number;
-  /** Remove /dev/shm files matching these globs that no live process has open or mapped. */
-  cleanShm?: string[];
-  /** With killStale / cleanShm: say what would be done, do nothing. */
-  dryRun?: boolean;
-  /** Called with everything the gate does or finds before its verdict. */
-  onEvent?: (event: GateEvent) => void;
-  /**
-   * Decides whether an evaluation is enough for the result 'ready' (default: every selected GPU
-   * ok), for a caller that needs only some of the GPUs (selectGpus). A check asks it about its one
-   * read ('busy' when it declines); a wait about every poll, one at a time and the newest first,
-   * until it accepts one or the wait times out. A GPU that may pass on process lists or a compute
-   * mode carried over from an earlier poll is read afresh before it is asked. Once asked, its answer
-   * is awaited even when the timeout or the abort comes meanwhile, and a true answer then wins, so
-   * what it did for an accepted evaluation (such as taking leases) is never reported as undone. An
-   * error it throws ends the gate like any other (in `error`, with the result its class stands for).
-   * A selection of no GPU (allowEmptySelection) is ready without asking it: there is nothing to judge.
-   */
-  accept?: (evaluation: Evaluation) => boolean | Promise<boolean>;
-}
-
-const STALE_POLICIES: ReadonlySet<unknown> = new Set(['report', 'fail', 'ignore']);
-
-function checkGateOptions(options: GateOptions): void {
-  checkOptions(options);
-  if (options.mode !== undefined && options.mode !== 'wait' && options.mode !== 'check') {
-    throw new TypeError(`option mode must be 'wait' or 'check', got ${JSON.stringify(options.mode)}`);
-  }
-  if (options.stale !== undefined && !STALE_POLICIES.has(options.stale)) {
-    throw new TypeError(`option stale must be 'report', 'fail' or 'ignore', got ${JSON.stringify(options.stale)}`);
-  }
-  for (const name of ['killStale', 'dryRun'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new TypeError(`option ${name} must be a boolean, got ${JSON.stringify(options[name])}`);
-  }
-  const grace: unknown = options.killGraceMs;
-  if (grace !== undefined && (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0)) {
-    throw new TypeError(`option killGraceMs must be a finite number >= 0, got ${JSON.stringify(grace)}`);
-  }
-  if (options.cleanShm !== undefined && (!Array.isArray(options.cleanShm) || options.cleanShm.some((glob) => typeof glob !== 'string' || glob === '' || glob.includes('/')))) {
-    throw new TypeError(`option cleanShm must be an array of file-name globs inside /dev/shm such as 'nccl-*' (no slashes), got ${JSON.stringify(options.cleanShm)}`);
-  }
-  for (const name of ['onEvent', 'accept'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`option ${name} must be a function`);
-  }
-  const stale = options.stale ?? 'report';
-  if (stale === 'ignore' && (options.killStale === true || (options.cleanShm ?? []).length > 0)) {
-    throw new TypeError("option stale 'ignore' skips the scan that killStale and cleanShm need");
-  }
-}
+export type { GateEvent, GateOptions, StalePolicy } from './gate-options';
 
 /** A gate's verdict reached inside the pipeline (not by an error). */
 class Verdict {
@@ -161,7 +74,9 @@ function withBackstop<T>(promise: Promise<T>, callTimeoutMs: number, what: strin
 
 /**
  * Runs one gate with the semantics of `gpugate wait` (default) or `gpugate check` and resolves
- * with its outcome. Rejects only with a TypeError for an option of the wrong type.
+ * with its outcome. Rejects only for a malformed option (before NVML is opened): a TypeError for a
+ * value of the wrong type, a ConfigError naming an unknown key and the nearest known one, a
+ * UsageError for minFree text that does not parse.
  */
 export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   const startMs = performance.now();
@@ -171,7 +86,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   const cleanGlobs = options.cleanShm ?? [];
   const killStale = options.killStale ?? false;
   const emit = options.onEvent ?? ((): void => {});
-  const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  const callTimeoutMs = options.callTimeoutMs ?? gateDefaults.callTimeoutMs;
   const outcome: GateOutcome = {
     result: 'internal-error',
     reason: '',
@@ -186,7 +101,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   };
   const waitOptions: WaitOptions = {
     ...options,
-    ...(mode === 'wait' ? { stableMs: options.stableMs ?? DEFAULT_STABLE_MS } : {}),
+    ...(mode === 'wait' ? { stableMs: options.stableMs ?? gateDefaults.stableMs } : {}),
     inspectHolders: options.inspectHolders ?? stalePolicy !== 'ignore',
   };
   let release: (() => Promise<void>) | null = null;
@@ -241,8 +156,8 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
       throw new Verdict('busy', `GPUs not free: ${describeFailures(evaluation.devices) || 'every GPU free, but not accepted'}`);
     }
     const result = await pollUntilFree(session, state, {
-      intervalMs: options.intervalMs ?? DEFAULT_INTERVAL_MS,
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      intervalMs: options.intervalMs ?? gateDefaults.intervalMs,
+      timeoutMs: options.timeoutMs ?? gateDefaults.timeoutMs,
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
       ...(options.onPoll !== undefined ? { onPoll: options.onPoll } : {}),
       ...(first !== undefined ? { first } : {}),
@@ -302,7 +217,7 @@ async function staleScan(snapshot: Snapshot, state: WaitState, options: GateOpti
   emit({ kind: 'stale-scan', stale, report });
   let acted = false;
   if (options.killStale === true) {
-    const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+    const graceMs = options.killGraceMs ?? gateDefaults.killGraceMs;
     if (report.unitCgroup === null) {
       const self = await readProcess(process.pid);
       emit({ kind: 'kill-stale-no-unit', cgroup: self.kind === 'ok' ? self.cgroup ?? '(unreadable)' : '(unreadable)' });

@@ -28,6 +28,7 @@ import { pidNamespaceObstacle, procHidepid } from '../host/proc-visibility';
 import { ownerOf, PASSWD_PATH, readUserNames, type ProcessOwner, type UserNames } from '../host/process-owner';
 import { DEFAULT_SHM_PATTERNS, findLeakedShm, type ShmEntry } from '../host/shm';
 import { usedExcludingReserved } from './criteria';
+import { checkedWhereUsed, checkOptionKeys, type OptionTable } from '../option-keys';
 
 /** The catalogue classes of a process NVML lists as holding a GPU (the stale ones: stale-holders.ts). */
 export const HOLDER_CLASSES = ['active', 'draining', 'zombie', 'zombie_live_threads', 'gone', 'unverifiable', 'leftover', 'orphan', 'foreign'] as const;
@@ -139,6 +140,22 @@ export interface InspectOptions {
   /** The caller's facts, already read by {@link prepareInspectContext} (a gate builds them once). */
   context?: InspectContext;
 }
+
+/** inspectHolders's keys; each value is read where it is used. */
+const INSPECT_OPTION_CHECKS: OptionTable<InspectOptions> = {
+  procRoot: checkedWhereUsed,
+  cgroupRoot: checkedWhereUsed,
+  shmRoot: checkedWhereUsed,
+  devRoot: checkedWhereUsed,
+  devices: checkedWhereUsed,
+  selfPid: checkedWhereUsed,
+  unitCgroup: checkedWhereUsed,
+  scanHidden: checkedWhereUsed,
+  shmPatterns: checkedWhereUsed,
+  reaperPids: checkedWhereUsed,
+  passwdPath: checkedWhereUsed,
+  context: checkedWhereUsed,
+};
 
 const ENGINE_RE = /VLLM::|\bvllm\b|sglang::|\bsglang\b|multiprocessing\.resource_tracker|multiprocessing\.spawn|multiprocessing-fork|ray::|text-generation|tensorrt_llm|trtllm/i;
 const REAPER_COMMS = new Set(['systemd', 'init', 'tini', 'dumb-init', 'catatonit', 'docker-init', 's6-svscan', 'runit', 'containerd-shim']);
@@ -601,6 +618,7 @@ export async function unitCgroupMembers(unitCgroup: string, procRoot = '/proc', 
  * lists leaked /dev/shm segments with the tmpfs free space.
  */
 export async function inspectHolders(snapshot: Snapshot, options: InspectOptions = {}): Promise<HolderReport> {
+  checkOptionKeys<InspectOptions>('inspectHolders', options, INSPECT_OPTION_CHECKS, '{ procRoot, devices }');
   const ctx = options.context ?? (await prepareInspectContext(options));
   const wanted = options.devices;
   const devices = snapshot.devices.filter((d) => wanted === undefined || wanted.includes(d.index));
