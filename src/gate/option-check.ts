@@ -39,8 +39,8 @@ const minFree: OptionCheck = (value, name) => {
   }
   if (isObject(value) && ('fraction' in value || 'bytes' in value || 'engine' in value)) return null;
   return (
-    `option ${name} must be { fraction } or { bytes }, a fraction (0.9) or text such as '90%' or '86GiB', ` +
-    `got ${describeValue(value)} (or an engine's own check: { engine: 'vllm', utilization, contextBytes? })`
+    `option ${name} must be { fraction } or { bytes }, got ${describeValue(value)}; ` +
+    "also taken: a fraction (0.9), text as --min-free takes it ('90%', '86GiB'), an engine's own check ({ engine: 'vllm', utilization, contextBytes? })"
   );
 };
 
