@@ -131,12 +131,16 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
       outcome.evaluation = { elapsedMs: performance.now() - startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
       throw new Verdict('ready', 'GPUs (none selected) free');
     }
-    // One read is both the stale scan's snapshot and the first poll.
-    let first: { snapshot: Snapshot; receivedAtMs: number } | undefined = await withBackstop(readOnce(session, state, confirmingPlan(state)), callTimeoutMs, 'reading the GPUs');
+    const readFirst = (prepared: WaitState): Promise<{ snapshot: Snapshot; receivedAtMs: number }> =>
+      withBackstop(readOnce(session, prepared, confirmingPlan(prepared)), callTimeoutMs, 'reading the GPUs');
+    let first: { snapshot: Snapshot; receivedAtMs: number } | undefined;
     // The scan (every process's fds and maps, /dev/shm) costs a few hundred ms: worth it once
     // before a wait; for a one-sample check only when an action or stale 'fail' needs it.
     const required = stalePolicy === 'fail' || killStale || cleanGlobs.length > 0;
     if (stalePolicy !== 'ignore' && (mode === 'wait' || required)) {
+      // One read is both the stale scan's snapshot and the first poll. (Without a scan, a wait's
+      // first poll is the session's shared one, which every concurrent waiter takes together.)
+      first = await readFirst(state);
       let acted = false;
       try {
         acted = await staleScan(first.snapshot, state, options, outcome, emit);
@@ -149,7 +153,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     }
     if (options.signal?.aborted) throw new GpuWaitAbortError(state.last, options.signal.reason);
     if (mode === 'check') {
-      const evaluation = await evaluateFirstRead(first ?? (await withBackstop(readOnce(session, state, confirmingPlan(state)), callTimeoutMs, 'reading the GPUs')), state, false);
+      const evaluation = await evaluateFirstRead(first ?? (await readFirst(state)), state, false);
       outcome.evaluation = evaluation;
       const accepted = options.accept === undefined ? evaluation.ok : await options.accept(evaluation);
       if (accepted) throw new Verdict('ready', `GPUs ${indicesOf(evaluation)} free`);
