@@ -71,14 +71,6 @@ export interface Evaluation {
   selection: DeviceSelection;
 }
 
-/** Success of waitForGpusFree. */
-export interface WaitResult {
-  elapsedMs: number;
-  polls: number;
-  devices: GpuEvaluation[];
-  evaluation: Evaluation;
-}
-
 /** What the last process-list read of one unit found: carried over by the polls that read memory only. */
 interface KnownHolders {
   processes: GpuProcess[] | null;

@@ -1,10 +1,12 @@
 /**
- * gate(): what `gpugate wait` and `gpugate check` do, for Node programs. Opens NVML (or uses the
- * caller's session), selects the GPUs once, builds the holder-inspection context once, takes one
- * read that is both the stale scan's snapshot and the first poll, runs the requested actions
- * (stop leftovers, remove leaked /dev/shm files), then polls (a wait) or judges that one read (a
- * check). It resolves with a {@link GateOutcome} in every case but a programming error (an option
- * of the wrong type, a TypeError): a busy GPU, a timeout, a lost GPU or an interrupt are outcomes.
+ * gate(): what `gpugate wait` and `gpugate check` do, for Node programs. Checks its options
+ * (option-check.ts), opens NVML (or uses the caller's session: shared-session.ts), prepares the
+ * wait once (wait-state.ts), takes one read that is both the stale scan's snapshot and the first
+ * poll, runs the requested actions (stop leftovers, remove leaked /dev/shm files), then polls (a
+ * wait: poll-loop.ts) or judges that one read (a check). It resolves with a {@link GateOutcome} in
+ * every case but a malformed option (an unknown key, a value of the wrong type): a busy GPU, a
+ * timeout, a lost GPU or an interrupt are outcomes. waitForGpusFree and checkGpusOnce (wait.ts)
+ * are gate() without the stale scan.
  */
 import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../config-error';
