@@ -12,6 +12,7 @@ import { NvmlError } from '../nvml/nvml-error';
 import { deviceList } from './shared-session';
 import type { WaitOptions } from './gate-options';
 
+/** What a wait evaluates: each selected GPU whole, or each of its selected MIG instances. */
 function unitsOf(selection: DeviceSelection, devices: readonly SelectableDevice[]): Array<{ index: number; migUuid: string | null }> {
   const units: Array<{ index: number; migUuid: string | null }> = [];
   for (const index of selection.indices) {
