@@ -32,28 +32,29 @@ export function describeValue(value: unknown): string {
 }
 
 /**
- * Rejects `options` of `fn` unless it is an object (TypeError, `example` showing one) whose keys
- * are all in `table` (ConfigError naming the key and the nearest known one) and whose values pass
- * their checks (TypeError with the check's complaint). An undefined value counts as absent.
+ * Rejects `options` unless it is an object (TypeError, `example` showing one) whose keys are all
+ * in `table` (ConfigError naming the key and the nearest known one) and whose values pass their
+ * checks (TypeError with the check's complaint). An undefined value counts as absent. `owner`
+ * names the options in the errors: `waitForGpusFree(options)`, `option inspectHolders`.
  */
-export function checkOptionKeys<Options>(fn: string, options: unknown, table: OptionTable<Options>, example: string): asserts options is Options {
+export function checkOptionKeys<Options>(owner: string, options: unknown, table: OptionTable<Options>, example: string): asserts options is Options {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new TypeError(`${fn}(options): options must be an object like ${example}, got ${describeValue(options)}`);
+    throw new TypeError(`${owner}: options must be an object like ${example}, got ${describeValue(options)}`);
   }
   const checks: Readonly<Record<string, OptionCheck>> = table;
   const known = Object.keys(checks);
   for (const [key, value] of Object.entries(options)) {
     const check = Object.hasOwn(checks, key) ? checks[key] : undefined;
-    if (check === undefined) throw unknownOption(fn, key, known);
+    if (check === undefined) throw unknownOption(owner, key, known);
     if (value === undefined) continue;
     const complaint = check(value, key);
     if (complaint !== null) throw new TypeError(complaint);
   }
 }
 
-function unknownOption(fn: string, key: string, known: readonly string[]): ConfigError {
+function unknownOption(owner: string, key: string, known: readonly string[]): ConfigError {
   const lowered = known.map((word) => word.toLowerCase());
   const nearest = nearestWord(key, lowered);
   const suggestion = nearest === null ? '' : `; did you mean ${known[lowered.indexOf(nearest)] ?? nearest}?`;
-  return new ConfigError(key, `${fn}(options): unknown option ${JSON.stringify(key)}${suggestion} (known: ${known.join(', ')})`);
+  return new ConfigError(key, `${owner}: unknown option ${JSON.stringify(key)}${suggestion} (known: ${known.join(', ')})`);
 }

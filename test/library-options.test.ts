@@ -89,6 +89,20 @@ describe('unknown option keys', () => {
     for (const [fn, call, key, nearest] of cases) expectUnknownKey(await rejectionOf(call()), fn, key, nearest);
   });
 
+  it('the options inside the inspectHolders option are checked by the same table as inspectHolders()', async () => {
+    const missing = `${tempDir()}/no-such-libnvidia-ml.so.1`;
+    for (const call of [
+      () => waitForGpusFree({ libraryPath: missing, inspectHolders: { unitCgrup: null } } as never),
+      () => gate({ libraryPath: missing, inspectHolders: { unitCgrup: null } } as never),
+      () => selectGpus({ libraryPath: missing, count: 1, inspectHolders: { unitCgrup: null } } as never),
+    ]) {
+      const error = await rejectionOf(call());
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).option).toBe('unitCgrup');
+      expect(error.message).toContain('option inspectHolders: unknown option "unitCgrup"; did you mean unitCgroup?');
+    }
+  });
+
   it('the known keys still work, and an undefined value counts as absent', async () => {
     useScenario({ devices: [rtxProDevice(0, 0)] });
     const evaluation = await checkGpusOnce({ libraryPath: freshSimulator(), env: {}, timeoutMs: undefined, minFree: { fraction: 0.5 } } as never);
@@ -185,25 +199,24 @@ describe('one set of defaults', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const polls: Evaluation[] = [];
     let settled: { value: T } | { error: unknown } | null = null;
-    let wake = (): void => {};
-    const running = start((evaluation) => {
-      polls.push(evaluation);
-      wake();
-    }).then(
+    const running = start((evaluation) => polls.push(evaluation)).then(
       (value) => (settled = { value }),
       (error: unknown) => (settled = { error }),
     );
-    void running.then(() => wake());
     return {
       polls,
       settled: () => settled,
       running,
-      /** Resolves once `count` polls were evaluated or the run ended. */
-      polled: (count: number) =>
-        new Promise<void>((resolve) => {
-          const check = (): void => (polls.length >= count || settled !== null ? resolve() : void (wake = check));
-          check();
-        }),
+      /**
+       * Resolves once `count` polls were evaluated or the run ended, running the timers that are
+       * due meanwhile (a wait's first shared poll is a timer of 0 ms) but moving no time.
+       */
+      polled: async (count: number): Promise<void> => {
+        while (polls.length < count && settled === null) {
+          await vi.advanceTimersByTimeAsync(0);
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+      },
     };
   }
 

@@ -200,7 +200,7 @@ async function measureNvidiaSmi(
  * number of nvidia-smi queries. Read-only and bounded by `durationMs`.
  */
 export async function runBench(options: BenchOptions = {}): Promise<BenchResult> {
-  checkOptionKeys<BenchOptions>('runBench', options, BENCH_OPTION_CHECKS, '{ iterations, durationMs }');
+  checkOptionKeys<BenchOptions>('runBench(options)', options, BENCH_OPTION_CHECKS, '{ iterations, durationMs }');
   const iterations = options.iterations ?? 200;
   const durationMs = options.durationMs ?? 20_000;
   checkPositiveInteger('iterations', iterations, 10_000_000);

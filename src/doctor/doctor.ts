@@ -126,7 +126,7 @@ const DOCTOR_OPTION_CHECKS: OptionTable<DoctorOptions> = {
 
 /** Runs every check; never throws for what it finds (NVML missing, a lost GPU, an unreadable log are findings). */
 export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorReport> {
-  checkOptionKeys<DoctorOptions>('runDoctor', options, DOCTOR_OPTION_CHECKS, '{ libraryPath, kernelLogPath }');
+  checkOptionKeys<DoctorOptions>('runDoctor(options)', options, DOCTOR_OPTION_CHECKS, '{ libraryPath, kernelLogPath }');
   const takenAt = Date.now();
   const env = options.env ?? process.env;
   let session: NvmlMemoryReader | null = options.session ?? null;

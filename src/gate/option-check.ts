@@ -9,6 +9,7 @@ import { checkedWhereUsed, checkOptionKeys, describeValue, type OptionCheck, typ
 import { formatDuration, MAX_DURATION_MS } from '../units';
 import { minFreeOf } from './criteria';
 import type { GateOptions, WaitOptions } from './gate-options';
+import { INSPECT_OPTION_CHECKS, type InspectOptions } from './stale';
 
 const nonNegativeNumber: OptionCheck = (value, name) =>
   typeof value === 'number' && Number.isFinite(value) && value >= 0 ? null : `option ${name} must be a finite number >= 0, got ${describeValue(value)}`;
@@ -47,8 +48,13 @@ const minFree: OptionCheck = (value, name) => {
 const maxUsed: OptionCheck = (value, name) =>
   isObject(value) && ('fraction' in value || 'bytes' in value) ? null : `option ${name} must be { fraction } or { bytes }, got ${describeValue(value)}`;
 
-const inspectHolders: OptionCheck = (value, name) =>
-  typeof value === 'boolean' || isObject(value) ? null : `option ${name} must be a boolean or the inspection's options (procRoot…), got ${describeValue(value)}`;
+/** inspectHolders: a boolean, or the inspection's own options, checked by inspectHolders()'s table. */
+const inspectHolders: OptionCheck = (value, name) => {
+  if (typeof value === 'boolean') return null;
+  if (!isObject(value)) return `option ${name} must be a boolean or the inspection's options (procRoot…), got ${describeValue(value)}`;
+  checkOptionKeys<InspectOptions>(`option ${name}`, value, INSPECT_OPTION_CHECKS, '{ procRoot, unitCgroup }');
+  return null;
+};
 
 /** The options of waitForGpusFree and checkGpusOnce. */
 export const WAIT_OPTION_CHECKS: OptionTable<WaitOptions> = {
@@ -97,12 +103,12 @@ const WAIT_EXAMPLE = '{ gpus, minFree, timeoutMs }';
 
 /** Rejects options of waitForGpusFree or checkGpusOnce (`fn`) with an unknown key or a value of the wrong type. */
 export function checkWaitOptions(fn: 'waitForGpusFree' | 'checkGpusOnce', options: unknown): asserts options is WaitOptions {
-  checkOptionKeys<WaitOptions>(fn, options, WAIT_OPTION_CHECKS, WAIT_EXAMPLE);
+  checkOptionKeys<WaitOptions>(`${fn}(options)`, options, WAIT_OPTION_CHECKS, WAIT_EXAMPLE);
 }
 
 /** Rejects options of gate() with an unknown key, a value of the wrong type, or actions its stale policy cannot take. */
 export function checkGateOptions(options: unknown): asserts options is GateOptions {
-  checkOptionKeys<GateOptions>('gate', options, GATE_OPTION_CHECKS, WAIT_EXAMPLE);
+  checkOptionKeys<GateOptions>('gate(options)', options, GATE_OPTION_CHECKS, WAIT_EXAMPLE);
   if (options.stale === 'ignore' && (options.killStale === true || (options.cleanShm ?? []).length > 0)) {
     throw new TypeError("option stale 'ignore' skips the scan that killStale and cleanShm need");
   }

@@ -113,7 +113,7 @@ const SELECT_OPTION_CHECKS: OptionTable<SelectOptions> = {
 };
 
 function checkSelectOptions(options: SelectOptions): void {
-  checkOptionKeys<SelectOptions>('selectGpus', options, SELECT_OPTION_CHECKS, '{ count: 2 }');
+  checkOptionKeys<SelectOptions>('selectGpus(options)', options, SELECT_OPTION_CHECKS, '{ count: 2 }');
   const { count, leaseHolderPid, leaseDurationMs, leaseLockTimeoutMs } = options;
   if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) throw new TypeError(`option count must be an integer >= 1, got ${describe(count)}`);
   if (leaseHolderPid !== undefined && leaseHolderPid !== null && (!Number.isSafeInteger(leaseHolderPid) || leaseHolderPid < 1)) {

@@ -141,8 +141,8 @@ export interface InspectOptions {
   context?: InspectContext;
 }
 
-/** inspectHolders's keys; each value is read where it is used. */
-const INSPECT_OPTION_CHECKS: OptionTable<InspectOptions> = {
+/** inspectHolders's keys (and those of a gate's inspectHolders option); each value is read where it is used. */
+export const INSPECT_OPTION_CHECKS: OptionTable<InspectOptions> = {
   procRoot: checkedWhereUsed,
   cgroupRoot: checkedWhereUsed,
   shmRoot: checkedWhereUsed,
@@ -618,7 +618,7 @@ export async function unitCgroupMembers(unitCgroup: string, procRoot = '/proc', 
  * lists leaked /dev/shm segments with the tmpfs free space.
  */
 export async function inspectHolders(snapshot: Snapshot, options: InspectOptions = {}): Promise<HolderReport> {
-  checkOptionKeys<InspectOptions>('inspectHolders', options, INSPECT_OPTION_CHECKS, '{ procRoot, devices }');
+  checkOptionKeys<InspectOptions>('inspectHolders(options)', options, INSPECT_OPTION_CHECKS, '{ procRoot, devices }');
   const ctx = options.context ?? (await prepareInspectContext(options));
   const wanted = options.devices;
   const devices = snapshot.devices.filter((d) => wanted === undefined || wanted.includes(d.index));

@@ -434,7 +434,7 @@ export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemor
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('gpugate: openNvml(options): options must be an object like { libraryPath, callTimeoutMs }');
   }
-  checkOptionKeys<OpenNvmlOptions>('openNvml', options, OPEN_OPTION_CHECKS, '{ libraryPath, callTimeoutMs }');
+  checkOptionKeys<OpenNvmlOptions>('openNvml(options)', options, OPEN_OPTION_CHECKS, '{ libraryPath, callTimeoutMs }');
   const timeoutMs = checkTimeout(options.callTimeoutMs);
   const choice = resolveLibraryPath(options.libraryPath);
   const binding = loadBinding();
