@@ -43,9 +43,12 @@ export function checkOptionKeys<Options>(owner: string, options: unknown, table:
   }
   const checks: Readonly<Record<string, OptionCheck>> = table;
   const known = Object.keys(checks);
-  for (const [key, value] of Object.entries(options)) {
+  for (const key of Object.keys(options)) {
     const check = Object.hasOwn(checks, key) ? checks[key] : undefined;
     if (check === undefined) throw unknownOption(owner, key, known);
+    // A value checked where it is used is not read here (it may be a getter with a cost).
+    if (check === checkedWhereUsed) continue;
+    const value: unknown = (options as Record<string, unknown>)[key];
     if (value === undefined) continue;
     const complaint = check(value, key);
     if (complaint !== null) throw new TypeError(complaint);
