@@ -16,7 +16,7 @@ export type { WaitOptions, GpuFailureReason, GpuEvaluation, Evaluation, WaitResu
 export { gate } from './gate/gate';
 export type { GateOptions, GateEvent, StalePolicy } from './gate/gate';
 export type { GateOutcome, GateResult, GateStale, GateActions } from './gate/gate-outcome';
-export { DEFAULT_INTERVAL_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS, DEFAULT_KILL_GRACE_MS } from './gate/gate-defaults';
+export { gateDefaults, DEFAULT_INTERVAL_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS, DEFAULT_KILL_GRACE_MS } from './gate/gate-defaults';
 export { describeGpuFailure, describeFailures, holderName, holderLabel } from './gate/failure-text';
 export { STALE_HOLDER_CLASSES, isStaleHolder } from './gate/stale-holders';
 export * from './gate/stale';

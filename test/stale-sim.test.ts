@@ -74,6 +74,7 @@ describe('holders listed by the simulator', () => {
     const error = await waitForGpusFree({
       libraryPath: freshSimulator(),
       noProcesses: true,
+      stableMs: 0,
       intervalMs: 50,
       timeoutMs: 600,
       env: {},

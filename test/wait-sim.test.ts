@@ -119,6 +119,7 @@ describe('waitForGpusFree on the simulator', () => {
     let polls = 0;
     const waiting = waitForGpusFree({
       libraryPath: freshSimulator(),
+      stableMs: 0,
       intervalMs: 50,
       signal: controller.signal,
       env: {},

@@ -93,7 +93,7 @@ describe('waitForGpusFree criteria', () => {
       [{ gpus: [0, { index: 2 }] }, /option gpus\[1\] .* got \{"index":2\}/],
       [{ timeoutMs: -1 }, /option timeoutMs must be a finite number >= 0, got -1/],
       [{ intervalMs: '5s' }, /option intervalMs .* got "5s"/],
-      [{ minFree: 0.9 }, /option minFree must be \{ fraction \} or \{ bytes \}/],
+      [{ minFree: true }, /option minFree must be \{ fraction \} or \{ bytes \}/],
       [{ minFree: { percent: 90 } }, /option minFree must be \{ fraction \} or \{ bytes \}, got \{"percent":90\}/],
       [{ ignore: 'nv-hostengine' }, /option ignore/],
       [{ ignore: [42, null] }, /option ignore\[1\] must be a pid \(an integer > 0\) or a process name, got null/],
@@ -129,7 +129,7 @@ describe('waitForGpusFree criteria', () => {
       },
     ]);
     const seen: Evaluation[] = [];
-    const result = await waitForGpusFree({ session, noProcesses: true, ignore: [999_999_901], intervalMs: 5, timeoutMs: 10_000, onPoll: (e) => seen.push(e) });
+    const result = await waitForGpusFree({ session, noProcesses: true, ignore: [999_999_901], stableMs: 0, intervalMs: 5, timeoutMs: 10_000, onPoll: (e) => seen.push(e) });
     expect(result.devices[0]!.ignoredPids.sort()).toEqual([process.pid, 999_999_901].sort());
     expect(result.devices[0]!.holders).toEqual([]);
     const first = seen[0]!.devices[0]!;
@@ -213,6 +213,7 @@ describe('waitForGpusFree stability and settling', () => {
     let polls = 0;
     const waiting = waitForGpusFree({
       session,
+      stableMs: 0,
       intervalMs: 10,
       signal: controller.signal,
       onPoll: () => {

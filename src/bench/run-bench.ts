@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { openNvml } from '../nvml/session';
 import type { NvmlSession, OpenNvmlOptions, SnapshotOptions } from '../types';
 import { UsageError } from '../usage-error';
+import { checkedWhereUsed, checkOptionKeys, type OptionTable } from '../option-keys';
 
 /** The query `gpugate bench` runs when nvidia-smi is available: the classic ExecStartPre= poll. */
 export const NVIDIA_SMI_QUERY_ARGS: readonly string[] = [
@@ -36,6 +37,17 @@ export interface BenchOptions {
   /** Environment for the PATH lookup and the nvidia-smi runs (default process.env). */
   env?: NodeJS.ProcessEnv;
 }
+
+/** runBench's keys; each value is checked where it is used. */
+const BENCH_OPTION_CHECKS: OptionTable<BenchOptions> = {
+  iterations: checkedWhereUsed,
+  durationMs: checkedWhereUsed,
+  session: checkedWhereUsed,
+  libraryPath: checkedWhereUsed,
+  callTimeoutMs: checkedWhereUsed,
+  nvidiaSmiPath: checkedWhereUsed,
+  env: checkedWhereUsed,
+};
 
 /** Summary of one series of timings, in microseconds. */
 export interface LatencyStats {
@@ -188,6 +200,7 @@ async function measureNvidiaSmi(
  * number of nvidia-smi queries. Read-only and bounded by `durationMs`.
  */
 export async function runBench(options: BenchOptions = {}): Promise<BenchResult> {
+  checkOptionKeys<BenchOptions>('runBench(options)', options, BENCH_OPTION_CHECKS, '{ iterations, durationMs }');
   const iterations = options.iterations ?? 200;
   const durationMs = options.durationMs ?? 20_000;
   checkPositiveInteger('iterations', iterations, 10_000_000);

@@ -8,8 +8,7 @@ import { ConfigError } from '../config-error';
 import { resolveCriteria, type CriteriaOptions, type MinFree } from '../gate/criteria';
 import { ENGINE_NAMES, type EngineName } from '../gate/engine-view';
 import { parseSelectorList } from '../gate/devices';
-import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from '../gate/gate-defaults';
-import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
+import { gateDefaults } from '../gate/gate-defaults';
 import { parseDuration, parseSize, parseSizeOrFraction, parseSizeOrPercentage, type SizeOrFraction } from '../units';
 import { CliError } from './cli-error';
 import { booleanFlag, listFlag, stringFlag } from './command-context';
@@ -142,7 +141,7 @@ export function parseSessionSettings(command: CommandName, values: FlagValues): 
       throw new CliError(`--gpus ${JSON.stringify(gpusText)} selects no GPU: expected a comma-separated list of NVML indices, GPU-/MIG- UUIDs or PCI bus ids${command === 'wait' || command === 'check' ? ' (or --allow-empty to accept none)' : ''}`, ExitCode.config, 'no-gpu-selected');
     }
   }
-  const callTimeoutMs = flagValue(values, 'nvml-timeout', parseDuration) ?? DEFAULT_CALL_TIMEOUT_MS;
+  const callTimeoutMs = flagValue(values, 'nvml-timeout', parseDuration) ?? gateDefaults.callTimeoutMs;
   if (callTimeoutMs <= 0) throw usage(`--nvml-timeout ${JSON.stringify(stringFlag(values, 'nvml-timeout'))}: expected a duration above 0`);
   const formatText = stringFlag(values, 'format');
   let format: OutputFormat = 'text';
@@ -193,7 +192,7 @@ export function parseCriteriaSettings(command: CommandName, values: FlagValues):
   if (marginBytes !== undefined && minFree === undefined) {
     throw usage(`gpugate ${command}: --margin adds to --min-free; give --min-free too`);
   }
-  const killGraceMs = flagValue(values, 'kill-grace', parseDuration) ?? DEFAULT_KILL_GRACE_MS;
+  const killGraceMs = flagValue(values, 'kill-grace', parseDuration) ?? gateDefaults.killGraceMs;
   if (stringFlag(values, 'kill-grace') !== undefined && !killStale) {
     throw usage(`gpugate ${command}: --kill-grace only applies to --kill-stale`);
   }
@@ -222,10 +221,10 @@ export function parseCriteriaSettings(command: CommandName, values: FlagValues):
 /** Settings for `wait` (and the polling part of `select --wait`). */
 export function parseWaitSettings(values: FlagValues, command: CommandName = 'wait'): WaitSettings {
   const criteria = parseCriteriaSettings(command, values);
-  const stableMs = flagValue(values, 'stable', parseDuration) ?? DEFAULT_STABLE_MS;
-  const stableToleranceBytes = flagValue(values, 'stable-tolerance', parseSize, '256MiB') as number;
-  const timeoutMs = flagValue(values, 'timeout', parseDuration) ?? DEFAULT_TIMEOUT_MS;
-  const intervalMs = flagValue(values, 'interval', parseDuration) ?? DEFAULT_INTERVAL_MS;
+  const stableMs = flagValue(values, 'stable', parseDuration) ?? gateDefaults.stableMs;
+  const stableToleranceBytes = flagValue(values, 'stable-tolerance', parseSize) ?? gateDefaults.stableToleranceBytes;
+  const timeoutMs = flagValue(values, 'timeout', parseDuration) ?? gateDefaults.timeoutMs;
+  const intervalMs = flagValue(values, 'interval', parseDuration) ?? gateDefaults.intervalMs;
   if (intervalMs <= 0) throw usage(`--interval ${JSON.stringify(stringFlag(values, 'interval'))}: expected a duration above 0`);
   return { ...criteria, stableMs, stableToleranceBytes, timeoutMs, intervalMs };
 }

@@ -3,10 +3,9 @@
  * commands that accept it. Argument parsing and `--help` are both generated from this table,
  * so a flag cannot be parsed without being documented (or the reverse).
  */
-import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from '../gate/gate-defaults';
+import { gateDefaults } from '../gate/gate-defaults';
 import { ENGINE_NAMES } from '../gate/engine-view';
-import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
-import { formatDuration } from '../units';
+import { formatBytes, formatDuration } from '../units';
 
 /** The sub-commands of `gpugate`. */
 export type CommandName = 'wait' | 'check' | 'select' | 'status' | 'holders' | 'doctor' | 'demo' | 'sim' | 'bench' | 'systemd' | 'completion';
@@ -75,7 +74,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'succeed when the selection holds no GPU (CUDA_VISIBLE_DEVICES=-1 or empty, NVIDIA_VISIBLE_DEVICES=none|void, --gpus ""); without it that exits 78' },
   { name: 'library', type: 'string', valueName: 'PATH', commands: [...GPU_COMMANDS, 'doctor', 'bench'],
     help: 'NVML library to load (default: GPUGATE_NVML_LIBRARY, then libnvidia-ml.so.1 in the usual places)' },
-  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: [...GPU_COMMANDS, 'doctor', 'bench'], defaults: everyCommand([...GPU_COMMANDS, 'doctor', 'bench'], formatDuration(DEFAULT_CALL_TIMEOUT_MS)),
+  { name: 'nvml-timeout', type: 'string', valueName: 'DUR', commands: [...GPU_COMMANDS, 'doctor', 'bench'], defaults: everyCommand([...GPU_COMMANDS, 'doctor', 'bench'], formatDuration(gateDefaults.callTimeoutMs)),
     help: 'deadline for each NVML call; a hung call ends the command with exit 69' },
   // Criteria
   { name: 'min-free', type: 'string', valueName: 'FRACTION|SIZE', commands: JUDGING_COMMANDS,
@@ -91,13 +90,13 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
   { name: 'ignore', type: 'string', multiple: true, valueName: 'PID|COMM', commands: JUDGING_COMMANDS,
     help: 'holder to ignore (repeatable; COMM matches /proc/PID/comm as given); gpugate itself, and nvidia-persistenced, nv-hostengine and dcgm-exporter when run by root from an executable of that name, are always ignored' },
   // Stability and time
-  { name: 'stable', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: formatDuration(DEFAULT_STABLE_MS), select: `${formatDuration(DEFAULT_STABLE_MS)} (with --wait)` },
+  { name: 'stable', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: formatDuration(gateDefaults.stableMs), select: `${formatDuration(gateDefaults.stableMs)} (with --wait)` },
     help: 'memory must stay within --stable-tolerance this long while it can still come back (a dying holder, memory off the process list)' },
-  { name: 'stable-tolerance', type: 'string', valueName: 'SIZE', commands: POLLING_COMMANDS, defaults: { wait: '256MiB', select: '256MiB' },
+  { name: 'stable-tolerance', type: 'string', valueName: 'SIZE', commands: POLLING_COMMANDS, defaults: { wait: formatBytes(gateDefaults.stableToleranceBytes), select: formatBytes(gateDefaults.stableToleranceBytes) },
     help: 'how much used memory may move and still count as stable' },
-  { name: 'timeout', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: formatDuration(DEFAULT_TIMEOUT_MS), select: `${formatDuration(DEFAULT_TIMEOUT_MS)} (with --wait)` },
+  { name: 'timeout', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: formatDuration(gateDefaults.timeoutMs), select: `${formatDuration(gateDefaults.timeoutMs)} (with --wait)` },
     help: 'give up (exit 75) after this long; keep it below systemd TimeoutStartSec=' },
-  { name: 'interval', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: formatDuration(DEFAULT_INTERVAL_MS), select: formatDuration(DEFAULT_INTERVAL_MS) },
+  { name: 'interval', type: 'string', valueName: 'DUR', commands: POLLING_COMMANDS, defaults: { wait: formatDuration(gateDefaults.intervalMs), select: formatDuration(gateDefaults.intervalMs) },
     help: 'time between polls' },
   // Choosing and leasing GPUs (select)
   { name: 'count', short: 'n', type: 'string', valueName: 'N', commands: ['select'],
@@ -115,7 +114,7 @@ export const OPTION_TABLE: readonly OptionSpec[] = [
     help: 'what to do with stale holders (leftovers, orphaned workers, zombies) and leaked /dev/shm files: log them, fail at once (exit 75), or skip the /proc scan' },
   { name: 'kill-stale', type: 'boolean', commands: CRITERIA_COMMANDS,
     help: "signal processes proven to be leftovers of an earlier activation of this service, each held by a pidfd (SIGTERM, then SIGKILL after --kill-grace); never PID 1, gpugate's ancestors, a task in state D, or a process in doubt" },
-  { name: 'kill-grace', type: 'string', valueName: 'DUR', commands: CRITERIA_COMMANDS, defaults: { wait: formatDuration(DEFAULT_KILL_GRACE_MS), check: formatDuration(DEFAULT_KILL_GRACE_MS) },
+  { name: 'kill-grace', type: 'string', valueName: 'DUR', commands: CRITERIA_COMMANDS, defaults: { wait: formatDuration(gateDefaults.killGraceMs), check: formatDuration(gateDefaults.killGraceMs) },
     help: 'time between SIGTERM and SIGKILL for --kill-stale' },
   { name: 'clean-shm', type: 'string', multiple: true, valueName: 'GLOB', commands: CRITERIA_COMMANDS,
     help: 'remove /dev/shm files matching GLOB that no live process has open or mapped (repeatable)' },

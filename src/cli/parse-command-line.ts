@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { CliError } from './cli-error';
 import { ExitCode } from './exit-codes';
-import { nearestWord } from './nearest-word';
+import { nearestWord } from '../nearest-word';
 import { COMMAND_ARGUMENTS, COMMAND_NAMES, OPTION_TABLE, optionsFor, type CommandName } from './option-table';
 
 /** Flag values by long name: strings, booleans, or string lists for repeatable flags. */

@@ -17,6 +17,7 @@ import { driverChecks, KERNEL_MODULE_VERSION_PATH, type DriverFacts, type NvmlOp
 import { gpuChecks, type HealthOutcome } from './gpu-checks';
 import { hostChecks } from './host-checks';
 import { kernelLogChecks } from './kernel-log-checks';
+import { checkedWhereUsed, checkOptionKeys, type OptionTable } from '../option-keys';
 
 /** Options of {@link runDoctor}. Every path has the host's default; tests and chroots point them elsewhere. */
 export interface DoctorOptions {
@@ -110,8 +111,22 @@ async function readGpus(session: NvmlMemoryReader): Promise<{ devices: GpuDevice
   return { devices: snapshot.devices, health };
 }
 
+/** runDoctor's keys; each value is read where it is used. */
+const DOCTOR_OPTION_CHECKS: OptionTable<DoctorOptions> = {
+  session: checkedWhereUsed,
+  libraryPath: checkedWhereUsed,
+  callTimeoutMs: checkedWhereUsed,
+  kernelLogPath: checkedWhereUsed,
+  kernelModuleVersionPath: checkedWhereUsed,
+  devDir: checkedWhereUsed,
+  procRoot: checkedWhereUsed,
+  env: checkedWhereUsed,
+  unitChecks: checkedWhereUsed,
+};
+
 /** Runs every check; never throws for what it finds (NVML missing, a lost GPU, an unreadable log are findings). */
 export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorReport> {
+  checkOptionKeys<DoctorOptions>('runDoctor(options)', options, DOCTOR_OPTION_CHECKS, '{ libraryPath, kernelLogPath }');
   const takenAt = Date.now();
   const env = options.env ?? process.env;
   let session: NvmlMemoryReader | null = options.session ?? null;

@@ -5,17 +5,37 @@
  */
 import { ConfigError } from '../config-error';
 import type { GpuMemory } from '../types';
-import type { SizeOrFraction } from '../units';
-import { formatBytes } from '../units';
+import { formatBytes, parseSizeOrFraction, type SizeOrFraction } from '../units';
+import { UsageError } from '../usage-error';
+import { gateDefaults } from './gate-defaults';
 import { checkEngineMinFree, engineNeededFreeBytes, isEngineMinFree, type EngineMinFree, type EngineReading } from './engine-view';
 
 /** minFree: a size, a fraction of NVML's total, or an engine's own start check (src/gate/engine-view.ts). */
 export type MinFree = SizeOrFraction | EngineMinFree;
 
+/** minFree as a caller may write it: the criterion, a fraction (`0.9`), or the CLI's text (`'0.9'`, `'90%'`, `'86GiB'`). */
+export type MinFreeInput = MinFree | number | string;
+
+/**
+ * minFree written as a number or text, read in the grammar of the CLI's --min-free: a number is a
+ * fraction of total memory (above 1 a UsageError, as `--min-free 2` is: a size needs a unit), text
+ * is parsed by parseSizeOrFraction. Whether the value can ever be met is resolveCriteria's to say.
+ */
+export function minFreeOf(value: MinFreeInput): MinFree {
+  if (typeof value === 'object') return value;
+  const text = String(value);
+  try {
+    return typeof value === 'number' && !(value > 1) ? { fraction: value } : parseSizeOrFraction(text);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    throw new UsageError(error.input, error.expected, `option minFree ${typeof value === 'number' ? text : JSON.stringify(text)}: ${error.message}`, { cause: error });
+  }
+}
+
 /** One GiB: the default maxUsed when no criterion is given. */
 export const DEFAULT_MAX_USED_BYTES = 1024 ** 3;
-/** 256 MiB: the default stability tolerance. */
-export const DEFAULT_STABLE_TOLERANCE_BYTES = 256 * 1024 ** 2;
+/** 256 MiB: the default stability tolerance (gateDefaults.stableToleranceBytes). */
+export const DEFAULT_STABLE_TOLERANCE_BYTES = gateDefaults.stableToleranceBytes;
 /**
  * The NVIDIA daemons ignored unless ignoreDefaults is false, by executable name: a holder is
  * ignored as one only when it proves to be it (root, and that executable; see ignored-daemons.ts).
@@ -24,7 +44,7 @@ export const DEFAULT_IGNORED_NAMES: readonly string[] = ['nvidia-persistenced', 
 
 /** The criteria as given by the caller. */
 export interface CriteriaOptions {
-  minFree?: MinFree;
+  minFree?: MinFreeInput;
   marginBytes?: number;
   maxUsed?: SizeOrFraction;
   noProcesses?: boolean;
@@ -79,16 +99,17 @@ function checkNonNegative(option: string, value: number): void {
 export function resolveCriteria(options: CriteriaOptions, selfPid: number = process.pid): Criteria {
   const marginBytes = options.marginBytes ?? 0;
   checkNonNegative('marginBytes', marginBytes);
-  if (options.minFree) {
-    if (isEngineMinFree(options.minFree)) checkEngineMinFree(options.minFree);
-    else checkFraction('minFree', options.minFree);
+  const minFree = options.minFree === undefined ? undefined : minFreeOf(options.minFree);
+  if (minFree) {
+    if (isEngineMinFree(minFree)) checkEngineMinFree(minFree);
+    else checkFraction('minFree', minFree);
   }
   if (options.maxUsed) checkFraction('maxUsed', options.maxUsed);
   const stableMs = options.stableMs ?? 0;
   checkNonNegative('stableMs', stableMs);
   const stableToleranceBytes = options.stableToleranceBytes ?? DEFAULT_STABLE_TOLERANCE_BYTES;
   checkNonNegative('stableToleranceBytes', stableToleranceBytes);
-  const noCriterion = !options.minFree && !options.maxUsed && !options.noProcesses;
+  const noCriterion = !minFree && !options.maxUsed && !options.noProcesses;
   const ignorePids = new Set<number>([selfPid]);
   const ignoreNames = new Set<string>();
   for (const entry of options.ignore ?? []) {
@@ -97,7 +118,7 @@ export function resolveCriteria(options: CriteriaOptions, selfPid: number = proc
     else if (entry.trim() !== '') ignoreNames.add(entry.trim());
   }
   return {
-    minFree: options.minFree ?? null,
+    minFree: minFree ?? null,
     marginBytes,
     maxUsed: options.maxUsed ?? (noCriterion ? { bytes: DEFAULT_MAX_USED_BYTES } : null),
     noProcesses: options.noProcesses ?? false,

@@ -9,7 +9,7 @@ import { formatBytes, formatDuration } from '../units';
 import { releasingHolders, usedExcludingReserved } from './criteria';
 import { describeOwner } from './owner-text';
 import type { Holder } from './stale';
-import type { GpuEvaluation } from './wait';
+import type { GpuEvaluation } from './evaluation';
 
 /** The name to show for a holder: the first word of its command line (engines set it), else comm. */
 export function holderName(holder: Pick<Holder, 'cmdline' | 'comm'>): string {

@@ -8,7 +8,7 @@ import type { ShmCleanResult } from '../host/shm';
 import type { LibraryInfo } from '../types';
 import type { DeviceSelection } from './devices';
 import type { Holder, HolderReport } from './stale';
-import type { Evaluation } from './wait';
+import type { Evaluation } from './evaluation';
 
 /**
  * How a gate ended. `ready`: every selected GPU is free (and stable, for a wait). `busy`: a check

@@ -1,126 +1,41 @@
 /**
- * gate(): what `gpugate wait` and `gpugate check` do, for Node programs. Opens NVML (or uses the
- * caller's session), selects the GPUs once, builds the holder-inspection context once, takes one
- * read that is both the stale scan's snapshot and the first poll, runs the requested actions
- * (stop leftovers, remove leaked /dev/shm files), then polls (a wait) or judges that one read (a
- * check). It resolves with a {@link GateOutcome} in every case but a programming error (an option
- * of the wrong type or out of range, a ConfigError): a busy GPU, a timeout, a lost GPU or an interrupt are outcomes.
+ * gate(): what `gpugate wait` and `gpugate check` do, for Node programs. Checks its options
+ * (option-check.ts), opens NVML (or uses the caller's session: shared-session.ts), prepares the
+ * wait once (wait-state.ts), takes one read that is both the stale scan's snapshot and the first
+ * poll, runs the requested actions (stop leftovers, remove leaked /dev/shm files), then polls (a
+ * wait: poll-loop.ts) or judges that one read (a check). It resolves with a {@link GateOutcome} in
+ * every case but a malformed option (an unknown key, a value of the wrong type): a busy GPU, a
+ * timeout, a lost GPU or an interrupt are outcomes. waitForGpusFree and checkGpusOnce (wait.ts)
+ * are gate() without the stale scan.
  */
 import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../config-error';
 import { isOsError } from '../host/os-error';
 import { readProcess } from '../host/procfs';
-import { reapStale, type ReapAction } from './reap';
-import { cleanShm, DEFAULT_SHM_PATTERNS, type ShmCleanResult } from '../host/shm';
+import { reapStale } from './reap';
+import { cleanShm, DEFAULT_SHM_PATTERNS } from '../host/shm';
 import { GPUGATE_TIMEOUT, NvmlError } from '../nvml/nvml-error';
 import { withCallBackstop } from '../nvml/call-backstop';
-import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
 import type { Snapshot } from '../types';
 import { formatBytes, formatDuration } from '../units';
 import { DeviceSelectionError } from './device-selection-error';
-import type { DeviceSelection } from './devices';
 import { resolveCriteria } from './criteria';
+import type { Evaluation, WaitState } from './evaluation';
 import { describeFailures } from './failure-text';
-import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from './gate-defaults';
+import { gateDefaults } from './gate-defaults';
+import type { GateEvent, GateOptions, WaitOptions } from './gate-options';
 import type { GateOutcome, GateResult } from './gate-outcome';
+import { checkDurationLimits, checkGateOptions } from './option-check';
+import { pollUntilFree } from './poll-loop';
+import { confirmingPlan, evaluateFirstRead, readOnce } from './read-plan';
+import { acquireSession } from './shared-session';
 import { isStaleHolder } from './stale-holders';
-import { inspectHolders, type Holder, type HolderReport } from './stale';
+import { inspectHolders } from './stale';
+import { GpuWaitAbortError } from './wait-abort-error';
+import { prepareWait } from './wait-state';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
-import {
-  acquireSession,
-  checkDurationLimits,
-  checkOptions,
-  confirmingPlan,
-  evaluateFirstRead,
-  GpuWaitAbortError,
-  pollUntilFree,
-  prepareWait,
-  readOnce,
-  type Evaluation,
-  type WaitOptions,
-  type WaitState,
-} from './wait';
 
-/** What to do with stale holders and leaked /dev/shm files. */
-export type StalePolicy = 'report' | 'fail' | 'ignore';
-
-/** Something a gate did or found before its verdict, reported as it happens. */
-export type GateEvent =
-  /** NVML is open. */
-  | { kind: 'library'; library: NonNullable<GateOutcome['library']> }
-  /** The GPUs are selected (its warnings are for the operator). */
-  | { kind: 'selection'; selection: DeviceSelection }
-  /** The stale scan found these stale holders and leaked files (before any action). */
-  | { kind: 'stale-scan'; stale: Holder[]; report: HolderReport }
-  /** The stale scan could not read /proc; the gate goes on without it (only reporting needed it). */
-  | { kind: 'stale-scan-skipped'; error: Error }
-  /** `killStale` without a unit cgroup: no holder can be proven a leftover; `cgroup` is gpugate's own. */
-  | { kind: 'kill-stale-no-unit'; cgroup: string }
-  /** Leftovers are about to be stopped (SIGTERM, SIGKILL after `graceMs`). */
-  | { kind: 'kill-stale-starting'; leftovers: Holder[]; graceMs: number }
-  /** One signal action, recorded (or updated) the moment it happened. */
-  | { kind: 'kill-stale'; action: ReapAction }
-  /** One /dev/shm file removed, skipped or refused. */
-  | { kind: 'clean-shm'; result: ShmCleanResult };
-
-/** Options of {@link gate}: the criteria and selection of waitForGpusFree, plus the stale policy and actions. */
-export interface GateOptions extends WaitOptions {
-  /** 'wait' (default): poll until free and stable or timeoutMs; 'check': judge one read, no stability. */
-  mode?: 'wait' | 'check';
-  /** Default 'report': scan for stale resources before the first poll (a check scans only when 'fail' or an action needs it). */
-  stale?: StalePolicy;
-  /** Stop holders proven to be leftovers of an earlier activation of the caller's systemd service. */
-  killStale?: boolean;
-  /** Time between SIGTERM and SIGKILL for killStale (default DEFAULT_KILL_GRACE_MS, 10 s). */
-  killGraceMs?: number;
-  /** Remove /dev/shm files matching these globs that no live process has open or mapped. */
-  cleanShm?: string[];
-  /** With killStale / cleanShm: say what would be done, do nothing. */
-  dryRun?: boolean;
-  /** Called with everything the gate does or finds before its verdict. */
-  onEvent?: (event: GateEvent) => void;
-  /**
-   * Decides whether an evaluation is enough for the result 'ready' (default: every selected GPU
-   * ok), for a caller that needs only some of the GPUs (selectGpus). A check asks it about its one
-   * read ('busy' when it declines); a wait about every poll, one at a time and the newest first,
-   * until it accepts one or the wait times out. A GPU that may pass on process lists or a compute
-   * mode carried over from an earlier poll is read afresh before it is asked. Once asked, its answer
-   * is awaited even when the timeout or the abort comes meanwhile, and a true answer then wins, so
-   * what it did for an accepted evaluation (such as taking leases) is never reported as undone. An
-   * error it throws ends the gate like any other (in `error`, with the result its class stands for).
-   * A selection of no GPU (allowEmptySelection) is ready without asking it: there is nothing to judge.
-   */
-  accept?: (evaluation: Evaluation) => boolean | Promise<boolean>;
-}
-
-const STALE_POLICIES: ReadonlySet<unknown> = new Set(['report', 'fail', 'ignore']);
-
-function checkGateOptions(options: GateOptions): void {
-  checkOptions(options);
-  if (options.mode !== undefined && options.mode !== 'wait' && options.mode !== 'check') {
-    throw new ConfigError('mode', `option mode must be 'wait' or 'check', got ${JSON.stringify(options.mode)}`);
-  }
-  if (options.stale !== undefined && !STALE_POLICIES.has(options.stale)) {
-    throw new ConfigError('stale', `option stale must be 'report', 'fail' or 'ignore', got ${JSON.stringify(options.stale)}`);
-  }
-  for (const name of ['killStale', 'dryRun'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'boolean') throw new ConfigError(name, `option ${name} must be a boolean, got ${JSON.stringify(options[name])}`);
-  }
-  const grace: unknown = options.killGraceMs;
-  if (grace !== undefined && (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0)) {
-    throw new ConfigError('killGraceMs', `option killGraceMs must be a finite number >= 0, got ${JSON.stringify(grace)}`);
-  }
-  if (options.cleanShm !== undefined && (!Array.isArray(options.cleanShm) || options.cleanShm.some((glob) => typeof glob !== 'string' || glob === '' || glob.includes('/')))) {
-    throw new ConfigError('cleanShm', `option cleanShm must be an array of file-name globs inside /dev/shm such as 'nccl-*' (no slashes), got ${JSON.stringify(options.cleanShm)}`);
-  }
-  for (const name of ['onEvent', 'accept'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') throw new ConfigError(name, `option ${name} must be a function`);
-  }
-  const stale = options.stale ?? 'report';
-  if (stale === 'ignore' && (options.killStale === true || (options.cleanShm ?? []).length > 0)) {
-    throw new ConfigError('stale', "option stale 'ignore' skips the scan that killStale and cleanShm need");
-  }
-}
+export type { GateEvent, GateOptions, StalePolicy } from './gate-options';
 
 /** A gate's verdict reached inside the pipeline (not by an error). */
 class Verdict {
@@ -161,7 +76,9 @@ function withBackstop<T>(promise: Promise<T>, callTimeoutMs: number, what: strin
 
 /**
  * Runs one gate with the semantics of `gpugate wait` (default) or `gpugate check` and resolves
- * with its outcome. Rejects only with a ConfigError naming an option of the wrong type or out of its range.
+ * with its outcome. Rejects only for a malformed option (before NVML is opened): a ConfigError
+ * naming an option of the wrong type or an unknown key (with the nearest known one), a UsageError
+ * for minFree text that does not parse.
  */
 export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   const startMs = performance.now();
@@ -171,7 +88,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   const cleanGlobs = options.cleanShm ?? [];
   const killStale = options.killStale ?? false;
   const emit = options.onEvent ?? ((): void => {});
-  const callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  const callTimeoutMs = options.callTimeoutMs ?? gateDefaults.callTimeoutMs;
   const outcome: GateOutcome = {
     result: 'internal-error',
     reason: '',
@@ -186,7 +103,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   };
   const waitOptions: WaitOptions = {
     ...options,
-    ...(mode === 'wait' ? { stableMs: options.stableMs ?? DEFAULT_STABLE_MS } : {}),
+    ...(mode === 'wait' ? { stableMs: options.stableMs ?? gateDefaults.stableMs } : {}),
     inspectHolders: options.inspectHolders ?? stalePolicy !== 'ignore',
   };
   let release: (() => Promise<void>) | null = null;
@@ -216,12 +133,16 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
       outcome.evaluation = { elapsedMs: performance.now() - startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
       throw new Verdict('ready', 'GPUs (none selected) free');
     }
-    // One read is both the stale scan's snapshot and the first poll.
-    let first: { snapshot: Snapshot; receivedAtMs: number } | undefined = await withBackstop(readOnce(session, state, confirmingPlan(state)), callTimeoutMs, 'reading the GPUs');
+    const readFirst = (prepared: WaitState): Promise<{ snapshot: Snapshot; receivedAtMs: number }> =>
+      withBackstop(readOnce(session, prepared, confirmingPlan(prepared)), callTimeoutMs, 'reading the GPUs');
+    let first: { snapshot: Snapshot; receivedAtMs: number } | undefined;
     // The scan (every process's fds and maps, /dev/shm) costs a few hundred ms: worth it once
     // before a wait; for a one-sample check only when an action or stale 'fail' needs it.
     const required = stalePolicy === 'fail' || killStale || cleanGlobs.length > 0;
     if (stalePolicy !== 'ignore' && (mode === 'wait' || required)) {
+      // One read is both the stale scan's snapshot and the first poll. (Without a scan, a wait's
+      // first poll is the session's shared one, which every concurrent waiter takes together.)
+      first = await readFirst(state);
       let acted = false;
       try {
         acted = await staleScan(first.snapshot, state, options, outcome, emit);
@@ -234,15 +155,15 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     }
     if (options.signal?.aborted) throw new GpuWaitAbortError(state.last, options.signal.reason);
     if (mode === 'check') {
-      const evaluation = await evaluateFirstRead(first ?? (await withBackstop(readOnce(session, state, confirmingPlan(state)), callTimeoutMs, 'reading the GPUs')), state, false);
+      const evaluation = await evaluateFirstRead(first ?? (await readFirst(state)), state, false);
       outcome.evaluation = evaluation;
       const accepted = options.accept === undefined ? evaluation.ok : await options.accept(evaluation);
       if (accepted) throw new Verdict('ready', `GPUs ${indicesOf(evaluation)} free`);
       throw new Verdict('busy', `GPUs not free: ${describeFailures(evaluation.devices) || 'every GPU free, but not accepted'}`);
     }
     const result = await pollUntilFree(session, state, {
-      intervalMs: options.intervalMs ?? DEFAULT_INTERVAL_MS,
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      intervalMs: options.intervalMs ?? gateDefaults.intervalMs,
+      timeoutMs: options.timeoutMs ?? gateDefaults.timeoutMs,
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
       ...(options.onPoll !== undefined ? { onPoll: options.onPoll } : {}),
       ...(first !== undefined ? { first } : {}),
@@ -303,7 +224,7 @@ async function staleScan(snapshot: Snapshot, state: WaitState, options: GateOpti
   emit({ kind: 'stale-scan', stale, report });
   let acted = false;
   if (options.killStale === true) {
-    const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+    const graceMs = options.killGraceMs ?? gateDefaults.killGraceMs;
     if (report.unitCgroup === null) {
       const self = await readProcess(process.pid);
       emit({ kind: 'kill-stale-no-unit', cgroup: self.kind === 'ok' ? self.cgroup ?? '(unreadable)' : '(unreadable)' });

@@ -17,6 +17,8 @@ import { DEFAULT_TIMEOUT_MS } from './gate-defaults';
 import { chooseNearest } from './placement';
 import { isStaleHolder } from './stale-holders';
 import { GpuWaitAbortError, type Evaluation, type GpuEvaluation, type GpuFailureReason, type WaitOptions } from './wait';
+import { checkedWhereUsed, checkOptionKeys, type OptionTable } from '../option-keys';
+import { WAIT_OPTION_CHECKS } from './option-check';
 
 /** Options of selectGpus: the criteria and selection of waitForGpusFree, plus how many and how to lease. */
 export interface SelectOptions extends Omit<WaitOptions, 'allowEmptySelection'> {
@@ -110,8 +112,22 @@ function describe(value: unknown): string {
   return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }
 
+/** selectGpus's keys: a wait's (checked as gate() checks them), and its own (checked below). */
+const { allowEmptySelection: _notSelectable, ...SELECT_CRITERIA_CHECKS } = WAIT_OPTION_CHECKS;
+const SELECT_OPTION_CHECKS: OptionTable<SelectOptions> = {
+  ...SELECT_CRITERIA_CHECKS,
+  count: checkedWhereUsed,
+  wait: checkedWhereUsed,
+  lease: checkedWhereUsed,
+  leaseDir: checkedWhereUsed,
+  leaseHolderPid: checkedWhereUsed,
+  leaseDurationMs: checkedWhereUsed,
+  leaseLockTimeoutMs: checkedWhereUsed,
+  sysfsRoot: checkedWhereUsed,
+};
+
 function checkSelectOptions(options: SelectOptions): void {
-  if (typeof options !== 'object' || options === null) throw new ConfigError('options', `selectGpus(options): options must be an object like { count: 2 }, got ${describe(options)}`);
+  checkOptionKeys<SelectOptions>('selectGpus(options)', options, SELECT_OPTION_CHECKS, '{ count: 2 }');
   const { count, leaseHolderPid, leaseDurationMs, leaseLockTimeoutMs } = options;
   if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) throw new ConfigError('count', `option count must be an integer >= 1, got ${describe(count)}`);
   if (leaseHolderPid !== undefined && leaseHolderPid !== null && (!Number.isSafeInteger(leaseHolderPid) || leaseHolderPid < 1)) {

@@ -30,6 +30,7 @@ import { ownerOf, PASSWD_PATH, readUserNames, type ProcessOwner, type UserNames 
 import { DEFAULT_SHM_PATTERNS, findLeakedShm, type ShmEntry } from '../host/shm';
 import { DEFAULT_STABLE_TOLERANCE_BYTES, usedExcludingReserved } from './criteria';
 import { sharedInspectContext, type ContextSource } from './inspect-context-cache';
+import { checkedWhereUsed, checkOptionKeys, type OptionTable } from '../option-keys';
 
 /** The catalogue classes of a process NVML lists as holding a GPU (the stale ones: stale-holders.ts). */
 export const HOLDER_CLASSES = ['active', 'draining', 'zombie', 'zombie_live_threads', 'gone', 'unverifiable', 'leftover', 'orphan', 'foreign'] as const;
@@ -180,6 +181,23 @@ export interface InspectOptions {
    */
   context?: InspectContext;
 }
+
+/** inspectHolders's keys (and those of a gate's inspectHolders option); each value is read where it is used. */
+export const INSPECT_OPTION_CHECKS: OptionTable<InspectOptions> = {
+  procRoot: checkedWhereUsed,
+  cgroupRoot: checkedWhereUsed,
+  shmRoot: checkedWhereUsed,
+  devRoot: checkedWhereUsed,
+  devices: checkedWhereUsed,
+  selfPid: checkedWhereUsed,
+  unitCgroup: checkedWhereUsed,
+  scanHidden: checkedWhereUsed,
+  scanShm: checkedWhereUsed,
+  shmPatterns: checkedWhereUsed,
+  reaperPids: checkedWhereUsed,
+  passwdPath: checkedWhereUsed,
+  context: checkedWhereUsed,
+};
 
 const ENGINE_RE = /VLLM::|\bvllm\b|sglang::|\bsglang\b|multiprocessing\.resource_tracker|multiprocessing\.spawn|multiprocessing-fork|ray::|text-generation|tensorrt_llm|trtllm/i;
 const REAPER_COMMS = new Set(['systemd', 'init', 'tini', 'dumb-init', 'catatonit', 'docker-init', 's6-svscan', 'runit', 'containerd-shim']);
@@ -642,6 +660,7 @@ export async function unitCgroupMembers(unitCgroup: string, procRoot = '/proc', 
  * lists leaked /dev/shm segments with the tmpfs free space.
  */
 export async function inspectHolders(snapshot: Snapshot, options: InspectOptions = {}): Promise<HolderReport> {
+  checkOptionKeys<InspectOptions>('inspectHolders(options)', options, INSPECT_OPTION_CHECKS, '{ procRoot, devices }');
   for (const name of ['scanHidden', 'scanShm'] as const) {
     const when: unknown = options[name];
     if (when !== undefined && typeof when !== 'boolean' && when !== 'unexplained') {

@@ -3,7 +3,7 @@
  * message says per GPU what failed (memory, processes, stability, a read error) and who holds it,
  * in the words of failure-text.ts. The CLI maps it to exit code 75.
  */
-import type { Evaluation } from './wait';
+import type { Evaluation } from './evaluation';
 import { describeFailures } from './failure-text';
 import { ErrorCode, GpugateError } from '../gpugate-error';
 import { formatDuration } from '../units';

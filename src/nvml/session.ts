@@ -34,6 +34,7 @@ import { decodeHealth } from './health-decode';
 import { SnapshotDecoder, identityOf } from './snapshot-decode';
 import { wireLayoutOf } from './wire-layout';
 import type { GpuHealth, GpuIdentity, LibraryInfo, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions } from '../types';
+import { checkedWhereUsed, checkOptionKeys, type OptionTable } from '../option-keys';
 
 /**
  * The most asynchronous calls (snapshots, running or queued) one session holds at once. Each
@@ -41,6 +42,9 @@ import type { GpuHealth, GpuIdentity, LibraryInfo, NvmlMemoryReader, OpenNvmlOpt
  * GPUGATE_QUEUE_FULL instead of growing the queue without bound.
  */
 export const MAX_PENDING_CALLS = 1024;
+
+/** openNvml's keys; each value is checked where it is used (checkTimeout, resolveLibraryPath). */
+const OPEN_OPTION_CHECKS: OptionTable<OpenNvmlOptions> = { libraryPath: checkedWhereUsed, callTimeoutMs: checkedWhereUsed };
 
 function checkTimeout(value: unknown): number {
   if (value === undefined) return DEFAULT_CALL_TIMEOUT_MS;
@@ -458,6 +462,7 @@ export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemor
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError('options', 'gpugate: openNvml(options): options must be an object like { libraryPath, callTimeoutMs }');
   }
+  checkOptionKeys<OpenNvmlOptions>('openNvml(options)', options, OPEN_OPTION_CHECKS, '{ libraryPath, callTimeoutMs }');
   const timeoutMs = checkTimeout(options.callTimeoutMs);
   const choice = resolveLibraryPath(options.libraryPath);
   const binding = loadBinding();

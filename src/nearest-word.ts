@@ -1,5 +1,5 @@
 /**
- * "Did you mean …?" for a mistyped command or flag: the known word nearest to what was typed, by
+ * "Did you mean …?" for a mistyped command, flag or option key: the known word nearest to what was typed, by
  * edit distance counting a swap of two neighbours as one edit (`stauts` → `status`), or the only
  * known word the typed one starts (`hold` → `holders`). Nothing when no word is close.
  */
