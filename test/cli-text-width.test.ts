@@ -122,4 +122,12 @@ describe('status and holders fit the terminal on an 8-GPU host with long names',
     expect(narrow).toMatch(/^GPU +NAME +BUS +USED +FREE +TOTAL +PROCS$/m);
     expect(narrow).toMatch(/^ {4}reserved 0B, persist/m);
   });
+
+  it('COLUMNS widens a pipe too', async () => {
+    const piped = await runCli(['status'], { env: { ...env, COLUMNS: '200' } });
+    expect(piped.stdout).toMatch(/^GPU +NAME +BUS .* POWER$/m);
+    expect(piped.stdout).toContain(GPU_NAME);
+    const help = await runCli(['select', '--help'], { env: { ...env, COLUMNS: '200' } });
+    expect(help.stdout.split('\n').some((line) => line.length > 80)).toBe(true);
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * `--help` text: the top-level summary and one page per command (usage, what it does, its flags
  * from the option table, examples, exit codes), fitted to the terminal's width (80 when stdout is
- * not one): lines wrap at spaces, a flag's help and an exit code's meaning with a hanging indent
+ * not one, or `COLUMNS`): lines wrap at spaces, a flag's help and an exit code's meaning with a hanging indent
  * under their column, an example with a shell line continuation so it can still be pasted.
  */
 
@@ -22,14 +22,14 @@ function fitted(text: string, width: number): string {
 }
 
 /**
- * An example command fitted to `width`: its comment on a line of its own above it, then the
- * command broken at spaces outside quotes with ` \` continuations, so it still pastes as one.
+ * An example command fitted to `width`: the command broken at spaces outside quotes with ` \`
+ * continuations, so it still pastes as one, then its comment on a line of its own under it.
  */
 function fittedExample(example: string, width: number): string {
   if (example.length + 2 <= width) return `  ${example}`;
   const comment = /^(.*?) {2,}(# .*)$/.exec(example);
   const command = comment?.[1] ?? example;
-  const lines = comment === null ? [] : [wrapLine(`  ${comment[2] ?? ''}`, width, '  # ')];
+  const lines: string[] = [];
   const words: string[] = [];
   let word = '';
   let quote: string | null = null;
@@ -51,6 +51,7 @@ function fittedExample(example: string, width: number): string {
     } else line = indentOnly ? `${line}${next}` : `${line} ${next}`;
   }
   lines.push(line);
+  if (comment !== null) lines.push(wrapLine(`      ${comment[2] ?? ''}`, width, '      # '));
   return lines.join('\n');
 }
 

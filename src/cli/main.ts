@@ -60,7 +60,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const terminal = presentation.terminal ?? stderr.isTTY === true;
   const style = {
     terminal,
-    width: presentation.width ?? terminalWidth(stderr),
+    width: presentation.width ?? terminalWidth(stderr, env),
     colour: presentation.colour ?? colourEnabled(stderr, env),
     sink: stderr,
   };
@@ -75,7 +75,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (parsed.kind === 'top-help') {
     const { topLevelHelp } = require('./help-text') as typeof import('./help-text');
     const { packageVersion } = require('./package-info') as typeof import('./package-info');
-    stdout.write(topLevelHelp(packageVersion(), terminalWidth(stdout)));
+    stdout.write(topLevelHelp(packageVersion(), terminalWidth(stdout, env)));
     return ExitCode.ok;
   }
   if (parsed.kind === 'version') {
@@ -85,7 +85,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
   if (parsed.values.help === true) {
     const { commandHelp } = require('./help-text') as typeof import('./help-text');
-    stdout.write(commandHelp(parsed.command, terminalWidth(stdout)));
+    stdout.write(commandHelp(parsed.command, terminalWidth(stdout, env)));
     return ExitCode.ok;
   }
   const verbosity: Verbosity = parsed.values.quiet === true ? 'quiet' : parsed.values.verbose === true ? 'verbose' : 'normal';

@@ -104,7 +104,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
       }));
       return ExitCode.ok;
     }
-    const width = terminalWidth(context.stdout);
+    const width = terminalWidth(context.stdout, context.env);
     const rows: string[][] = [HOLDER_COLUMNS];
     for (const device of devices) {
       const summary = report.perGpu.find((entry) => entry.index === device.index);

@@ -63,7 +63,7 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
         devices: snapshot.devices.map(statusJsonDevice),
       }));
     } else {
-      context.stdout.write(statusTable(snapshot, library, selection.source, terminalWidth(context.stdout)));
+      context.stdout.write(statusTable(snapshot, library, selection.source, terminalWidth(context.stdout, context.env)));
     }
     return ExitCode.ok;
   } finally {
