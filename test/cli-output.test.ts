@@ -11,10 +11,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 
+import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
 
 /** Wide enough that no table row is wrapped or folded (off a terminal, tables fit 80 columns). */
 const WHOLE_ROWS = { COLUMNS: '400' };
-import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
 
 const GiB = 1024 ** 3;
 const work = mkdtempSync(join(tmpdir(), 'gpugate-cli-output-'));
