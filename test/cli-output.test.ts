@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
-
 import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
 
 /** Wide enough that no table row is wrapped or folded (off a terminal, tables fit 80 columns). */
