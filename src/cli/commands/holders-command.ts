@@ -19,7 +19,7 @@ import { holderMemoryUnknownReason, holdersUnknownReason } from '../../gate/hold
 import { jsonDocument } from '../json-document';
 import { withJsonError } from '../json-error';
 import { holderJson, holderOnGpuJson, ownerJson } from '../json-result';
-import { logEvent } from '../logfmt';
+import { logfmt } from '../logfmt';
 import { closeSession, openSession } from '../nvml-session';
 import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
 import { prometheusText } from '../prometheus-text';
@@ -55,7 +55,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
     const unattributed = new Map(report.perGpu.map((entry) => [entry.index, entry.unattributedBytes]));
     for (const holder of report.holders) {
       if (isStaleHolder(holder)) {
-        logger.warning(logEvent('stale', [['gpu', holder.gpus.join(',')], ['pid', holder.pid], ['class', holder.class], ['name', holderName(holder)], ['owner', describeOwner(holder.owner)], ['reason', holder.reason]]));
+        logger.warning(`stale ${logfmt([['gpu', holder.gpus.join(',')], ['pid', holder.pid], ['class', holder.class], ['name', holderName(holder)], ['owner', describeOwner(holder.owner)], ['reason', holder.reason]])}`);
       }
     }
     if (settings.format === 'prometheus') {
