@@ -233,10 +233,10 @@ ${COMMAND_NAMES.map((command) => `  ${command.padEnd(12)}${COMMAND_SUMMARIES[com
 
 Run "gpugate <command> --help" for a command's options. "gpugate --version" prints the version.
 Sizes: B, KiB, MiB, GiB, TiB (KB, MB, GB, TB are powers of ten). Durations: ms, s, m, h.
-Environment: GPUGATE_NVML_LIBRARY (NVML library path), NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES /
-SLURM_JOB_GPUS (default selection), JOURNAL_STREAM (journald prefixes), NOTIFY_SOCKET (--notify),
-${LEASE_DIR_ENV} (select's leases, default ${DEFAULT_LEASE_DIR}), ${SYSFS_ROOT_ENV} (select's topology, default ${DEFAULT_SYSFS_ROOT}),
-GPUGATE_SYSTEMD_UNIT_PATH (systemd: read unit files from a directory).
+Environment: GPUGATE_NVML_LIBRARY (NVML library path), NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES / \
+SLURM_JOB_GPUS (default selection), JOURNAL_STREAM (journald prefixes), NOTIFY_SOCKET (--notify), \
+${LEASE_DIR_ENV} (select's leases, default ${DEFAULT_LEASE_DIR}), ${SYSFS_ROOT_ENV} (select's topology, default ${DEFAULT_SYSFS_ROOT}), \
+GPUGATE_SYSTEMD_UNIT_PATH (systemd: read unit files from a directory), COLUMNS (the width output fits).
 
 ${EXIT_CODES}
 `, width);
