@@ -6,15 +6,49 @@
  * _arguments every flag of each command. zsh missing makes its tests skip, saying why.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { COMMAND_ARGUMENTS, COMMAND_NAMES, optionsFor, type CommandName } from '../src/cli/option-table';
 import { cliPath, runCli } from './helpers/cli';
+import { TmuxShell } from './helpers/tmux-shell';
 
 const work = mkdtempSync(join(tmpdir(), 'gpugate-completion-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** A folder to complete in: a directory of scenarios, a directory of units, and a file beside it. */
+function pathsToComplete(): string {
+  const dir = mkdtempSync(join(work, 'paths-'));
+  mkdirSync(join(dir, 'scenarios'));
+  writeFileSync(join(dir, 'scenarios', 'race.json'), '{}');
+  mkdirSync(join(dir, 'units'));
+  writeFileSync(join(dir, 'unit-notes.txt'), '');
+  return dir;
+}
+
+/**
+ * Types `line`, presses Tab, then types a marker: the screen then shows what completion made of
+ * the line, trailing space included (`scenarios/@` against `race.json @`). Clears the line after.
+ */
+async function completedLine(shell: TmuxShell, line: string): Promise<string> {
+  shell.type(line);
+  shell.press('Tab');
+  shell.type('@');
+  const screen = await shell.waitFor(/@$/m);
+  shell.press('C-u');
+  const typed = screen.split('\n').filter((row) => row.endsWith('@')).pop() ?? '';
+  return typed.slice(typed.indexOf('gpugate '));
+}
+
+/** What a shell lists when Tab is pressed twice on `line` (a menu of candidates and their descriptions). */
+async function listing(shell: TmuxShell, line: string, expected: string): Promise<string> {
+  shell.type(line);
+  shell.press('Tab', 'Tab');
+  const screen = await shell.waitFor(expected);
+  shell.press('C-c');
+  return screen;
+}
 
 function flagsOf(command: CommandName): string[] {
   return optionsFor(command).flatMap((spec) => [`--${spec.name}`, ...(spec.short === undefined ? [] : [`-${spec.short}`])]).sort();
@@ -70,6 +104,24 @@ describe('gpugate completion bash, loaded into bash', () => {
     expect(bashComplete(['gpugate', 'wait', '--min-free', '0.9', '--', 'bas'])).toContain('bash');
   });
 
+  it('completes a path after each path flag, a directory with a / and no space after it', async () => {
+    const dir = pathsToComplete();
+    const shell = new TmuxShell(dir, ['bash', '--norc', '--noprofile'], 250, { PS1: '$ ' });
+    try {
+      shell.type(`source <(${JSON.stringify(process.execPath)} ${JSON.stringify(cliPath())} completion bash); echo load""ed`);
+      shell.press('Enter');
+      await shell.waitFor(/^loaded$/m);
+      expect(await completedLine(shell, 'gpugate sim --scenario sce')).toBe('gpugate sim --scenario scenarios/@');
+      expect(await completedLine(shell, 'gpugate sim --scenario scenarios/ra')).toBe('gpugate sim --scenario scenarios/race.json @');
+      // DIR flags offer directories only: units/ although unit-notes.txt shares its start.
+      expect(await completedLine(shell, 'gpugate doctor --unit-path uni')).toBe('gpugate doctor --unit-path units/@');
+      expect(await completedLine(shell, 'gpugate systemd --unit a --write --root uni')).toBe('gpugate systemd --unit a --write --root units/@');
+      expect(await completedLine(shell, 'gpugate status --format prometheus --output sce')).toBe('gpugate status --format prometheus --output scenarios/@');
+    } finally {
+      shell.stop();
+    }
+  });
+
   it('refuses a missing or unknown shell (exit 64), suggesting the nearest', async () => {
     expect((await runCli(['completion'])).code).toBe(64);
     const typo = await runCli(['completion', 'bsh']);
@@ -109,6 +161,29 @@ describe.skipIf(noZsh !== null)('gpugate completion zsh, loaded into zsh', () =>
       for (const spec of optionsFor(command)) expect(given, `${command} --${spec.name}`).toContain(`--${spec.name}`);
       const describe = spawnSync('zsh', ['-f', '-c', `compdef() { }; _describe() { print -rl -- "\${(@P)4}" }; source ${script}; words=(gpugate ''); CURRENT=2; _gpugate`], { encoding: 'utf8' });
       expect(describe.stdout.split('\n').filter((l) => l !== '').map((l) => l.split(':')[0])).toEqual([...COMMAND_NAMES]);
+    }
+  });
+
+  it('completes paths and lists whole descriptions in an interactive zsh', async () => {
+    const dir = pathsToComplete();
+    const run = await runCli(['completion', 'zsh']);
+    writeFileSync(join(dir, '_gpugate'), run.stdout);
+    const shell = new TmuxShell(dir, ['zsh', '-f'], 250, { HOME: dir, PS1: '$ ' });
+    try {
+      shell.type('autoload -Uz compinit && compinit -D -u && source ./_gpugate && echo load""ed');
+      shell.press('Enter');
+      await shell.waitFor(/^loaded$/m);
+      expect(await completedLine(shell, 'gpugate sim --scenario sce')).toBe('gpugate sim --scenario scenarios/@');
+      expect(await completedLine(shell, 'gpugate sim --scenario scenarios/ra')).toBe('gpugate sim --scenario scenarios/race.json @');
+      expect(await completedLine(shell, 'gpugate systemd --unit-path uni')).toBe('gpugate systemd --unit-path units/@');
+      // Descriptions keep their parentheses, colons and the text after them.
+      const flags = await listing(shell, 'gpugate sim --', 'or now');
+      expect(flags).toContain('simulator scenario to run (docs/scenarios.md)');
+      expect(flags).toContain("the timeline's 0 ms: Unix milliseconds, an ISO 8601 UTC time, or now");
+      const commands = await listing(shell, 'gpugate ', '(exit 0 / 75 / 69)');
+      expect(commands).toContain('read-only health checks: driver, each GPU, kernel Xid messages, the host (exit 0 / 75 / 69)');
+    } finally {
+      shell.stop();
     }
   });
 });

@@ -113,7 +113,8 @@ describe.skipIf(skip !== null)(`holders carry their owner${skip === null ? '' : 
   });
 
   it('holders (text): "of UNIT, user NAME, started N s ago" and the command shortened; the stale line names the owner', async () => {
-    const run = await runCli(['holders'], { env });
+    // Wide enough to keep each row whole (off a terminal, tables fit 80 columns).
+    const run = await runCli(['holders'], { env: { ...env, COLUMNS: '400' } });
     expect(run.code).toBe(0);
     const row = run.stdout.split('\n').find((line) => line.startsWith(`0 `) && line.includes(String(holder)))!;
     expect(row).toMatch(new RegExp(`^0 +${holder} +active +40GiB +S +\\d+ +VLLM::Worker_TP3 +of ${unit.replace(/\./g, '\\.')}, ${userText}, started \\d+ (s|min) ago +VLLM::Worker_TP3 --model /models/Llama`));

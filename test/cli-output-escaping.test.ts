@@ -73,7 +73,8 @@ describe('escapeForTerminal', () => {
 
 describe('text output escapes control characters from names', () => {
   it('status: the GPU name and the process comm appear escaped', async () => {
-    const run = await runCli(['status'], { env: cliEnv(scenario) });
+    // Wide enough that the name is not wrapped at its spaces (off a terminal, tables fit 80 columns).
+    const run = await runCli(['status'], { env: cliEnv(scenario, { COLUMNS: '400' }) });
     expect(run.code).toBe(0);
     expect(run.stdout).not.toMatch(RAW_CONTROL);
     expect(run.stdout).toContain(escapeForTerminal(EVIL_GPU_NAME));

@@ -12,6 +12,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
 
+/** Wide enough that no table row is wrapped or folded (off a terminal, tables fit 80 columns). */
+const WHOLE_ROWS = { COLUMNS: '400' };
+
 const GiB = 1024 ** 3;
 const work = mkdtempSync(join(tmpdir(), 'gpugate-cli-output-'));
 const children: ChildProcess[] = [];
@@ -145,7 +148,7 @@ describe('gpugate status', () => {
   const scenario = writeScenario({ devices, system: { driverVersion: '580.95.05', nvmlVersion: '13.580.95.05', cudaDriverVersion: 13000 } });
 
   it('shows devices, memory, modes and versions as a table', async () => {
-    const run = await runCli(['status'], { env: cliEnv(scenario) });
+    const run = await runCli(['status'], { env: cliEnv(scenario, WHOLE_ROWS) });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('driver 580.95.05');
     expect(run.stdout).toContain('NVML 13.580.95.05');
@@ -155,7 +158,7 @@ describe('gpugate status', () => {
 
   it('lists MIG instances under their GPU in the table: slot, UUID, instance ids, memory and processes', async () => {
     const mig = bundledScenario('mig');
-    const run = await runCli(['status'], { env: cliEnv(mig) });
+    const run = await runCli(['status'], { env: cliEnv(mig, WHOLE_ROWS) });
     expect(run.code).toBe(0);
     const scenarioMig = (JSON.parse(readFileSync(mig, 'utf8')) as { devices: Array<{ migDevices?: Array<{ slot: number; uuid: string; gpuInstanceId: number; processes?: Array<{ pid: number }> }> }> }).devices[0]?.migDevices ?? [];
     expect(scenarioMig.length).toBeGreaterThan(1);

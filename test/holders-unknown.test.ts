@@ -46,7 +46,8 @@ describe('holders unknown: the process list is unreadable', () => {
     expect(gpus[0]?.holders).toEqual([]);
     expect(gpus[0]?.holdersUnknown).toMatch(/NVML_ERROR_NO_PERMISSION from nvmlDeviceGetComputeRunningProcesses_v3.*run gpugate as root on the host, in the host PID namespace/);
     expect(gpus[1]?.holdersUnknown).toBeNull();
-    const table = await runCli(['holders'], { env });
+    // Wide enough to keep each row whole (off a terminal, tables fit 80 columns).
+    const table = await runCli(['holders'], { env: { ...env, COLUMNS: '400' } });
     expect(table.stdout).toMatch(/^0 +- +unreadable +29GiB .*NVML_ERROR_NO_PERMISSION.*host PID namespace/m);
   });
 

@@ -13,8 +13,8 @@ export interface CommandContext {
   wrapped: string[];
   env: NodeJS.ProcessEnv;
   logger: Logger;
-  /** Where results go (human tables, JSON, prometheus text). */
-  stdout: { write(text: string): unknown };
+  /** Where results go (human tables, JSON, prometheus text); a terminal says how wide it is. */
+  stdout: { write(text: string): unknown; readonly isTTY?: boolean; readonly columns?: number | undefined };
   /** Whether stderr is the journal (priority prefixes are on). */
   journal: boolean;
 }

@@ -2,21 +2,26 @@
  * Shell completion scripts for bash and zsh, generated from the option table (the table that also
  * drives parsing and --help), so a flag cannot be parsed without being completed. A flag's value
  * completes from its choices when its placeholder lists them (`report|fail|ignore`, or one: `vllm`), as a file
- * when it is a PATH, and not at all otherwise; after `wait … --` the shell completes a command.
+ * name when it is a PATH or FILE, as a directory when it is a DIR, and not at all otherwise; after
+ * `wait … --` the shell completes a command. File names complete as the shells complete them
+ * elsewhere: a directory ends in `/` with no space after it, so the path can go on.
  */
 
 import { COMMAND_ARGUMENTS, COMMAND_NAMES, COMMAND_SUMMARIES, OPTION_TABLE, optionsFor, valueNameFor, type CommandName, type OptionSpec } from './option-table';
 
 /** How a flag's value completes. */
-type ValueKind = { kind: 'none' } | { kind: 'choices'; choices: string[] } | { kind: 'file' } | { kind: 'free' };
+type ValueKind = { kind: 'none' } | { kind: 'choices'; choices: string[] } | { kind: 'file' } | { kind: 'directory' } | { kind: 'free' };
+
+/** The placeholders that name a path, and what the path must be. */
+const PATH_PLACEHOLDERS: Readonly<Record<string, 'file' | 'directory'>> = { PATH: 'file', FILE: 'file', DIR: 'directory' };
 
 function valueKind(spec: OptionSpec, command?: CommandName): ValueKind {
   if (spec.type === 'boolean') return { kind: 'none' };
   const name = (command === undefined ? spec.valueName : valueNameFor(spec, command)) ?? '';
   // Free values have upper-case placeholders (SIZE, DUR); lower case lists the choices, even one (`--for vllm`).
   if (/^[a-z-]+(\|[a-z-]+)*$/.test(name)) return { kind: 'choices', choices: name.split('|') };
-  if (name === 'PATH') return { kind: 'file' };
-  return { kind: 'free' };
+  const path = PATH_PLACEHOLDERS[name];
+  return path === undefined ? { kind: 'free' } : { kind: path };
 }
 
 /** The words that complete a command's flags (long and short forms). */
@@ -42,11 +47,14 @@ export function bashCompletion(): string {
       continue;
     }
     if (kind.kind === 'choices') valueCases.push(`    ${words}) COMPREPLY=($(compgen -W '${kind.choices.join(' ')}' -- "$cur")); return ;;`);
-    else if (kind.kind === 'file' || kind.kind === 'free') byKind.set(kind.kind, [...(byKind.get(kind.kind) ?? []), words]);
+    else if (kind.kind !== 'none') byKind.set(kind.kind, [...(byKind.get(kind.kind) ?? []), words]);
   }
   const files = byKind.get('file') ?? [];
+  const directories = byKind.get('directory') ?? [];
   const free = byKind.get('free') ?? [];
-  if (files.length > 0) valueCases.push(`    ${files.join('|')}) COMPREPLY=($(compgen -f -- "$cur")); return ;;`);
+  // -o filenames: readline marks directories with a / and adds no space after one (and quotes names).
+  if (files.length > 0) valueCases.push(`    ${files.join('|')}) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;`);
+  if (directories.length > 0) valueCases.push(`    ${directories.join('|')}) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")); return ;;`);
   // A value nobody can guess (a size, a duration, a GPU list): offer nothing rather than flags.
   if (free.length > 0) valueCases.push(`    ${free.join('|')}) COMPREPLY=(); return ;;`);
   const commandCases = COMMAND_NAMES.map((command) => {
@@ -67,7 +75,7 @@ _gpugate() {
   # Everything after the first -- belongs to the command gpugate wait runs.
   for (( i = 2; i < COMP_CWORD; i++ )); do
     if [[ \${COMP_WORDS[i]} == -- ]]; then
-      if (( i == COMP_CWORD - 1 )); then COMPREPLY=($(compgen -c -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi
+      if (( i == COMP_CWORD - 1 )); then COMPREPLY=($(compgen -c -- "$cur")); else compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); fi
       return
     fi
   done
@@ -84,20 +92,30 @@ complete -F _gpugate gpugate
 `;
 }
 
-/** A help line short enough for a completion menu, with nothing zsh would read as syntax. */
-function menuText(help: string): string {
-  const first = help.split(/; | \(|: /)[0] ?? help;
-  return first.replace(/[[\]]/g, '').replace(/'/g, "'\\''").replace(/:/g, '\\:');
+/** Text for a single-quoted word of the script: a quote closes, adds an escaped quote, reopens. */
+function singleQuoted(text: string): string {
+  return text.replace(/'/g, "'\\''");
+}
+
+/** A flag's whole help as an _arguments description (`[…]`): brackets inside are escaped, not cut. */
+function descriptionText(help: string): string {
+  return singleQuoted(help.replace(/[[\]\\]/g, (c) => `\\${c}`));
+}
+
+/** A message of _arguments: a colon would end the field, so it is escaped. */
+function fieldText(text: string): string {
+  return singleQuoted(text.replace(/[:\\]/g, (c) => `\\${c}`));
 }
 
 function zshSpec(spec: OptionSpec, command: CommandName): string {
   const kind = valueKind(spec, command);
   const valueName = valueNameFor(spec, command);
-  const text = menuText(spec.help);
+  const text = descriptionText(spec.help);
   const repeat = spec.multiple === true ? '*' : '';
   const value = kind.kind === 'choices' ? `:${valueName ?? 'value'}:(${kind.choices.join(' ')})`
     : kind.kind === 'file' ? `:${valueName ?? 'file'}:_files`
-      : kind.kind === 'free' ? `:${menuText(valueName ?? 'value')}: ` : '';
+      : kind.kind === 'directory' ? `:${valueName ?? 'directory'}:_files -/`
+        : kind.kind === 'free' ? `:${fieldText(valueName ?? 'value')}: ` : '';
   const long = `--${spec.name}${kind.kind === 'none' ? '' : '='}`;
   if (spec.short === undefined) return `'${repeat}${long}[${text}]${value}'`;
   return `'(-${spec.short} --${spec.name})'{-${spec.short},${long}}'[${text}]${value}'`;
@@ -105,7 +123,7 @@ function zshSpec(spec: OptionSpec, command: CommandName): string {
 
 /** The zsh script: save as `_gpugate` in $fpath, or `source <(gpugate completion zsh)` after compinit. */
 export function zshCompletion(): string {
-  const commands = COMMAND_NAMES.map((command) => `    '${command}:${menuText(COMMAND_SUMMARIES[command])}'`).join('\n');
+  const commands = COMMAND_NAMES.map((command) => `    '${command}:${singleQuoted(COMMAND_SUMMARIES[command])}'`).join('\n');
   const cases = COMMAND_NAMES.map((command) => {
     const argument = COMMAND_ARGUMENTS[command];
     const specs = optionsFor(command).map((spec) => zshSpec(spec, command));

@@ -1,11 +1,64 @@
 /**
  * `--help` text: the top-level summary and one page per command (usage, what it does, its flags
- * from the option table, examples, exit codes).
+ * from the option table, examples, exit codes), fitted to the terminal's width (80 when stdout is
+ * not one, or `COLUMNS`): lines wrap at spaces, a flag's help and an exit code's meaning with a hanging indent
+ * under their column, an example with a shell line continuation so it can still be pasted.
  */
+
+/** Below this many columns beside the flags (or fewer than its longest word), a flag's help goes under it instead. */
+const NARROWEST_HELP_COLUMN = 24;
+/** Where a flag's help starts when it goes under the flag. */
+const HELP_UNDER_FLAG = ' '.repeat(8);
+
+/** The continuation indent of a too-long line: under its text after a label (`  64   `, `  wait        `), else its own. */
+function hangingIndent(line: string): string {
+  const column = /^ *\S+ {2,}/.exec(line)?.[0] ?? /^ */.exec(line)?.[0] ?? '';
+  return ' '.repeat(column.length);
+}
+
+/** Every line of `text` wrapped to `width` at spaces, each under its own column. */
+function fitted(text: string, width: number): string {
+  return text.split('\n').map((line) => wrapLine(line, width, hangingIndent(line))).join('\n');
+}
+
+/**
+ * An example command fitted to `width`: the command broken at spaces outside quotes with ` \`
+ * continuations, so it still pastes as one, then its comment on a line of its own under it.
+ */
+function fittedExample(example: string, width: number): string {
+  if (example.length + 2 <= width) return `  ${example}`;
+  const comment = /^(.*?) {2,}(# .*)$/.exec(example);
+  const command = comment?.[1] ?? example;
+  const lines: string[] = [];
+  const words: string[] = [];
+  let word = '';
+  let quote: string | null = null;
+  for (const ch of command) {
+    if (quote === null && (ch === '"' || ch === "'")) quote = ch;
+    else if (ch === quote) quote = null;
+    if (ch === ' ' && quote === null) {
+      if (word !== '') words.push(word);
+      word = '';
+    } else word += ch;
+  }
+  if (word !== '') words.push(word);
+  let line = '  ';
+  for (const next of words) {
+    const indentOnly = line.trim() === '';
+    if (!indentOnly && line.length + 1 + next.length + 2 > width) {
+      lines.push(`${line} \\`);
+      line = `      ${next}`;
+    } else line = indentOnly ? `${line}${next}` : `${line} ${next}`;
+  }
+  lines.push(line);
+  if (comment !== null) lines.push(wrapLine(`      ${comment[2] ?? ''}`, width, '      # '));
+  return lines.join('\n');
+}
 
 import { DEFAULT_LEASE_DIR, LEASE_DIR_ENV } from '../host/gpu-lease';
 import { DEFAULT_SYSFS_ROOT, SYSFS_ROOT_ENV } from '../host/pci-topology';
 import { COMMAND_NAMES, COMMAND_SUMMARIES, optionsFor, valueNameFor, type CommandName } from './option-table';
+import { wrapLine } from './terminal-style';
 
 /** A command's help page; `exitCodes` replaces the wait/check table for commands that judge nothing. */
 interface CommandSummary {
@@ -169,9 +222,9 @@ const EXIT_CODES = `Exit codes:
   78   impossible configuration: --gpus matches nothing, threshold above total, fraction outside 0-1
   129  interrupted by SIGHUP / 130 by SIGINT / 143 by SIGTERM, after printing the last state`;
 
-/** The text of `gpugate --help`. */
-export function topLevelHelp(version: string): string {
-  return `gpugate ${version}: know whether NVIDIA GPUs are really free before a GPU service starts.
+/** The text of `gpugate --help`, fitted to `width`. */
+export function topLevelHelp(version: string, width = 80): string {
+  return fitted(`gpugate ${version}: know whether NVIDIA GPUs are really free before a GPU service starts.
 
 Usage: gpugate <command> [options]
 
@@ -180,17 +233,17 @@ ${COMMAND_NAMES.map((command) => `  ${command.padEnd(12)}${COMMAND_SUMMARIES[com
 
 Run "gpugate <command> --help" for a command's options. "gpugate --version" prints the version.
 Sizes: B, KiB, MiB, GiB, TiB (KB, MB, GB, TB are powers of ten). Durations: ms, s, m, h.
-Environment: GPUGATE_NVML_LIBRARY (NVML library path), NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES /
-SLURM_JOB_GPUS (default selection), JOURNAL_STREAM (journald prefixes), NOTIFY_SOCKET (--notify),
-${LEASE_DIR_ENV} (select's leases, default ${DEFAULT_LEASE_DIR}), ${SYSFS_ROOT_ENV} (select's topology, default ${DEFAULT_SYSFS_ROOT}),
-GPUGATE_SYSTEMD_UNIT_PATH (systemd: read unit files from a directory).
+Environment: GPUGATE_NVML_LIBRARY (NVML library path), NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES / \
+SLURM_JOB_GPUS (default selection), JOURNAL_STREAM (journald prefixes), NOTIFY_SOCKET (--notify), \
+${LEASE_DIR_ENV} (select's leases, default ${DEFAULT_LEASE_DIR}), ${SYSFS_ROOT_ENV} (select's topology, default ${DEFAULT_SYSFS_ROOT}), \
+GPUGATE_SYSTEMD_UNIT_PATH (systemd: read unit files from a directory), COLUMNS (the width output fits).
 
 ${EXIT_CODES}
-`;
+`, width);
 }
 
-/** The text of `gpugate <command> --help`. */
-export function commandHelp(command: CommandName): string {
+/** The text of `gpugate <command> --help`, fitted to `width`. */
+export function commandHelp(command: CommandName, width = 80): string {
   const summary = SUMMARIES[command];
   const rows = optionsFor(command).map((spec) => {
     const valueName = valueNameFor(spec, command);
@@ -200,18 +253,19 @@ export function commandHelp(command: CommandName): string {
     const help = `${spec.help}${fallback !== undefined ? ` [default: ${fallback}]` : ''}${spec.multiple === true && !spec.help.includes('repeatable') ? repeat : ''}`;
     return [flag, help] as const;
   });
-  const width = Math.max(...rows.map(([flag]) => flag.length)) + 2;
-  const options = rows.map(([flag, help]) => `  ${flag.padEnd(width)}${help}`).join('\n');
-  return `Usage: ${summary.usage.join('\n       ')}
-
-${summary.about}
+  const column = Math.max(...rows.map(([flag]) => flag.length)) + 4;
+  const options = rows.map(([flag, help]) => (width - column < Math.max(NARROWEST_HELP_COLUMN, ...help.split(' ').map((word) => word.length))
+    ? `  ${flag}\n${wrapLine(`${HELP_UNDER_FLAG}${help}`, width, HELP_UNDER_FLAG)}`
+    : wrapLine(`  ${flag.padEnd(column - 2)}${help}`, width, ' '.repeat(column)))).join('\n');
+  // The about text is one paragraph: its line breaks only kept it narrow in the source.
+  return `${fitted(`Usage: ${summary.usage.join('\n       ')}\n\n${summary.about.replace(/\n/g, ' ')}`, width)}
 
 Options:
 ${options}
 
 Examples:
-${summary.examples.map((line) => `  ${line}`).join('\n')}
+${summary.examples.map((line) => fittedExample(line, width)).join('\n')}
 
-${summary.exitCodes ?? EXIT_CODES}
+${fitted(summary.exitCodes ?? EXIT_CODES, width)}
 `;
 }

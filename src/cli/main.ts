@@ -46,8 +46,8 @@ export interface Presentation {
   width?: number;
   /** Colour the log; default: stderr is a terminal and NO_COLOR is unset. */
   colour?: boolean;
-  /** Where results (JSON, tables) go; default stdout. */
-  stdout?: { write(text: string): unknown };
+  /** Where results (JSON, tables) go; default stdout (its width, on a terminal, fits help and tables). */
+  stdout?: { write(text: string): unknown; readonly isTTY?: boolean; readonly columns?: number | undefined };
   /** Where the log goes; default stderr (its terminal-ness then decides `terminal` and `colour`). */
   stderr?: { write(text: string): unknown; readonly isTTY?: boolean; readonly columns?: number | undefined };
 }
@@ -60,7 +60,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const terminal = presentation.terminal ?? stderr.isTTY === true;
   const style = {
     terminal,
-    width: presentation.width ?? terminalWidth(stderr),
+    width: presentation.width ?? terminalWidth(stderr, env),
     colour: presentation.colour ?? colourEnabled(stderr, env),
     sink: stderr,
   };
@@ -75,7 +75,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   if (parsed.kind === 'top-help') {
     const { topLevelHelp } = require('./help-text') as typeof import('./help-text');
     const { packageVersion } = require('./package-info') as typeof import('./package-info');
-    stdout.write(topLevelHelp(packageVersion()));
+    stdout.write(topLevelHelp(packageVersion(), terminalWidth(stdout, env)));
     return ExitCode.ok;
   }
   if (parsed.kind === 'version') {
@@ -85,7 +85,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
   if (parsed.values.help === true) {
     const { commandHelp } = require('./help-text') as typeof import('./help-text');
-    stdout.write(commandHelp(parsed.command));
+    stdout.write(commandHelp(parsed.command, terminalWidth(stdout, env)));
     return ExitCode.ok;
   }
   const verbosity: Verbosity = parsed.values.quiet === true ? 'quiet' : parsed.values.verbose === true ? 'verbose' : 'normal';

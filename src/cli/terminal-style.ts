@@ -17,9 +17,17 @@ export function colourEnabled(stream: MaybeTerminal, env: NodeJS.ProcessEnv): bo
   return env['TERM'] !== 'dumb';
 }
 
-/** The terminal's width, or 80 when it does not say. */
-export function terminalWidth(stream: MaybeTerminal): number {
-  return typeof stream.columns === 'number' && stream.columns >= 20 ? stream.columns : 80;
+/** Narrower than this, neither `COLUMNS` nor a terminal is believed. */
+const NARROWEST = 20;
+
+/**
+ * The width to fit output to: `COLUMNS` when set to a number (the convention of ls and friends:
+ * `COLUMNS=200 gpugate holders | grep …` keeps rows whole), else the terminal's, else 80.
+ */
+export function terminalWidth(stream: MaybeTerminal, env: NodeJS.ProcessEnv = {}): number {
+  const columns = /^\d+$/.test(env['COLUMNS'] ?? '') ? Number(env['COLUMNS']) : undefined;
+  if (columns !== undefined && columns >= NARROWEST) return columns;
+  return typeof stream.columns === 'number' && stream.columns >= NARROWEST ? stream.columns : 80;
 }
 
 const CODES = { bold: 1, dim: 2, red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36 } as const;

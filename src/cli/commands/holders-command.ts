@@ -25,6 +25,7 @@ import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prome
 import { prometheusText } from '../prometheus-text';
 import { readSelectedSnapshot } from '../selected-snapshot';
 import { escapeForTerminal } from '../terminal-text';
+import { terminalWidth, wrapLine } from '../terminal-style';
 import { textTable } from '../text-table';
 
 /** Run `gpugate holders`. */
@@ -32,6 +33,10 @@ import { textTable } from '../text-table';
 function bytesOrNa(bytes: number | null): string {
   return bytes === null ? 'n/a' : formatBytes(bytes);
 }
+
+const HOLDER_COLUMNS = ['GPU', 'PID', 'CLASS', 'USED', 'STATE', 'PPID', 'NAME', 'OWNER', 'COMMAND', 'WHY'];
+/** Columns that leave the table for a line under their holder when it is too wide, the least needed first. */
+const FOLDED_FIRST = ['COMMAND', 'OWNER', 'PPID', 'STATE', 'WHY'];
 
 export async function runHolders(context: CommandContext): Promise<number> {
   const settings = parseSessionSettings('holders', context.values);
@@ -100,7 +105,8 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
       }));
       return ExitCode.ok;
     }
-    const rows: string[][] = [['GPU', 'PID', 'CLASS', 'USED', 'STATE', 'PPID', 'NAME', 'OWNER', 'COMMAND', 'WHY']];
+    const width = terminalWidth(context.stdout, context.env);
+    const rows: string[][] = [HOLDER_COLUMNS];
     for (const device of devices) {
       const summary = report.perGpu.find((entry) => entry.index === device.index);
       const listed = report.holders.filter((holder) => holder.gpus.includes(device.index));
@@ -132,17 +138,17 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
         rows.push([String(device.index), '-', 'none', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', `no holder (${shortBusId(device.pciBusId)})`]);
       }
     }
-    let text = `${textTable(rows)}\n`;
+    let text = `${textTable(rows, { width, wrap: [HOLDER_COLUMNS.indexOf('WHY'), HOLDER_COLUMNS.indexOf('NAME')], fold: FOLDED_FIRST.map((name) => HOLDER_COLUMNS.indexOf(name)) })}\n`;
     for (const device of devices) {
       const memoryUnknown = holderMemoryUnknownReason(device.processes);
-      if (memoryUnknown !== null) text += `\nGPU ${device.index}: ${memoryUnknown}.\n`;
+      if (memoryUnknown !== null) text += `\n${wrapLine(`GPU ${device.index}: ${memoryUnknown}.`, width)}\n`;
     }
-    if (report.nestedPidNamespace) text += '\nNote: gpugate runs in a nested PID namespace; NVML\'s pids cannot be looked up here (run with the host PID namespace to attribute holders).\n';
+    if (report.nestedPidNamespace) text += `\n${wrapLine('Note: gpugate runs in a nested PID namespace; NVML\'s pids cannot be looked up here (run with the host PID namespace to attribute holders).', width)}\n`;
     const shm = report.shm;
     text += `\n/dev/shm: ${shm.leaked.length} leaked file(s)`;
     if (shm.tmpfsFreeBytes !== null && shm.tmpfsTotalBytes !== null) text += `, ${formatBytes(shm.tmpfsFreeBytes)} free of ${formatBytes(shm.tmpfsTotalBytes)}`;
     text += '\n';
-    for (const entry of shm.leaked) text += `  ${escapeForTerminal(entry.path)}  ${formatBytes(entry.allocatedBytes)}  (no process has it open or mapped)\n`;
+    for (const entry of shm.leaked) text += `${wrapLine(`  ${escapeForTerminal(entry.path)}  ${formatBytes(entry.allocatedBytes)}  (no process has it open or mapped)`, width)}\n`;
     context.stdout.write(text);
     return ExitCode.ok;
   } finally {

@@ -19,7 +19,8 @@ import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prome
 import { prometheusText } from '../prometheus-text';
 import { readSelectedSnapshot } from '../selected-snapshot';
 import { escapeForTerminal } from '../terminal-text';
-import { textTable } from '../text-table';
+import { terminalWidth, wrapLine } from '../terminal-style';
+import { textTableBlocks } from '../text-table';
 
 /** A device as `--json` prints it: its memory also says whether used includes reserved (see GpuEvaluation.reservedInUsed). */
 type StatusJsonDevice = Omit<GpuDevice, 'memory'> & { memory: (GpuMemory & { reservedInUsed: boolean | null }) | null };
@@ -62,7 +63,7 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
         devices: snapshot.devices.map(statusJsonDevice),
       }));
     } else {
-      context.stdout.write(statusTable(snapshot, library, selection.source));
+      context.stdout.write(statusTable(snapshot, library, selection.source, terminalWidth(context.stdout, context.env)));
     }
     return ExitCode.ok;
   } finally {
@@ -82,20 +83,30 @@ function processName(pid: number): string {
   }
 }
 
-/** The human table: one line per GPU, its processes indented below it. */
-export function statusTable(snapshot: Snapshot, library: NvmlSession['library'], source: string): string {
-  const header = `${escapeForTerminal(`NVML ${library.nvmlVersion ?? '?'}  driver ${library.driverVersion ?? '?'}  CUDA ${library.cudaDriverVersion ?? '?'}  library ${library.path}`)}\n` +
-    `${snapshot.devices.length} GPU(s) selected (${source === 'option' ? '--gpus' : source})\n\n`;
-  const rows: string[][] = [['GPU', 'NAME', 'BUS', 'USED', 'FREE', 'RESERVED', 'TOTAL', 'PROCS', 'PERSIST', 'COMPUTE', 'MIG', 'UTIL', 'TEMP', 'POWER']];
+/** Columns that leave the table for a line under their GPU when it is too wide, the least needed first. */
+const FOLDED_FIRST = ['POWER', 'TEMP', 'UTIL', 'MIG', 'COMPUTE', 'PERSIST', 'RESERVED'];
+const STATUS_COLUMNS = ['GPU', 'NAME', 'BUS', 'USED', 'FREE', 'RESERVED', 'TOTAL', 'PROCS', 'PERSIST', 'COMPUTE', 'MIG', 'UTIL', 'TEMP', 'POWER'];
+
+/** The human table: one line per GPU, its processes indented below it, fitted to `width`. */
+export function statusTable(snapshot: Snapshot, library: NvmlSession['library'], source: string, width = 80): string {
+  const header = [
+    escapeForTerminal(`NVML ${library.nvmlVersion ?? '?'}  driver ${library.driverVersion ?? '?'}  CUDA ${library.cudaDriverVersion ?? '?'}  library ${library.path}`),
+    `${snapshot.devices.length} GPU(s) selected (${source === 'option' ? '--gpus' : source})`,
+  ].map((line) => wrapLine(line, width)).join('\n');
+  const rows: string[][] = [STATUS_COLUMNS];
   const details: Map<number, string[]> = new Map();
   for (const device of snapshot.devices) rows.push(deviceRow(device, details));
-  const lines = textTable(rows).split('\n');
-  const out: string[] = [lines[0] as string];
-  snapshot.devices.forEach((device, i) => {
-    out.push(lines[i + 1] as string);
-    out.push(...(details.get(device.index) ?? []));
+  const blocks = textTableBlocks(rows, {
+    width,
+    wrap: [STATUS_COLUMNS.indexOf('NAME')],
+    fold: FOLDED_FIRST.map((name) => STATUS_COLUMNS.indexOf(name)),
   });
-  return `${header}${out.join('\n')}\n`;
+  const out: string[] = [blocks[0] as string];
+  snapshot.devices.forEach((device, i) => {
+    out.push(blocks[i + 1] as string);
+    out.push(...(details.get(device.index) ?? []).map((line) => wrapLine(line, width, `${/^ */.exec(line)?.[0] ?? ''}  `)));
+  });
+  return `${header}\n\n${out.join('\n')}\n`;
 }
 
 function processLine(process: GpuProcess): string {
