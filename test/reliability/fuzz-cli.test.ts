@@ -87,7 +87,7 @@ const malformed: fc.Arbitrary<Malformed> = fc.oneof(
   fc.tuple(fc.constantFrom<Command>('wait', 'check'), anyText.filter((t) => rejects(parseSizeOrPercentage, t))).map(([c, value]): Malformed => ({
     kind: 'bad size or percentage', command: c, tokens: [`--max-used=${value}`], flag: 'max-used', exit: 64, names: ['--max-used'], mixable: true,
   })),
-  fc.tuple(fc.constantFrom<Command>('wait', 'check'), fc.constantFrom('1', '1.0', '100%', '100.0%')).map(([c, value]): Malformed => ({
+  fc.tuple(fc.constantFrom<Command>('wait', 'check'), fc.constantFrom('1', '1.0', '100%', '100.0%', '0%', '150%')).map(([c, value]): Malformed => ({
     kind: 'impossible fraction', command: c, tokens: [`--min-free=${value}`], flag: 'min-free', exit: 78, names: ['--min-free'], mixable: true,
   })),
   fc.tuple(fc.constantFrom<Command>('wait', 'check'), anyText.filter((t) => rejects(parseSize, t))).map(([c, value]): Malformed => ({
