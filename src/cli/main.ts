@@ -15,9 +15,11 @@ import { CliError } from './cli-error';
 import type { CommandContext, CommandRunner } from './command-context';
 import { ExitCode, exitCodeForError } from './exit-codes';
 import { isJournalStream } from './journal-stream';
+import { failureDocument, jsonRequested } from './json-error';
+import { jsonDocument } from './json-document';
 import { Logger, type Verbosity } from './logger';
 import type { CommandName } from './option-table';
-import { parseCommandLine } from './parse-command-line';
+import { parseCommandLine, usageError } from './parse-command-line';
 import { standardError, standardOut } from './standard-output';
 import { colourEnabled, terminalWidth } from './terminal-style';
 
@@ -65,12 +67,25 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     sink: stderr,
   };
   const stdout = presentation.stdout ?? standardOut();
+  // With --json anywhere on the line, stdout carries exactly one document, whatever the exit.
+  const jsonCommand = jsonRequested(argv);
+  let printed = false;
+  const output = jsonCommand === null ? stdout : {
+    write(text: string): unknown {
+      printed = true;
+      return stdout.write(text);
+    },
+  };
+  const failed = (error: unknown, code: number): number => {
+    if (jsonCommand !== null && !printed) stdout.write(jsonDocument(failureDocument(jsonCommand, error, code)));
+    return code;
+  };
   let parsed;
   try {
     parsed = parseCommandLine(argv);
   } catch (error) {
     new Logger({ journal, verbosity: 'normal', ...style }).error(error instanceof Error ? error.message : String(error));
-    return exitCodeForError(error);
+    return failed(error, exitCodeForError(error));
   }
   if (parsed.kind === 'top-help') {
     const { topLevelHelp } = require('./help-text') as typeof import('./help-text');
@@ -90,8 +105,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
   const verbosity: Verbosity = parsed.values.quiet === true ? 'quiet' : parsed.values.verbose === true ? 'verbose' : 'normal';
   if (parsed.values.quiet === true && parsed.values.verbose === true) {
-    new Logger({ journal, verbosity: 'normal', ...style }).error(`gpugate ${parsed.command}: -q and -v exclude each other (see gpugate ${parsed.command} --help)`);
-    return ExitCode.usage;
+    const conflict = usageError(`gpugate ${parsed.command}: -q and -v exclude each other`, parsed.command);
+    new Logger({ journal, verbosity: 'normal', ...style }).error(conflict.message);
+    return failed(conflict, ExitCode.usage);
   }
   const logger = new Logger({ journal, verbosity, ...style });
   const context: CommandContext = {
@@ -99,11 +115,12 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     wrapped: parsed.wrapped,
     env,
     logger,
-    stdout,
+    stdout: output,
     journal,
   };
   try {
-    return await loadCommand(parsed.command)(context);
+    const code = await loadCommand(parsed.command)(context);
+    return printed || jsonCommand === null ? code : failed(new Error(`gpugate ${parsed.command} ended with exit ${code} without its --json document`), ExitCode.software);
   } catch (error) {
     const code = exitCodeForError(error);
     const message = error instanceof Error ? error.message : String(error);
@@ -112,7 +129,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     } else {
       logger.error(message);
     }
-    return code;
+    return failed(error, code);
   }
 }
 

@@ -17,7 +17,6 @@ import { shortCommand } from '../holder-text';
 import { describeOwner } from '../../gate/owner-text';
 import { holderMemoryUnknownReason, holdersUnknownReason } from '../../gate/holders-unknown';
 import { jsonDocument } from '../json-document';
-import { withJsonError } from '../json-error';
 import { holderJson, holderOnGpuJson, ownerJson } from '../json-result';
 import { logfmt } from '../logfmt';
 import { closeSession, openSession } from '../nvml-session';
@@ -35,8 +34,7 @@ function bytesOrNa(bytes: number | null): string {
 
 export async function runHolders(context: CommandContext): Promise<number> {
   const settings = parseSessionSettings('holders', context.values);
-  return withJsonError('holders', settings.format === 'json', context,
-    () => withPrometheusFailure(settings, context, () => holders(context, settings)));
+  return withPrometheusFailure(settings, context, () => holders(context, settings));
 }
 
 async function holders(context: CommandContext, settings: SessionSettings): Promise<number> {

@@ -13,7 +13,6 @@ import { parseSessionSettings, type SessionSettings } from '../criteria-settings
 import { ExitCode } from '../exit-codes';
 import { shortBusId } from '../bus-id';
 import { jsonDocument } from '../json-document';
-import { withJsonError } from '../json-error';
 import { closeSession, openSession } from '../nvml-session';
 import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
 import { prometheusText } from '../prometheus-text';
@@ -32,8 +31,7 @@ function statusJsonDevice(device: GpuDevice): StatusJsonDevice {
 /** Run `gpugate status`. */
 export async function runStatus(context: CommandContext): Promise<number> {
   const settings = parseSessionSettings('status', context.values);
-  return withJsonError('status', settings.format === 'json', context,
-    () => withPrometheusFailure(settings, context, () => status(context, settings)));
+  return withPrometheusFailure(settings, context, () => status(context, settings));
 }
 
 async function status(context: CommandContext, settings: SessionSettings): Promise<number> {
