@@ -152,9 +152,9 @@ describe('every --json document validates against its schema', () => {
 
   it('status: a plain host, MIG, a lost GPU, and NVML missing', async () => {
     for (const name of ['restart-race', 'mig', 'lost-gpu', 'r535-stride']) {
-      // Each scenario through the simulator library of its driver profile (r535-stride: 535.54).
+      // Each scenario through the simulator library of its driver profile (r535-stride: 535.54); a lost GPU exits 69, every GPU still listed.
       const scenario = bundledScenario(name);
-      const document = await documentOf(['status'], cliEnv(scenario, { GPUGATE_NVML_LIBRARY: simLibraryFor(scenario) }), 0);
+      const document = await documentOf(['status'], cliEnv(scenario, { GPUGATE_NVML_LIBRARY: simLibraryFor(scenario) }), name === 'lost-gpu' ? 69 : 0);
       expect((document['devices'] as unknown[]).length).toBeGreaterThan(0);
     }
     const failed = await documentOf(['status', '--library', missingLibrary], cliEnv(null), 69);

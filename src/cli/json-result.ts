@@ -67,8 +67,8 @@ export interface HolderJson {
 /** One GPU as `--json` prints it. */
 export interface GpuJson {
   index: number;
-  uuid: string;
-  pciBusId: string;
+  uuid: string | null;
+  pciBusId: string | null;
   name: string | null;
   /** default, exclusive_thread, prohibited, exclusive_process; null when unread. */
   computeMode: string | null;

@@ -11,6 +11,7 @@ import { formatBytes } from '../units';
 import { emptySelectionError, selectDevices, type DeviceSelection, type SelectableDevice } from './devices';
 import { DeviceSelectionError } from './device-selection-error';
 import { engineView, isEngineMinFree, type EngineView } from './engine-view';
+import { gpuLabel } from './gpu-label';
 import { resolveCriteria, neededFreeBytes, maxUsedBytes, implausibleMemory, nothingLeftToFree, releasingHolders, reservedInUsed, usedExcludingReserved, StabilityTracker, type Criteria, type CriteriaOptions } from './criteria';
 import { DEFAULT_INTERVAL_MS } from './gate-defaults';
 import { daemonNamed, disregardedDaemons } from './ignored-daemons';
@@ -67,10 +68,10 @@ export type GpuFailureReason = 'memory' | 'processes' | 'unstable' | 'error' | '
 /** The state of one selected GPU (or MIG instance) at one poll. */
 export interface GpuEvaluation {
   index: number;
-  /** The GPU's UUID, or the MIG instance's when a MIG instance was selected. */
-  uuid: string;
-  pciBusId: string;
-  name: string;
+  /** The GPU's UUID, or the MIG instance's when a MIG instance was selected; null (as pciBusId and name) when NVML could not identify the GPU. */
+  uuid: string | null;
+  pciBusId: string | null;
+  name: string | null;
   /** Set when the evaluation is of a MIG instance of GPU `index`. */
   migUuid: string | null;
   /** The GPU's compute mode (null when unread, e.g. with memoryOnly snapshots). */
@@ -251,7 +252,7 @@ function fatalFromDevice(device: GpuDevice): Error | null {
     nvmlReturn: error.nvmlReturn,
     fn: error.fn,
     device: device.index,
-    message: `GPU ${device.index} (${device.uuid}, ${device.pciBusId}): ${error.message}; waiting cannot help`,
+    message: `${gpuLabel(device)}: ${error.message}; waiting cannot help`,
   });
 }
 
@@ -269,7 +270,7 @@ function recoveryRequired(device: GpuDevice): Error | null {
     fn: 'nvmlDeviceGetFieldValues',
     device: device.index,
     message:
-      `GPU ${device.index} (${device.uuid}, ${device.pciBusId}) needs recovery action ${action} (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; Xid 154): ` +
+      `${gpuLabel(device)} needs recovery action ${action} (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; Xid 154): ` +
       `waiting cannot help; ${recoveryRemedy(action, device.index)}`,
   });
 }
@@ -291,7 +292,7 @@ function unjudgeableMemory(device: GpuDevice, criteria: Criteria): Error | null 
     fn: failure?.fn ?? 'nvmlDeviceGetMemoryInfo_v2',
     device: device.index,
     message:
-      `GPU ${device.index} (${device.uuid}, ${device.pciBusId}) reports no device memory figures (${why}), as unified-memory ` +
+      `${gpuLabel(device)} reports no device memory figures (${why}), as unified-memory ` +
       'systems (GH200, GB200, GB10, Jetson) can: a free-memory criterion cannot be judged there and waiting cannot help; ' +
       'use --no-processes (noProcesses) instead',
   });
@@ -312,7 +313,7 @@ function memoryWithoutPermission(device: GpuDevice, criteria: Criteria): Error |
     fn: failure.fn,
     device: device.index,
     message:
-      `GPU ${device.index} (${device.uuid}, ${device.pciBusId}): ${failure.fn} answers NO_PERMISSION, as a MIG GPU's parent does ` +
+      `${gpuLabel(device)}: ${failure.fn} answers NO_PERMISSION, as a MIG GPU's parent does ` +
       'inside a container: its memory cannot be judged here and waiting cannot help; select the MIG instance ' +
       '(its MIG- UUID, as the container runtime sets CUDA_VISIBLE_DEVICES), or run gpugate as root on the host',
   });
@@ -333,7 +334,7 @@ function migReportsWholeGpu(device: GpuDevice, mig: MigDevice, criteria: Criteri
     fn,
     device: device.index,
     message:
-      `GPU ${device.index} (${mig.uuid}, ${device.pciBusId}): the MIG instance reports the whole GPU's memory as its own ` +
+      `${gpuLabel({ index: device.index, uuid: mig.uuid, pciBusId: device.pciBusId })}: the MIG instance reports the whole GPU's memory as its own ` +
       `(total ${formatBytes(mig.memory.totalBytes)}, the GPU's ${formatBytes(device.memory.totalBytes)}): its own free memory cannot be judged here ` +
       'and waiting cannot help; run gpugate where NVML reports per-instance memory (on the host, as root)',
   });
@@ -354,7 +355,7 @@ function implausibleMemoryError(device: GpuDevice, memory: GpuMemory | null, lab
     nvmlReturn: null,
     fn,
     device: device.index,
-    message: `${label}, ${device.pciBusId}: ${fn} reported implausible memory figures (${why}); the GPU cannot be judged and is never reported free`,
+    message: `${label}${device.pciBusId === null ? '' : `, ${device.pciBusId}`}: ${fn} reported implausible memory figures (${why}); the GPU cannot be judged and is never reported free`,
   });
 }
 
@@ -437,7 +438,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     const read = mig ? migProcessesOf(mig, plan) : device.processes;
     const error = device.error ?? mig?.error ?? device.fieldErrors.memory ?? null;
     const reasons: GpuEvaluation['reasons'] = [];
-    const label = `GPU ${device.index} (${unit.migUuid ?? device.uuid})`;
+    const label = gpuLabel({ index: device.index, uuid: unit.migUuid ?? device.uuid, pciBusId: null });
     const implausible = implausibleMemoryError(device, memory, label, state.criteria);
     if (implausible) throw implausible;
     let computeMode = device.computeMode;

@@ -126,7 +126,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
         const failure = device.fieldErrors.processes;
         rows.push([String(device.index), '-', 'unreadable', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', holdersUnknownReason(null, failure) ?? '']);
       } else if (listed.length === 0 && (bytes === null || bytes <= 0) && (summary?.hiddenHolders.length ?? 0) === 0) {
-        rows.push([String(device.index), '-', 'none', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', `no holder (${shortBusId(device.pciBusId)})`]);
+        rows.push([String(device.index), '-', 'none', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', device.pciBusId === null ? 'no holder' : `no holder (${shortBusId(device.pciBusId)})`]);
       }
     }
     let text = `${textTable(rows)}\n`;

@@ -30,8 +30,8 @@ const CUDA_VISIBLE_DEVICES = 'CUDA_VISIBLE_DEVICES';
 interface SelectedGpuJson {
   index: number;
   uuid: string;
-  pciBusId: string;
-  name: string;
+  pciBusId: string | null;
+  name: string | null;
   numaNode: number | null;
   lease: { path: string; holderPid: number | null; holderComm: string | null; holderStartTicks: number | null; createdAt: number; expiresAt: number | null } | null;
 }
