@@ -7,7 +7,7 @@
 
 import { CliError } from './cli-error';
 import { ExitCode } from './exit-codes';
-import { errorJson, type ResultJson } from './json-result';
+import type { ResultJson } from './json-result';
 import { COMMAND_NAMES, optionsFor, type CommandName } from './option-table';
 
 /**
@@ -22,6 +22,24 @@ export function jsonRequested(argv: readonly string[]): CommandName | null {
   const words = separator === -1 ? argv.slice(1) : argv.slice(1, separator);
   const asked = words.some((word, i) => word === '--json' || word === '--format=json' || (word === '--format' && words[i + 1] === 'json'));
   return asked ? command : null;
+}
+
+/** An error as every document's `error` field gives it. */
+export interface ErrorJson {
+  name: string;
+  code: string | null;
+  message: string;
+}
+
+/** An error's JSON form; null for none. */
+export function errorJson(error: unknown): ErrorJson | null {
+  if (error === null || error === undefined) return null;
+  const e = error as { name?: unknown; code?: unknown; message?: unknown };
+  return {
+    name: typeof e.name === 'string' ? e.name : 'Error',
+    code: typeof e.code === 'string' ? e.code : null,
+    message: typeof e.message === 'string' ? e.message : String(error),
+  };
 }
 
 /** The result word of the gate's and select's documents for a failure that ended with `exitCode`. */
