@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../src/cli/json-document';
 import { COMMAND_NAMES, optionsFor, type CommandName } from '../src/cli/option-table';
 import { HOLDER_CLASSES } from '../src/gate/stale';
-import { cliEnv, runCli } from './helpers/cli';
+import { cliEnv, runCli, startCli, type CliRun } from './helpers/cli';
 import { bundledScenario, freshBundledScenario, repoRoot, simDevice, simLibraryFor, writeScenario } from './helpers/sim';
 
 const SCHEMA_DIR = join(repoRoot(), 'schemas');
@@ -68,7 +68,11 @@ async function documentOf(args: string[], env: NodeJS.ProcessEnv, expectedCode: 
 
 /** The same for a command line that holds its own --json (or --format json) wherever it stands. */
 async function documentOfLine(args: string[], env: NodeJS.ProcessEnv, expectedCode: number | 'as-reported'): Promise<Record<string, unknown>> {
-  const run = await runCli(args, { env, killAfterMs: 60_000 });
+  return validDocument(await runCli(args, { env, killAfterMs: 60_000 }), args, expectedCode);
+}
+
+/** The one document of a finished run, checked as documentOf does. */
+function validDocument(run: CliRun, args: string[], expectedCode: number | 'as-reported'): Record<string, unknown> {
   if (expectedCode !== 'as-reported') expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(expectedCode);
   const lines = run.stdout.trim().split('\n');
   expect(lines, `${args.join(' ')}: stdout ${JSON.stringify(run.stdout)}`).toHaveLength(1);
@@ -302,6 +306,20 @@ describe('--json on every exit', () => {
     });
   }
 
+  it('a command without a gate of its own, interrupted while NVML hangs: its failure document with 143 / 130 / 129', async () => {
+    // Every memory query hangs: the command is inside NVML when the signal comes.
+    const scenario = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', hang: true }] });
+    for (const [command, signal, code] of [['status', 'SIGTERM', 143], ['holders', 'SIGINT', 130], ['status', 'SIGHUP', 129]] as const) {
+      const args = [command, '--json', '--nvml-timeout', '10m'];
+      const cli = startCli(args, { env: cliEnv(scenario), killAfterMs: 60_000 });
+      // The simulator is mapped once the command has started its work: its signal watch is in place.
+      await mappedLibrary(cli.child.pid as number, 'gpugate_sim');
+      cli.child.kill(signal);
+      const document = validDocument(await cli.done, args, code);
+      expect(document).toMatchObject({ command, result: 'error', error: { name: 'AbortError', message: `interrupted by ${signal}` } });
+    }
+  });
+
   it('prints no document without --json, and none for --help', async () => {
     const env = cliEnv(freshBundledScenario('restart-race'));
     const usage = await runCli(['status', '--bogus'], { env });
@@ -311,3 +329,18 @@ describe('--json on every exit', () => {
     expect(help.stdout).toMatch(/^Usage: gpugate status/m);
   });
 });
+
+/** Resolves once process `pid` has mapped a file whose name contains `name` (polled: /proc has no notification). */
+async function mappedLibrary(pid: number, name: string): Promise<void> {
+  for (let tries = 0; tries < 3000; tries++) {
+    let maps = '';
+    try {
+      maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
+    } catch {
+      throw new Error(`process ${pid} ended before it mapped ${name}`);
+    }
+    if (maps.includes(name)) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`process ${pid} never mapped ${name}`);
+}

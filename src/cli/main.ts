@@ -118,8 +118,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     stdout: output,
     journal,
   };
+  // wait, check and select report an interruption in their own document; the others' is the failure document.
+  const watch = jsonCommand === null || GATED_COMMANDS.includes(jsonCommand) ? null : watchForInterruption();
   try {
-    const code = await loadCommand(parsed.command)(context);
+    const running = loadCommand(parsed.command)(context);
+    const code = await (watch === null ? running : Promise.race([running, watch.interrupted]));
     return printed || jsonCommand === null ? code : failed(new Error(`gpugate ${parsed.command} ended with exit ${code} without its --json document`), ExitCode.software);
   } catch (error) {
     const code = exitCodeForError(error);
@@ -130,7 +133,27 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       logger.error(message);
     }
     return failed(error, code);
+  } finally {
+    watch?.dispose();
   }
+}
+
+/** The commands that watch for SIGINT / SIGTERM / SIGHUP themselves (src/cli/interrupt-watch.ts). */
+const GATED_COMMANDS: readonly CommandName[] = ['wait', 'check', 'select'];
+
+/**
+ * For a command that does not watch for signals itself: a promise that rejects with the
+ * InterruptedError of the first SIGINT / SIGTERM / SIGHUP, so its --json document can say so
+ * (130 / 143 / 129); a command stuck in NVML is ended by the watch a second later regardless.
+ */
+function watchForInterruption(): { interrupted: Promise<never>; dispose(): void } {
+  const { InterruptWatch } = require('./interrupt-watch') as typeof import('./interrupt-watch');
+  const watch = new InterruptWatch(() => undefined);
+  const interrupted = new Promise<never>((_resolve, reject) => {
+    watch.signal.addEventListener('abort', () => reject(watch.signal.reason), { once: true });
+  });
+  interrupted.catch(() => undefined); // handled by the race; never an unhandled rejection
+  return { interrupted, dispose: () => watch.dispose() };
 }
 
 if (require.main === module) {
