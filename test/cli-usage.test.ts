@@ -192,6 +192,8 @@ describe('gpugate command line', () => {
       [['--max-used', '150%'], 'maxUsed', { maxUsed: parseSizeOrPercentage('150%') }],
       [['--for', 'vllm', '--min-free', '100%'], 'minFree', { minFree: { engine: 'vllm', utilization: 1 } }],
       [['--for', 'vllm', '--min-free', '0%'], 'minFree', { minFree: { engine: 'vllm', utilization: 0 } }],
+      // Under --for a bare number is the engine's fraction, whatever its value.
+      [['--for', 'vllm', '--min-free', '1.5'], 'minFree', { minFree: { engine: 'vllm', utilization: 1.5 } }],
     ];
     for (const [flags, option, library] of cases) {
       const run = await runCli(['wait', ...flags, '--timeout', '10m', '--json'], { env: cliEnv(twoIdleGpus) });
