@@ -123,7 +123,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   try {
     const running = loadCommand(parsed.command)(context);
     const code = await (watch === null ? running : Promise.race([running, watch.interrupted]));
-    return printed || jsonCommand === null ? code : failed(new Error(`gpugate ${parsed.command} ended with exit ${code} without its --json document`), ExitCode.software);
+    if (printed || jsonCommand === null) return code;
+    const missing = new Error(`gpugate ${parsed.command} ended with exit ${code} without its --json document`);
+    logger.error(`internal error (a bug in gpugate, please report it): ${missing.message}`);
+    return failed(missing, ExitCode.software);
   } catch (error) {
     const code = exitCodeForError(error);
     const message = error instanceof Error ? error.message : String(error);
