@@ -73,10 +73,12 @@ export interface ProcessListSource {
 /** One GPU as seen in one snapshot. */
 export interface GpuDevice {
   index: number;
-  uuid: string;
-  name: string;
-  /** Canonical NVML form, e.g. '00000000:1B:00.0'. */
-  pciBusId: string;
+  /** Null when NVML could not identify the GPU (lost before the session opened: `error` says why). */
+  uuid: string | null;
+  /** Null as `uuid`. */
+  name: string | null;
+  /** Canonical NVML form, e.g. '00000000:1B:00.0'; null as `uuid`. */
+  pciBusId: string | null;
   /** The N of /dev/nvidiaN, or null when unreadable. */
   minorNumber: number | null;
   /** e.g. '12.0', or null when unreadable. */
@@ -209,9 +211,10 @@ export interface NvmlSession {
 /** What identifies a GPU for a whole session: read once when the session opens. */
 export interface GpuIdentity {
   index: number;
-  uuid: string;
-  name: string;
-  pciBusId: string;
+  /** Null when NVML could not report it (see `error`); never an empty string. */
+  uuid: string | null;
+  name: string | null;
+  pciBusId: string | null;
   minorNumber: number | null;
   computeCapability: string | null;
   /** The driver's recovery action (field 230); null when unreadable. */

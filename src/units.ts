@@ -113,15 +113,14 @@ export type SizeOrFraction = { fraction: number } | { bytes: number };
 const PERCENT_RE = new RegExp(`^(${NUMBER})\\s*%$`);
 const BARE_NUMBER_RE = new RegExp(`^${NUMBER}$`);
 
-/** A percentage (`90%`, 0 < p <= 100) as a fraction, null when `trimmed` is not one; `expected` names the caller's grammar. */
-function percentageOf(text: string, trimmed: string, expected: string): { fraction: number } | null {
+/**
+ * A percentage (`90%`) as a fraction, null when `trimmed` is not one. Any value parses: which
+ * fractions a criterion accepts is the criterion's to say (src/gate/criteria.ts), so `150%` is the
+ * same configuration error as the library's `{ fraction: 1.5 }`, not a malformed value.
+ */
+function percentageOf(trimmed: string): { fraction: number } | null {
   const percent = PERCENT_RE.exec(trimmed);
-  if (!percent) return null;
-  const value = Number(percent[1]);
-  if (!(value > 0 && value <= 100)) {
-    throw new UsageError(text, expected, `invalid value ${JSON.stringify(text)}: a percentage must be above 0% and at most 100%; expected ${expected}`);
-  }
-  return { fraction: value / 100 };
+  return percent ? { fraction: Number(percent[1]) / 100 } : null;
 }
 
 /** parseSize of `trimmed`, its failure reworded for the caller's grammar. */
@@ -136,7 +135,7 @@ function sizeIn(text: string, trimmed: string, expected: string): { bytes: numbe
 
 /**
  * Parses a fraction of total memory or a size, as `--min-free` takes it: a bare number
- * 0 < x <= 1 or a percentage (`90%`, 0 < p <= 100) is a fraction, `0` is no bytes, and anything
+ * 0 < x <= 1 or a percentage (`90%`) is a fraction, `0` is no bytes, and anything
  * else must be a size with a unit (see parseSize). A bare number above 1 is refused: neither a
  * fraction nor a byte count without a unit. (A fraction of 1 parses; no GPU can ever have all of
  * its memory free, so the criteria check refuses it as a ConfigError.)
@@ -144,7 +143,7 @@ function sizeIn(text: string, trimmed: string, expected: string): { bytes: numbe
 export function parseSizeOrFraction(text: string): SizeOrFraction {
   if (typeof text !== 'string') throw new UsageError(String(text), SIZE_OR_FRACTION_EXPECTED);
   const trimmed = text.trim();
-  const percent = percentageOf(text, trimmed, SIZE_OR_FRACTION_EXPECTED);
+  const percent = percentageOf(trimmed);
   if (percent !== null) return percent;
   if (BARE_NUMBER_RE.test(trimmed)) {
     const value = Number(trimmed);
@@ -157,14 +156,13 @@ export function parseSizeOrFraction(text: string): SizeOrFraction {
 }
 
 /**
- * Parses a size or a percentage of total memory, as `--max-used` takes it: `90%` (0 < p <= 100)
- * is a fraction, anything else must be a size with a unit, or `0` (see parseSize). A bare number
+ * Parses a size or a percentage of total memory, as `--max-used` takes it: `90%` is a fraction, anything else must be a size with a unit, or `0` (see parseSize). A bare number
  * is refused: `1` read as a fraction would allow every byte, read as bytes almost none.
  */
 export function parseSizeOrPercentage(text: string): SizeOrFraction {
   if (typeof text !== 'string') throw new UsageError(String(text), SIZE_OR_PERCENTAGE_EXPECTED);
   const trimmed = text.trim();
-  return percentageOf(text, trimmed, SIZE_OR_PERCENTAGE_EXPECTED) ?? sizeIn(text, trimmed, SIZE_OR_PERCENTAGE_EXPECTED);
+  return percentageOf(trimmed) ?? sizeIn(text, trimmed, SIZE_OR_PERCENTAGE_EXPECTED);
 }
 
 const FORMAT_UNITS: Array<[string, number]> = [

@@ -104,6 +104,57 @@ describe('gpugate exit codes', () => {
     expect(run.code).toBe(0);
   });
 
+  it('status exits 69 when a selected GPU is lost, still listing every GPU, the lost one with null identity', async () => {
+    const env = cliEnv(bundledScenario('lost-gpu'));
+    const json = await runCli(['status', '--json'], { env });
+    expect(json.code, json.stderr).toBe(69);
+    const document = parseJsonOutput(json);
+    expect(document).toMatchObject({ command: 'status', result: 'unavailable', exitCode: 69 });
+    const devices = document.devices as Array<{ index: number; uuid: string | null; name: string | null; pciBusId: string | null; error: { code: string } | null }>;
+    expect(devices.map((device) => device.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(devices[5]).toMatchObject({ uuid: null, name: null, pciBusId: null, error: { code: 'NVML_ERROR_GPU_IS_LOST' } });
+    expect(devices[4]?.uuid).toBe('GPU-a6f03c81-9d4e-4b27-8c5a-2e7f1d9b6a03');
+    expect(document.problems).toEqual([{ index: 5, code: 'NVML_ERROR_GPU_IS_LOST', message: 'GPU 5 (identity unknown): GPU is lost' }]);
+    expect(json.stderr).toContain('GPU 5 (identity unknown): GPU is lost (NVML_ERROR_GPU_IS_LOST)');
+
+    const text = await runCli(['status', '--gpus', '4,5'], { env });
+    expect(text.code).toBe(69);
+    expect(text.stdout).toMatch(/^5 +unknown +- /m);
+    expect(text.stdout).toContain('UUID unknown');
+    expect(text.stdout).toContain('error: NVML_ERROR_GPU_IS_LOST: GPU is lost');
+    expect(text.stderr).toContain('(exit 69/UNAVAILABLE)');
+    // No message or line names a GPU by empty fields.
+    for (const output of [json.stdout, json.stderr, text.stdout, text.stderr]) {
+      expect(output).not.toContain('(, )');
+      expect(output).not.toContain('"uuid":""');
+    }
+    // The gate's message names the lost GPU the same way.
+    const check = await runCli(['check', '--json'], { env });
+    expect(check.code).toBe(69);
+    expect(parseJsonOutput(check).reason).toBe('GPU 5 (identity unknown): GPU is lost; waiting cannot help');
+    // Only healthy GPUs selected: 0.
+    expect((await runCli(['status', '--gpus', '0,1'], { env })).code).toBe(0);
+  });
+
+  it('status prints implausible memory figures with a comment and exits 69, as the gate does for the same reading', async () => {
+    const scenario = writeScenario({
+      devices: [simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 88 * GiB, freeBytes: 120 * GiB } }), simDevice(1)],
+    });
+    const text = await runCli(['status'], { env: cliEnv(scenario) });
+    expect(text.code, text.stderr).toBe(69);
+    expect(text.stdout).toMatch(/memory figures implausible: total 96GiB .*free exceeds total; gpugate cannot judge this GPU/);
+    expect(text.stderr).toMatch(/GPU 0 \(GPU-7e570000-0000-4000-8000-000000000000, 00000000:10:00\.0\): implausible memory figures .*\(GPUGATE_MEMORY_IMPLAUSIBLE\)/);
+    const json = await runCli(['status', '--json'], { env: cliEnv(scenario) });
+    expect(json.code).toBe(69);
+    const document = parseJsonOutput(json);
+    expect(document).toMatchObject({ result: 'unavailable', exitCode: 69, problems: [{ index: 0, code: 'GPUGATE_MEMORY_IMPLAUSIBLE' }] });
+    const memory = (document.devices as Array<{ memory: { implausible: string | null } }>).map((device) => device.memory.implausible);
+    expect(memory[0]).toMatch(/free exceeds total/);
+    expect(memory[1]).toBeNull();
+    expect((await runCli(['check', '--max-used', '95%'], { env: cliEnv(scenario) })).code).toBe(69);
+    expect((await runCli(['status', '--gpus', '1'], { env: cliEnv(scenario) })).code).toBe(0);
+  });
+
   it('writes the final reason to --report-file', async () => {
     const pid = await spawnSleeper();
     const scenario = writeScenario({

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../src/cli/json-document';
 import { COMMAND_NAMES, optionsFor, type CommandName } from '../src/cli/option-table';
 import { HOLDER_CLASSES } from '../src/gate/stale';
-import { cliEnv, runCli } from './helpers/cli';
+import { cliEnv, runCli, startCli, type CliRun } from './helpers/cli';
 import { bundledScenario, freshBundledScenario, repoRoot, simDevice, simLibraryFor, writeScenario } from './helpers/sim';
 
 const SCHEMA_DIR = join(repoRoot(), 'schemas');
@@ -61,15 +61,24 @@ function validators(transform: (schema: unknown) => unknown): Map<string, Valida
 const open = validators((s) => s);
 const strict = validators(closed);
 
-/** Runs the command, parses its one JSON line, and checks it against its schema (open and closed). */
+/** Runs the command with --json last, parses its one JSON line, and checks it against its schema (open and closed). */
 async function documentOf(args: string[], env: NodeJS.ProcessEnv, expectedCode: number | 'as-reported'): Promise<Record<string, unknown>> {
-  const run = await runCli([...args, '--json'], { env, killAfterMs: 60_000 });
+  return documentOfLine([...args, '--json'], env, expectedCode);
+}
+
+/** The same for a command line that holds its own --json (or --format json) wherever it stands. */
+async function documentOfLine(args: string[], env: NodeJS.ProcessEnv, expectedCode: number | 'as-reported'): Promise<Record<string, unknown>> {
+  return validDocument(await runCli(args, { env, killAfterMs: 60_000 }), args, expectedCode);
+}
+
+/** The one document of a finished run, checked as documentOf does. */
+function validDocument(run: CliRun, args: string[], expectedCode: number | 'as-reported'): Record<string, unknown> {
   if (expectedCode !== 'as-reported') expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(expectedCode);
   const lines = run.stdout.trim().split('\n');
-  expect(lines).toHaveLength(1);
+  expect(lines, `${args.join(' ')}: stdout ${JSON.stringify(run.stdout)}`).toHaveLength(1);
   const document = JSON.parse(lines[0] as string) as Record<string, unknown>;
-  // 'as-reported': the host decides the code (doctor's host checks), which must be the one the document states.
-  if (expectedCode === 'as-reported') expect(run.code).toBe(document['exitCode']);
+  // The document states the code the process ends with ('as-reported': the host decides it, e.g. doctor's host checks).
+  expect(document['exitCode'], `${args.join(' ')}`).toBe(run.code);
   expect(Object.keys(document)[0]).toBe('schemaVersion');
   expect(document['schemaVersion']).toBe(SCHEMA_VERSION);
   const schema = SCHEMA_OF[args[0] as CommandName] as string;
@@ -147,9 +156,9 @@ describe('every --json document validates against its schema', () => {
 
   it('status: a plain host, MIG, a lost GPU, and NVML missing', async () => {
     for (const name of ['restart-race', 'mig', 'lost-gpu', 'r535-stride']) {
-      // Each scenario through the simulator library of its driver profile (r535-stride: 535.54).
+      // Each scenario through the simulator library of its driver profile (r535-stride: 535.54); a lost GPU exits 69, every GPU still listed.
       const scenario = bundledScenario(name);
-      const document = await documentOf(['status'], cliEnv(scenario, { GPUGATE_NVML_LIBRARY: simLibraryFor(scenario) }), 0);
+      const document = await documentOf(['status'], cliEnv(scenario, { GPUGATE_NVML_LIBRARY: simLibraryFor(scenario) }), name === 'lost-gpu' ? 69 : 0);
       expect((document['devices'] as unknown[]).length).toBeGreaterThan(0);
     }
     const failed = await documentOf(['status', '--library', missingLibrary], cliEnv(null), 69);
@@ -235,3 +244,106 @@ describe('every --json document validates against its schema', () => {
   });
 });
 
+/** A command line, a scenario, the exit code it must end with and the `result` its document must state. */
+type FailureCase = [args: string[], scenario: 'race' | 'none', code: number, result: string];
+
+/** For each command that takes --json: the refusals that end it before its outcome. */
+const FAILURES: Readonly<Partial<Record<CommandName, FailureCase[]>>> = {
+  wait: [
+    [['wait', '--bogus', '--json'], 'race', 64, 'usage-error'],
+    [['wait', '--json', '--timeout'], 'race', 64, 'usage-error'],
+    [['wait', '--json', '--timeout', 'soon'], 'race', 64, 'usage-error'],
+    [['wait', '-q', '-v', '--json'], 'race', 64, 'usage-error'],
+    [['wait', '--json', '--min-free', '150%'], 'race', 78, 'config-error'],
+    // Words after `--` are the wrapped command's: its --bogus is not gpugate's, and a timeout runs nothing.
+    [['wait', '--json', '--min-free', '0.9', '--timeout', '300ms', '--interval', '100ms', '--', 'false', '--bogus'], 'race', 75, 'timeout'],
+  ],
+  check: [
+    [['check', '--json', '--stale', 'maybe'], 'race', 64, 'usage-error'],
+    [['check', 'extra', '--json'], 'race', 64, 'usage-error'],
+    [['check', '--gpus', '', '--json'], 'race', 78, 'no-gpu-selected'],
+    [['check', '--for', 'vllm', '--min-free', '0%', '--json'], 'race', 78, 'config-error'],
+    [['check', '--json', '--library', 'no-such-libnvidia-ml.so.1'], 'none', 69, 'unavailable'],
+  ],
+  select: [
+    [['select', '--json'], 'race', 64, 'usage-error'],
+    [['select', '--format=json', '--count', 'two'], 'race', 64, 'usage-error'],
+    [['select', '--count', '1', '--format', 'json', '--bogus'], 'race', 64, 'usage-error'],
+  ],
+  status: [
+    [['status', '--bogus', '--json'], 'race', 64, 'error'],
+    [['status', '--json', '--format', 'prometheus'], 'race', 64, 'error'],
+    [['status', '--format', 'json', '--gpus', '42'], 'race', 78, 'error'],
+  ],
+  holders: [
+    [['holders', '--json', '--nvml-timeout', '0s'], 'race', 64, 'error'],
+    [['holders', '--gpus', '', '--json'], 'race', 78, 'error'],
+  ],
+  doctor: [
+    [['doctor', '--json', '--unit-path', 'units'], 'race', 64, 'error'],
+    [['doctor', '--kernel-log', '', '--json'], 'race', 64, 'error'],
+  ],
+  bench: [
+    [['bench', '--iterations', 'many', '--json'], 'race', 64, 'error'],
+  ],
+  systemd: [
+    [['systemd', '--json'], 'none', 64, 'error'],
+    [['systemd', '--json', '--unit', 'llm', '--root', 'r'], 'none', 64, 'error'],
+  ],
+};
+
+describe('--json on every exit', () => {
+  it('covers every command that takes --json', () => {
+    expect(Object.keys(FAILURES).sort()).toEqual(Object.keys(SCHEMA_OF).sort());
+  });
+
+  for (const [command, cases] of Object.entries(FAILURES)) {
+    it(`${command}: one document that validates, states the exit code and names the failure, wherever --json stands`, async () => {
+      for (const [args, scenario, code, result] of cases) {
+        const env = scenario === 'race' ? cliEnv(freshBundledScenario('restart-race')) : cliEnv(null);
+        const document = await documentOfLine(args, env, code);
+        expect(document['result'], args.join(' ')).toBe(result);
+        expect(document['command']).toBe(command);
+        if (code !== 75) expect((document['error'] as { message: string } | null)?.message, args.join(' ')).toBeTruthy();
+      }
+    });
+  }
+
+  it('a command without a gate of its own, interrupted while NVML hangs: its failure document with 143 / 130 / 129', async () => {
+    // Every memory query hangs: the command is inside NVML when the signal comes.
+    const scenario = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', hang: true }] });
+    for (const [command, signal, code] of [['status', 'SIGTERM', 143], ['holders', 'SIGINT', 130], ['status', 'SIGHUP', 129]] as const) {
+      const args = [command, '--json', '--nvml-timeout', '10m'];
+      const cli = startCli(args, { env: cliEnv(scenario), killAfterMs: 60_000 });
+      // The simulator is mapped once the command has started its work: its signal watch is in place.
+      await mappedLibrary(cli.child.pid as number, 'gpugate_sim');
+      cli.child.kill(signal);
+      const document = validDocument(await cli.done, args, code);
+      expect(document).toMatchObject({ command, result: 'error', error: { name: 'AbortError', message: `interrupted by ${signal}` } });
+    }
+  });
+
+  it('prints no document without --json, and none for --help', async () => {
+    const env = cliEnv(freshBundledScenario('restart-race'));
+    const usage = await runCli(['status', '--bogus'], { env });
+    expect([usage.code, usage.stdout]).toEqual([64, '']);
+    const help = await runCli(['status', '--help', '--json'], { env });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: gpugate status/m);
+  });
+});
+
+/** Resolves once process `pid` has mapped a file whose name contains `name` (polled: /proc has no notification). */
+async function mappedLibrary(pid: number, name: string): Promise<void> {
+  for (let tries = 0; tries < 3000; tries++) {
+    let maps = '';
+    try {
+      maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
+    } catch {
+      throw new Error(`process ${pid} ended before it mapped ${name}`);
+    }
+    if (maps.includes(name)) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`process ${pid} never mapped ${name}`);
+}

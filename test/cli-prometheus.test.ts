@@ -165,8 +165,9 @@ describe.skipIf(missing !== null)('the Prometheus output, read by promtool and p
     const uuid5 = lost.devices[5]?.uuid as string;
     expect(readFileSync(target, 'utf8')).toContain(`uuid="${uuid5}"`);
 
+    // The file is written, and the command exits 69 as for any lost GPU (docs/cli.md, exit codes).
     const after = await runCli(['status', '--format', 'prometheus', '--output', target], { env: cliEnv(bundledScenario('lost-gpu')) });
-    expect(after.code).toBe(0);
+    expect(after.code).toBe(69);
     const text = readFileSync(target, 'utf8');
     expect(text).not.toContain('uuid=""');
     const families = readByEveryConsumer(text);

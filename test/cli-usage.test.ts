@@ -8,8 +8,12 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { COMMAND_NAMES } from '../src/cli/option-table';
+import { ConfigError } from '../src/config-error';
+import { resolveCriteria, type CriteriaOptions } from '../src/gate/criteria';
+import { parseSizeOrFraction, parseSizeOrPercentage } from '../src/units';
 import { cliEnv, cliPath, parseJsonOutput, runCli } from './helpers/cli';
 import { simDevice, writeScenario } from './helpers/sim';
+import { thrownBy } from './helpers/thrown-by';
 
 const twoIdleGpus = writeScenario({ devices: [simDevice(0), simDevice(1)] });
 
@@ -179,6 +183,28 @@ describe('gpugate command line', () => {
       expect(run.code, run.stderr).toBe(78);
       expect(run.stderr).toContain(`--min-free "${value}": minFree fraction 1 is out of range: expected above 0 and below 1`);
     }
+  });
+
+  it('a fraction outside 0–1 is one answer: 78 naming the flag in the command, ConfigError from the library with the same value', async () => {
+    const cases: Array<[flags: string[], option: 'minFree' | 'maxUsed', library: CriteriaOptions]> = [
+      [['--min-free', '150%'], 'minFree', { minFree: parseSizeOrFraction('150%') }],
+      [['--min-free', '0%'], 'minFree', { minFree: parseSizeOrFraction('0%') }],
+      [['--max-used', '150%'], 'maxUsed', { maxUsed: parseSizeOrPercentage('150%') }],
+      [['--for', 'vllm', '--min-free', '100%'], 'minFree', { minFree: { engine: 'vllm', utilization: 1 } }],
+      [['--for', 'vllm', '--min-free', '0%'], 'minFree', { minFree: { engine: 'vllm', utilization: 0 } }],
+      // Under --for a bare number is the engine's fraction, whatever its value.
+      [['--for', 'vllm', '--min-free', '1.5'], 'minFree', { minFree: { engine: 'vllm', utilization: 1.5 } }],
+    ];
+    for (const [flags, option, library] of cases) {
+      const run = await runCli(['wait', ...flags, '--timeout', '10m', '--json'], { env: cliEnv(twoIdleGpus) });
+      expect(run.code, `${flags.join(' ')}: ${run.stderr}`).toBe(78);
+      expect(run.stderr).toContain(`${flags.at(-2) ?? ''} "${flags.at(-1) ?? ''}": ${option} `);
+      expect(parseJsonOutput(run)).toMatchObject({ result: 'config-error', exitCode: 78 });
+      expect(thrownBy(() => resolveCriteria(library), ConfigError)).toMatchObject({ name: 'ConfigError', code: 'GPUGATE_CONFIG', option });
+    }
+    // 0 % is a valid --max-used (nothing in use), as the library's maxUsed fraction 0 is.
+    expect((await runCli(['check', '--max-used', '0%'], { env: cliEnv(twoIdleGpus) })).code).toBe(0);
+    expect(resolveCriteria({ maxUsed: parseSizeOrPercentage('0%') }).maxUsed).toEqual({ fraction: 0 });
   });
 
   it('exits 64 for a flag that needs a value but has none', async () => {

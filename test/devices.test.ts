@@ -126,9 +126,11 @@ describe('selector properties', () => {
     fc.assert(
       fc.property(devicesArb, fc.boolean(), (devices, upper) => {
         for (const device of devices) {
-          const bus = upper ? device.pciBusId.toUpperCase() : device.pciBusId.toLowerCase();
+          const pciBusId = device.pciBusId as string;
+          const uuid = device.uuid as string;
+          const bus = upper ? pciBusId.toUpperCase() : pciBusId.toLowerCase();
           const shortBus = bus.slice(4);
-          for (const selector of [String(device.index), device.uuid, device.uuid.slice(0, 12), bus, shortBus]) {
+          for (const selector of [String(device.index), uuid, uuid.slice(0, 12), bus, shortBus]) {
             expect(selectDevices(devices, [upper ? selector.toUpperCase() : selector.toLowerCase()]).indices).toEqual([device.index]);
           }
         }

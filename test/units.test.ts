@@ -132,7 +132,12 @@ describe('parseSizeOrPercentage', () => {
       expect(error.message).toContain(JSON.stringify(bad));
       expect(error.expected).toMatch(/size with a unit.*percentage/);
     }
-    for (const bad of ['0%', '101%', 'x']) expect(usageErrorOf(() => parseSizeOrPercentage(bad)).message).toContain(JSON.stringify(bad));
+    expect(usageErrorOf(() => parseSizeOrPercentage('x')).message).toContain('"x"');
+  });
+
+  it('parses a percentage whatever its value: the criterion check judges the range (0%, 150%: resolveCriteria)', () => {
+    expect(parseSizeOrPercentage('0%')).toEqual({ fraction: 0 });
+    expect(parseSizeOrPercentage('150%')).toEqual({ fraction: 1.5 });
   });
 });
 
@@ -154,8 +159,10 @@ describe('parseSizeOrFraction', () => {
     }
   });
 
-  it('rejects out-of-range percentages and junk naming both accepted forms', () => {
-    for (const bad of ['0%', '101%', 'x', '1.5', '4096']) {
+  it('parses a percentage whatever its value (the criterion check judges the range), and rejects junk naming both accepted forms', () => {
+    expect(parseSizeOrFraction('0%')).toEqual({ fraction: 0 });
+    expect(parseSizeOrFraction('101%')).toEqual({ fraction: 1.01 });
+    for (const bad of ['x', '1.5', '4096']) {
       const error = usageErrorOf(() => parseSizeOrFraction(bad));
       expect(error.message).toContain(JSON.stringify(bad));
     }

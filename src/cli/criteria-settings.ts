@@ -96,6 +96,12 @@ function engineFlag(command: CommandName, values: FlagValues, minFree: SizeOrFra
   return engine;
 }
 
+/** --min-free under --for: a bare number or a percentage is a fraction, whatever its value (the engine's check judges its range). */
+function parseEngineFraction(text: string): SizeOrFraction {
+  const trimmed = text.trim();
+  return /^(?:\d+(?:\.\d*)?|\.\d+)$/.test(trimmed) ? { fraction: Number(trimmed) } : parseSizeOrFraction(text);
+}
+
 /** Parse a flag's value with `parse`, turning a parse failure into a usage error naming the flag. */
 function flagValue<T>(values: FlagValues, name: string, parse: (text: string) => T, fallback?: string): T | undefined {
   const text = stringFlag(values, name) ?? fallback;
@@ -187,7 +193,8 @@ export function parseCriteriaSettings(command: CommandName, values: FlagValues):
     if (words.length === 0) throw usage(`--ignore ${JSON.stringify(text)}: expected a pid or a process name`);
     return words.map((word) => (/^\d+$/.test(word) ? Number(word) : word));
   });
-  const minFree = flagValue(values, 'min-free', parseSizeOrFraction);
+  // With --for ENGINE, --min-free is the engine's fraction: any bare number is one (1.5: out of range, 78).
+  const minFree = flagValue(values, 'min-free', stringFlag(values, 'for') === undefined ? parseSizeOrFraction : parseEngineFraction);
   const marginBytes = flagValue(values, 'margin', parseSize);
   if (marginBytes !== undefined && minFree === undefined) {
     throw usage(`gpugate ${command}: --margin adds to --min-free; give --min-free too`);

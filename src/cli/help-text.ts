@@ -130,7 +130,7 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
       'gpugate status --json',
       'gpugate status --format prometheus --output /var/lib/node_exporter/textfile/gpugate.prom   # atomic, also on failure',
     ],
-    exitCodes: REPORT_EXIT_CODES,
+    exitCodes: REPORT_EXIT_CODES.replace('GPU lost,', 'a selected GPU lost or with memory figures that do not add up (after the report),'),
   },
   holders: {
     usage: ['gpugate holders [options]'],

@@ -6,7 +6,7 @@
  */
 
 /** MAJOR.MINOR of the documents this version prints (the pattern in schemas/common.schema.json). */
-export const SCHEMA_VERSION = '1.1';
+export const SCHEMA_VERSION = '1.2';
 
 /**
  * One document as one line of stdout, `schemaVersion` first. JSON.stringify leaves U+2028 and

@@ -10,6 +10,7 @@ import { holderName } from '../gate/failure-text';
 import { isStaleHolder } from '../gate/stale-holders';
 import { usedBytesOn, type Holder, type HolderReport } from '../gate/stale';
 import type { GpuEvaluation } from '../gate/wait';
+import type { ErrorJson } from './json-error';
 
 /** Who owns a holder and where it lives, as `--json` prints it (the command line whole, one string per argument). */
 export interface OwnerJson {
@@ -67,8 +68,8 @@ export interface HolderJson {
 /** One GPU as `--json` prints it. */
 export interface GpuJson {
   index: number;
-  uuid: string;
-  pciBusId: string;
+  uuid: string | null;
+  pciBusId: string | null;
   name: string | null;
   /** default, exclusive_thread, prohibited, exclusive_process; null when unread. */
   computeMode: string | null;
@@ -111,7 +112,7 @@ export interface ResultJson {
     shm: { leaked: unknown[]; tmpfsFreeBytes: number | null; tmpfsTotalBytes: number | null } | null;
   };
   actions: { signals: unknown[]; shm: unknown[] };
-  error: { name: string; code: string | null; message: string } | null;
+  error: ErrorJson | null;
 }
 
 /** A holder's JSON form; `usedBytes` is its total over `gpus`. */
@@ -175,16 +176,5 @@ export function staleJson(holders: readonly Holder[], shm: HolderReport['shm'] |
   return {
     holders: [...byPid.values()],
     shm: shm === null ? null : { leaked: [...shm.leaked], tmpfsFreeBytes: shm.tmpfsFreeBytes, tmpfsTotalBytes: shm.tmpfsTotalBytes },
-  };
-}
-
-/** An error's JSON form. */
-export function errorJson(error: unknown): ResultJson['error'] {
-  if (error === null || error === undefined) return null;
-  const e = error as { name?: unknown; code?: unknown; message?: unknown };
-  return {
-    name: typeof e.name === 'string' ? e.name : 'Error',
-    code: typeof e.code === 'string' ? e.code : null,
-    message: typeof e.message === 'string' ? e.message : String(error),
   };
 }

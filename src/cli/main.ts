@@ -15,9 +15,11 @@ import { CliError } from './cli-error';
 import type { CommandContext, CommandRunner } from './command-context';
 import { ExitCode, exitCodeForError } from './exit-codes';
 import { isJournalStream } from './journal-stream';
+import { failureDocument, jsonRequested } from './json-error';
+import { jsonDocument } from './json-document';
 import { Logger, type Verbosity } from './logger';
 import type { CommandName } from './option-table';
-import { parseCommandLine } from './parse-command-line';
+import { parseCommandLine, usageError } from './parse-command-line';
 import { standardError, standardOut } from './standard-output';
 import { colourEnabled, terminalWidth } from './terminal-style';
 
@@ -65,12 +67,25 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     sink: stderr,
   };
   const stdout = presentation.stdout ?? standardOut();
+  // With --json anywhere on the line, stdout carries exactly one document, whatever the exit.
+  const jsonCommand = jsonRequested(argv);
+  let printed = false;
+  const output = jsonCommand === null ? stdout : {
+    write(text: string): unknown {
+      printed = true;
+      return stdout.write(text);
+    },
+  };
+  const failed = (error: unknown, code: number): number => {
+    if (jsonCommand !== null && !printed) stdout.write(jsonDocument(failureDocument(jsonCommand, error, code)));
+    return code;
+  };
   let parsed;
   try {
     parsed = parseCommandLine(argv);
   } catch (error) {
     new Logger({ journal, verbosity: 'normal', ...style }).error(error instanceof Error ? error.message : String(error));
-    return exitCodeForError(error);
+    return failed(error, exitCodeForError(error));
   }
   if (parsed.kind === 'top-help') {
     const { topLevelHelp } = require('./help-text') as typeof import('./help-text');
@@ -90,8 +105,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
   const verbosity: Verbosity = parsed.values.quiet === true ? 'quiet' : parsed.values.verbose === true ? 'verbose' : 'normal';
   if (parsed.values.quiet === true && parsed.values.verbose === true) {
-    new Logger({ journal, verbosity: 'normal', ...style }).error(`gpugate ${parsed.command}: -q and -v exclude each other (see gpugate ${parsed.command} --help)`);
-    return ExitCode.usage;
+    const conflict = usageError(`gpugate ${parsed.command}: -q and -v exclude each other`, parsed.command);
+    new Logger({ journal, verbosity: 'normal', ...style }).error(conflict.message);
+    return failed(conflict, ExitCode.usage);
   }
   const logger = new Logger({ journal, verbosity, ...style });
   const context: CommandContext = {
@@ -99,11 +115,18 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     wrapped: parsed.wrapped,
     env,
     logger,
-    stdout,
+    stdout: output,
     journal,
   };
+  // wait, check and select report an interruption in their own document; the others' is the failure document.
+  const watch = jsonCommand === null || GATED_COMMANDS.includes(jsonCommand) ? null : watchForInterruption();
   try {
-    return await loadCommand(parsed.command)(context);
+    const running = loadCommand(parsed.command)(context);
+    const code = await (watch === null ? running : Promise.race([running, watch.interrupted]));
+    if (printed || jsonCommand === null) return code;
+    const missing = new Error(`gpugate ${parsed.command} ended with exit ${code} without its --json document`);
+    logger.error(`internal error (a bug in gpugate, please report it): ${missing.message}`);
+    return failed(missing, ExitCode.software);
   } catch (error) {
     const code = exitCodeForError(error);
     const message = error instanceof Error ? error.message : String(error);
@@ -112,8 +135,28 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     } else {
       logger.error(message);
     }
-    return code;
+    return failed(error, code);
+  } finally {
+    watch?.dispose();
   }
+}
+
+/** The commands that watch for SIGINT / SIGTERM / SIGHUP themselves (src/cli/interrupt-watch.ts). */
+const GATED_COMMANDS: readonly CommandName[] = ['wait', 'check', 'select'];
+
+/**
+ * For a command that does not watch for signals itself: a promise that rejects with the
+ * InterruptedError of the first SIGINT / SIGTERM / SIGHUP, so its --json document can say so
+ * (130 / 143 / 129); a command stuck in NVML is ended by the watch a second later regardless.
+ */
+function watchForInterruption(): { interrupted: Promise<never>; dispose(): void } {
+  const { InterruptWatch } = require('./interrupt-watch') as typeof import('./interrupt-watch');
+  const watch = new InterruptWatch(() => undefined);
+  const interrupted = new Promise<never>((_resolve, reject) => {
+    watch.signal.addEventListener('abort', () => reject(watch.signal.reason), { once: true });
+  });
+  interrupted.catch(() => undefined); // handled by the race; never an unhandled rejection
+  return { interrupted, dispose: () => watch.dispose() };
 }
 
 if (require.main === module) {

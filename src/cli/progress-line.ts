@@ -27,7 +27,7 @@ export function gpuPairs(gpu: GpuEvaluation, context: LineContext = {}): Array<[
   const memory = gpu.memory;
   const compact = context.compact === true;
   const pairs: Array<[string, LogfmtValue]> = [['gpu', gpu.index]];
-  if (!compact) pairs.push(['uuid', gpu.uuid], ['bus', shortBusId(gpu.pciBusId)]);
+  if (!compact) pairs.push(['uuid', gpu.uuid], ['bus', gpu.pciBusId === null ? null : shortBusId(gpu.pciBusId)]);
   if (memory !== null) {
     pairs.push(['used', formatBytes(memory.usedBytes)]);
     if (!compact) pairs.push(['free', formatBytes(memory.freeBytes)]);

@@ -112,7 +112,7 @@ export function prometheusFailureText(failure: PrometheusFailure): string {
 
 /** The labels that identify a GPU: its index and its UUID (the last known one when NVML lost it). */
 function gpuLabels(device: GpuDevice, lastKnown: ReadonlyMap<number, string> | undefined): Labels {
-  const uuid = device.uuid !== '' ? device.uuid : lastKnown?.get(device.index);
+  const uuid = device.uuid ?? lastKnown?.get(device.index);
   return uuid === undefined || uuid === '' ? { gpu: device.index } : { gpu: device.index, uuid };
 }
 
@@ -131,8 +131,8 @@ export function prometheusText(input: PrometheusInput): string {
   const id = (device: GpuDevice): Labels => idOf.get(device.index) ?? { gpu: device.index };
   for (const device of input.devices) {
     const labels: Labels = { ...id(device) };
-    if (device.pciBusId !== '') labels['pci_bus_id'] = device.pciBusId;
-    if (device.name !== '') labels['name'] = device.name;
+    if (device.pciBusId !== null) labels['pci_bus_id'] = device.pciBusId;
+    if (device.name !== null) labels['name'] = device.name;
     out.gauge('gpugate_gpu_info', 'GPU identity (value is always 1; a lost GPU keeps its last known uuid).', labels, 1);
   }
   for (const device of input.devices) {

@@ -28,7 +28,7 @@ const TROUBLE_REASONS: ReadonlyArray<readonly [ClockEventReason, string]> = [
 
 /** The subject line of a GPU: 'GPU 3 (GPU-…)'. */
 export function gpuSubject(device: Pick<GpuDevice, 'index' | 'uuid'>): string {
-  return `GPU ${device.index} (${device.uuid === '' ? 'no UUID' : device.uuid})`;
+  return `GPU ${device.index} (${device.uuid ?? 'no UUID'})`;
 }
 
 interface Context {

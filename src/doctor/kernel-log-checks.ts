@@ -27,7 +27,7 @@ export function kernelLogChecks(log: KernelLog, devices: readonly GpuDevice[]): 
   }
   const byXid = new Map<number, XidEvent[]>();
   for (const event of events) byXid.set(event.xid, [...(byXid.get(event.xid) ?? []), event]);
-  const gpuOf = new Map(devices.map((d) => [d.pciBusId.toUpperCase(), d.index]));
+  const gpuOf = new Map(devices.flatMap((d) => (d.pciBusId === null ? [] : [[d.pciBusId.toUpperCase(), d.index] as const])));
   return [...byXid.entries()].sort(([a], [b]) => a - b).map(([xid, list]) => {
     const explanation = explainXid(xid);
     const status: DoctorStatus = explanation?.status ?? 'warn';

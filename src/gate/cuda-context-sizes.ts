@@ -27,8 +27,8 @@ export const CUDA_CONTEXT_SIZES: readonly CudaContextSize[] = [
  */
 export const DEFAULT_CUDA_CONTEXT_BYTES = 512 * MiB;
 
-/** The CUDA context size of the GPU model named `name`, and where the figure comes from. */
-export function cudaContextBytes(name: string): { bytes: number; source: string } {
-  const entry = CUDA_CONTEXT_SIZES.find((size) => size.model.test(name));
+/** The CUDA context size of the GPU model named `name` (null: not reported), and where the figure comes from. */
+export function cudaContextBytes(name: string | null): { bytes: number; source: string } {
+  const entry = name === null ? undefined : CUDA_CONTEXT_SIZES.find((size) => size.model.test(name));
   return entry === undefined ? { bytes: DEFAULT_CUDA_CONTEXT_BYTES, source: 'default for a model not in the table' } : { bytes: entry.bytes, source: entry.source };
 }

@@ -6,6 +6,7 @@
  */
 import type { GpuDevice } from '../types';
 import { DeviceSelectionError } from './device-selection-error';
+import { gpuIdentity } from './gpu-label';
 import { NvmlError, nvmlErrorName } from '../nvml/nvml-error';
 
 /** What selecting needs of a device: its identity, a device-level error, and its MIG instances when listed. */
@@ -46,7 +47,7 @@ export function normalizePciBusId(text: string): string | null {
 }
 
 function describe(device: SelectableDevice): string {
-  return `${device.index} (${device.uuid}, ${device.pciBusId})`;
+  return `${device.index} (${gpuIdentity(device)})`;
 }
 
 function everything(devices: readonly SelectableDevice[]): string[] {
@@ -64,7 +65,7 @@ function everything(devices: readonly SelectableDevice[]): string[] {
  * this is the GPU's failure (exit 69), not a configuration error.
  */
 function unidentifiedDeviceError(devices: readonly SelectableDevice[], what: string): NvmlError | null {
-  const unknown = devices.filter((d) => d.error !== null && (d.uuid === '' || d.pciBusId === ''));
+  const unknown = devices.filter((d) => d.error !== null && (d.uuid === null || d.pciBusId === null));
   const first = unknown[0];
   if (first === undefined || first.error === null) return null;
   const list = unknown.map((d) => `GPU ${d.index} (${d.error?.code ?? 'unreadable'}: ${d.error?.message ?? ''})`).join(', ');
@@ -96,7 +97,7 @@ function matchOne(devices: readonly SelectableDevice[], selector: string, origin
     const wanted = text.toLowerCase();
     const candidates: Array<Match & { uuid: string }> = [];
     for (const device of devices) {
-      candidates.push({ index: device.index, migUuid: null, uuid: device.uuid });
+      if (device.uuid !== null) candidates.push({ index: device.index, migUuid: null, uuid: device.uuid });
       for (const mig of device.migDevices ?? []) candidates.push({ index: device.index, migUuid: mig.uuid, uuid: mig.uuid });
     }
     const exact = candidates.find((c) => c.uuid.toLowerCase() === wanted);
@@ -114,7 +115,7 @@ function matchOne(devices: readonly SelectableDevice[], selector: string, origin
   }
   const pci = normalizePciBusId(text);
   if (pci !== null) {
-    const device = devices.find((d) => normalizePciBusId(d.pciBusId) === pci);
+    const device = devices.find((d) => d.pciBusId !== null && normalizePciBusId(d.pciBusId) === pci);
     if (!device) throw unidentifiedDeviceError(devices, what) ?? new DeviceSelectionError(selector, everything(devices), `${what} matches no PCI bus id; ${existing}`);
     return { index: device.index, migUuid: null };
   }

@@ -69,13 +69,14 @@ export function cudaTotalBytes(totalBytes: number, reservedBytes: number | null)
 }
 
 /** The context size `criterion` assumes on a GPU named `name`. */
-export function contextBytesFor(criterion: EngineMinFree, name: string): number {
+export function contextBytesFor(criterion: EngineMinFree, name: string | null): number {
   return criterion.contextBytes ?? cudaContextBytes(name).bytes;
 }
 
 /** The reading's parts the engine's check depends on. */
 export interface EngineReading {
-  name: string;
+  /** NVML's device name; null when the GPU could not report it. */
+  name: string | null;
   totalBytes: number;
   reservedBytes: number | null;
 }

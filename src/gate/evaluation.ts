@@ -3,6 +3,7 @@
  * is free, why not, who holds it and how long its free memory has held still. Process lists and
  * the compute mode a read did not include are carried over from the latest read that did.
  */
+import { gpuLabel } from './gpu-label';
 import type { FieldError, GpuDevice, GpuMemory, GpuProcess, MigDevice, Snapshot } from '../types';
 import type { DeviceSelection } from './devices';
 import { engineView, isEngineMinFree, type EngineView } from './engine-view';
@@ -23,10 +24,10 @@ export type GpuFailureReason = 'memory' | 'processes' | 'unstable' | 'error' | '
 /** The state of one selected GPU (or MIG instance) at one poll. */
 export interface GpuEvaluation {
   index: number;
-  /** The GPU's UUID, or the MIG instance's when a MIG instance was selected. */
-  uuid: string;
-  pciBusId: string;
-  name: string;
+  /** The GPU's UUID, or the MIG instance's when a MIG instance was selected; null (as pciBusId and name) when NVML could not identify the GPU. */
+  uuid: string | null;
+  pciBusId: string | null;
+  name: string | null;
   /** Set when the evaluation is of a MIG instance of GPU `index`. */
   migUuid: string | null;
   /** The GPU's compute mode (null when unread, e.g. with memoryOnly snapshots). */
@@ -180,7 +181,7 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     const read = mig ? migProcessesOf(mig, plan) : device.processes;
     const error = device.error ?? mig?.error ?? device.fieldErrors.memory ?? null;
     const reasons: GpuEvaluation['reasons'] = [];
-    const label = `GPU ${device.index} (${unit.migUuid ?? device.uuid})`;
+    const label = gpuLabel({ index: device.index, uuid: unit.migUuid ?? device.uuid, pciBusId: null });
     const implausible = implausibleMemoryError(device, memory, label, state.criteria);
     if (implausible) throw implausible;
     let computeMode = device.computeMode;

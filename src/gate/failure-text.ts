@@ -4,6 +4,7 @@
  * GpuWaitTimeoutError all use it.
  */
 
+import { gpuLabel } from './gpu-label';
 import { engineViewText } from './engine-view';
 import { formatBytes, formatDuration } from '../units';
 import { releasingHolders, usedExcludingReserved } from './criteria';
@@ -65,7 +66,8 @@ export function describeGpuFailure(gpu: GpuEvaluation): string {
   else if (gpu.unattributedBytes !== null && gpu.unattributedBytes > 0 && gpu.reasons.includes('memory')) {
     parts.push(`${formatBytes(gpu.unattributedBytes)} held by no listed process (driver teardown?)`);
   }
-  return `GPU ${gpu.index} (${gpu.uuid}): ${parts.join('; ')}`;
+  // The UUID alone names it in a reason (the bus id is in the progress lines).
+  return `${gpuLabel({ index: gpu.index, uuid: gpu.uuid, pciBusId: null })}: ${parts.join('; ')}`;
 }
 
 /** `4242/VLLM::Worker_TP6/orphan (of vllm.service, user vllm, started 3 min ago)`. */

@@ -3,6 +3,7 @@
  * names, memory that cannot be judged where gpugate runs, figures that do not add up. Each is an
  * NvmlError that ends a wait at once instead of polling until the timeout.
  */
+import { gpuLabel } from './gpu-label';
 import type { GpuDevice, GpuMemory, MigDevice } from '../types';
 import { formatBytes } from '../units';
 import { implausibleMemory, type Criteria } from './criteria';
@@ -18,7 +19,7 @@ function fatalFromDevice(device: GpuDevice): Error | null {
     nvmlReturn: error.nvmlReturn,
     fn: error.fn,
     device: device.index,
-    message: `GPU ${device.index} (${device.uuid}, ${device.pciBusId}): ${error.message}; waiting cannot help`,
+    message: `${gpuLabel(device)}: ${error.message}; waiting cannot help`,
   });
 }
 
@@ -36,7 +37,7 @@ function recoveryRequired(device: GpuDevice): Error | null {
     fn: 'nvmlDeviceGetFieldValues',
     device: device.index,
     message:
-      `GPU ${device.index} (${device.uuid}, ${device.pciBusId}) needs recovery action ${action} (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; Xid 154): ` +
+      `${gpuLabel(device)} needs recovery action ${action} (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; Xid 154): ` +
       `waiting cannot help; ${recoveryRemedy(action, device.index)}`,
   });
 }
@@ -58,7 +59,7 @@ function unjudgeableMemory(device: GpuDevice, criteria: Criteria): Error | null 
     fn: failure?.fn ?? 'nvmlDeviceGetMemoryInfo_v2',
     device: device.index,
     message:
-      `GPU ${device.index} (${device.uuid}, ${device.pciBusId}) reports no device memory figures (${why}), as unified-memory ` +
+      `${gpuLabel(device)} reports no device memory figures (${why}), as unified-memory ` +
       'systems (GH200, GB200, GB10, Jetson) can: a free-memory criterion cannot be judged there and waiting cannot help; ' +
       'use --no-processes (noProcesses) instead',
   });
@@ -79,7 +80,7 @@ function memoryWithoutPermission(device: GpuDevice, criteria: Criteria): Error |
     fn: failure.fn,
     device: device.index,
     message:
-      `GPU ${device.index} (${device.uuid}, ${device.pciBusId}): ${failure.fn} answers NO_PERMISSION, as a MIG GPU's parent does ` +
+      `${gpuLabel(device)}: ${failure.fn} answers NO_PERMISSION, as a MIG GPU's parent does ` +
       'inside a container: its memory cannot be judged here and waiting cannot help; select the MIG instance ' +
       '(its MIG- UUID, as the container runtime sets CUDA_VISIBLE_DEVICES), or run gpugate as root on the host',
   });
@@ -100,7 +101,7 @@ function migReportsWholeGpu(device: GpuDevice, mig: MigDevice, criteria: Criteri
     fn,
     device: device.index,
     message:
-      `GPU ${device.index} (${mig.uuid}, ${device.pciBusId}): the MIG instance reports the whole GPU's memory as its own ` +
+      `${gpuLabel({ index: device.index, uuid: mig.uuid, pciBusId: device.pciBusId })}: the MIG instance reports the whole GPU's memory as its own ` +
       `(total ${formatBytes(mig.memory.totalBytes)}, the GPU's ${formatBytes(device.memory.totalBytes)}): its own free memory cannot be judged here ` +
       'and waiting cannot help; run gpugate where NVML reports per-instance memory (on the host, as root)',
   });
@@ -121,7 +122,7 @@ export function implausibleMemoryError(device: GpuDevice, memory: GpuMemory | nu
     nvmlReturn: null,
     fn,
     device: device.index,
-    message: `${label}, ${device.pciBusId}: ${fn} reported implausible memory figures (${why}); the GPU cannot be judged and is never reported free`,
+    message: `${label}${device.pciBusId === null ? '' : `, ${device.pciBusId}`}: ${fn} reported implausible memory figures (${why}); the GPU cannot be judged and is never reported free`,
   });
 }
 

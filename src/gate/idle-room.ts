@@ -22,12 +22,12 @@ export interface GpuSize {
   /** Null when the driver reports none (the v1 memory query). */
   reservedBytes: number | null;
   /** NVML's device name: an engine's minFree estimates the CUDA context by it (absent: the default size). */
-  name?: string;
+  name?: string | null;
 }
 
 /** The GPU as an engine's minFree reads it. */
 function readingOf(gpu: GpuSize): EngineReading {
-  return { name: gpu.name ?? '', totalBytes: gpu.totalBytes, reservedBytes: gpu.reservedBytes };
+  return { name: gpu.name ?? null, totalBytes: gpu.totalBytes, reservedBytes: gpu.reservedBytes };
 }
 
 /** Free memory an idle GPU of this size offers. */

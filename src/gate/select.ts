@@ -50,8 +50,9 @@ export interface SelectCandidate {
   uuid: string;
   /** For a MIG instance, its whole GPU's UUID; null for a whole GPU. */
   parentUuid: string | null;
-  pciBusId: string;
-  name: string;
+  /** Null (as name) when NVML could not report it. */
+  pciBusId: string | null;
+  name: string | null;
   /** Meets the criteria, no stale holder, not leased. */
   eligible: boolean;
   /** Why it is not eligible (empty when it is). */
@@ -66,8 +67,8 @@ export interface SelectCandidate {
 export interface SelectedGpu {
   index: number;
   uuid: string;
-  pciBusId: string;
-  name: string;
+  pciBusId: string | null;
+  name: string | null;
   numaNode: number | null;
   /** The lease taken on it (null with lease: false). */
   lease: LeaseRecord | null;
@@ -242,10 +243,12 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
     if (evaluation.devices.length < count) {
       throw new ConfigError('count', `${count} GPUs requested but the selection (${evaluation.selection.source}) holds only ${evaluation.devices.length}: that can never be met`);
     }
-    const considered = evaluation.devices.map((gpu): SelectCandidate => {
+    // A GPU without a UUID can be neither leased nor named in CUDA_VISIBLE_DEVICES: never a candidate.
+    const considered = evaluation.devices.flatMap((gpu): SelectCandidate[] => {
+      if (gpu.uuid === null) return [];
       const exclusions = exclusionsOf(gpu);
       const parentUuid = gpu.migUuid === null ? null : evaluation.snapshot.devices.find((device) => device.index === gpu.index)?.uuid ?? null;
-      return { index: gpu.index, uuid: gpu.uuid, parentUuid, pciBusId: gpu.pciBusId, name: gpu.name, eligible: exclusions.length === 0, exclusions, placement: placementOf(gpu.pciBusId), lease: null };
+      return [{ index: gpu.index, uuid: gpu.uuid, parentUuid, pciBusId: gpu.pciBusId, name: gpu.name, eligible: exclusions.length === 0, exclusions, placement: gpu.pciBusId === null ? null : placementOf(gpu.pciBusId), lease: null }];
     });
     candidates = considered;
     const free = considered.filter((c) => c.eligible);

@@ -65,9 +65,9 @@ function memoryAt(reader: Reader, at: MemoryPositions): GpuMemory | null {
 /** What never changes for a device during a session, formatted once. */
 interface ConstantDeviceFields {
   index: number;
-  uuid: string;
-  name: string;
-  pciBusId: string;
+  uuid: string | null;
+  name: string | null;
+  pciBusId: string | null;
   minorNumber: number | null;
   computeCapability: string | null;
   recoveryAction: GpuDevice['recoveryAction'];
@@ -79,9 +79,9 @@ interface ConstantDeviceFields {
 
 /** Fields of a device the addon named but the session does not know (never expected). */
 const UNKNOWN_DEVICE: Omit<ConstantDeviceFields, 'index'> = {
-  uuid: '',
-  name: '',
-  pciBusId: '',
+  uuid: null,
+  name: null,
+  pciBusId: null,
   minorNumber: null,
   computeCapability: null,
   recoveryAction: null,
@@ -98,14 +98,19 @@ function constantFields(identity: NativeDeviceIdentity): ConstantDeviceFields {
   };
 }
 
+/** An identity string as NVML reported it; the addon's empty string for one it could not read is null. */
+function reported(text: string): string | null {
+  return text === '' ? null : text;
+}
+
 /** The identity of a device as read at open, for the session's `devices` (no NVML call). */
 export function identityOf(identity: NativeDeviceIdentity): GpuIdentity {
   const capability = identity.computeCapability;
   return {
     index: identity.index,
-    uuid: identity.uuid,
-    name: identity.name,
-    pciBusId: identity.pciBusId,
+    uuid: reported(identity.uuid),
+    name: reported(identity.name),
+    pciBusId: reported(identity.pciBusId),
     minorNumber: identity.minorNumber,
     computeCapability: capability === null ? null : `${capability[0]}.${capability[1]}`,
     recoveryAction: recoveryActionName(identity.recoveryAction),

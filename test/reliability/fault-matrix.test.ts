@@ -25,7 +25,8 @@ import { matrixScenario, MATRIX_DEVICE_COUNT, TARGET_DEVICE, type SimFault } fro
 
 const DEVICE_SCOPED = new Set(['handle', 'identity', 'memory', 'memory-v1', 'field', 'process-list', 'process-list-extra', 'mig-count', 'mig-handle', 'mig-instance-id', 'health']);
 const MIG_STAGES = new Set(['mig-count', 'mig-handle', 'mig-instance-id']);
-const IDENTITY_EMPTY: Record<string, unknown> = { name: '', uuid: '', pciBusId: '', minorNumber: null, computeCapability: null };
+// An identity field NVML could not report is null (never an empty string).
+const IDENTITY_UNREAD: Record<string, unknown> = { name: null, uuid: null, pciBusId: null, minorNumber: null, computeCapability: null };
 
 let library: string;
 let variants: Record<string, string | null>;
@@ -135,8 +136,8 @@ function checkSnapshot(snapshot: Snapshot, row: FaultRow, code: number, expected
       const others = Object.keys(faultFieldErrors(device)).filter((key) => key !== field);
       if (others.length > 0) problems.push(where(`unexpected fieldErrors ${others.join(',')}`));
       const value = (device as unknown as Record<string, unknown>)[field];
-      if (field in IDENTITY_EMPTY) {
-        if (value !== IDENTITY_EMPTY[field]) problems.push(where(`${field} is ${JSON.stringify(value)}, expected ${JSON.stringify(IDENTITY_EMPTY[field])}`));
+      if (field in IDENTITY_UNREAD) {
+        if (value !== IDENTITY_UNREAD[field]) problems.push(where(`${field} is ${JSON.stringify(value)}, expected ${JSON.stringify(IDENTITY_UNREAD[field])}`));
       } else if (field === 'processes.graphics' || field === 'processes.mps') {
         if (!Array.isArray(device.processes)) problems.push(where('the merged process list must still come back'));
       } else if (field === 'migDevices') {

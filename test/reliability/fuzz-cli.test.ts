@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMAND_NAMES, optionsFor } from '../../src/cli/option-table';
 import { MAX_DURATION_MS, parseDuration, parseSize, parseSizeOrFraction, parseSizeOrPercentage } from '../../src/units';
 import { cliEnv, runCli } from '../helpers/cli';
 import { repoRoot } from '../helpers/sim';
@@ -87,7 +88,7 @@ const malformed: fc.Arbitrary<Malformed> = fc.oneof(
   fc.tuple(fc.constantFrom<Command>('wait', 'check'), anyText.filter((t) => rejects(parseSizeOrPercentage, t))).map(([c, value]): Malformed => ({
     kind: 'bad size or percentage', command: c, tokens: [`--max-used=${value}`], flag: 'max-used', exit: 64, names: ['--max-used'], mixable: true,
   })),
-  fc.tuple(fc.constantFrom<Command>('wait', 'check'), fc.constantFrom('1', '1.0', '100%', '100.0%')).map(([c, value]): Malformed => ({
+  fc.tuple(fc.constantFrom<Command>('wait', 'check'), fc.constantFrom('1', '1.0', '100%', '100.0%', '0%', '150%')).map(([c, value]): Malformed => ({
     kind: 'impossible fraction', command: c, tokens: [`--min-free=${value}`], flag: 'min-free', exit: 78, names: ['--min-free'], mixable: true,
   })),
   fc.tuple(fc.constantFrom<Command>('wait', 'check'), anyText.filter((t) => rejects(parseSize, t))).map(([c, value]): Malformed => ({
@@ -174,7 +175,20 @@ function checkRun(run: { code: number | null; stdout: string; stderr: string }, 
   expect(run.stderr.trim().split('\n'), label).toHaveLength(1);
   expect(vector.case.names.some((name) => run.stderr.includes(name)), `${label}\nexpected it to name one of ${JSON.stringify(vector.case.names)}`).toBe(true);
   expect(run.stderr, label).not.toMatch(/internal error|\n\s+at |TypeError|ReferenceError/);
-  expect(run.stdout, label).toBe('');
+  // With --json (or --format=json) on a command that takes it: exactly one document stating the exit; else nothing.
+  const command0 = COMMAND_NAMES.find((name) => name === vector.argv[0]);
+  const takesJson = command0 !== undefined && optionsFor(command0).some((spec) => spec.name === 'json');
+  if (takesJson && vector.argv.slice(1).some((word) => word === '--json' || word === '--format=json')) {
+    const lines = run.stdout.trim().split('\n');
+    expect(lines, label).toHaveLength(1);
+    const document = JSON.parse(lines[0] as string) as { command: string; exitCode: number; result: string };
+    expect(document, label).toMatchObject({ command: command0, exitCode: vector.case.exit });
+    const gated = ['wait', 'check', 'select'].includes(command0);
+    const results = !gated ? ['error'] : vector.case.exit === 64 ? ['usage-error'] : ['config-error', 'no-gpu-selected'];
+    expect(results, label).toContain(document.result);
+  } else {
+    expect(run.stdout, label).toBe('');
+  }
 }
 
 describe('malformed gpugate command lines (property)', () => {

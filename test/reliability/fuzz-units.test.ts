@@ -76,14 +76,17 @@ describe('size and duration strings (property)', () => {
     );
   });
 
-  it('parseSizeOrFraction: a fraction in (0, 1] or a byte count, or a UsageError naming the input', () => {
+  it('parseSizeOrFraction: a bare fraction in (0, 1], a percentage as a fraction >= 0 (its range is the criterion check\'s), or a byte count, or a UsageError naming the input', () => {
     printed.push(describeRuns('parseSizeOrFraction', RUNS));
     fc.assert(
       fc.property(unitText, (text) => {
         const result = classify(parseSizeOrFraction, text);
         if (!result.ok) return;
         const value = result.value as { fraction?: number; bytes?: number };
-        if ('fraction' in value) {
+        if ('fraction' in value && text.includes('%')) {
+          expect(value.fraction).toBeGreaterThanOrEqual(0);
+          expect(value.fraction).toBe(Number(text.trim().replace(/\s*%$/, '')) / 100);
+        } else if ('fraction' in value) {
           expect(value.fraction).toBeGreaterThan(0);
           expect(value.fraction).toBeLessThanOrEqual(1);
         } else {
@@ -96,7 +99,7 @@ describe('size and duration strings (property)', () => {
     );
   });
 
-  it('parseSizeOrPercentage: a percentage as a fraction in (0, 1], a byte count (a bare number only 0), or a UsageError naming the input', () => {
+  it('parseSizeOrPercentage: a percentage as a fraction >= 0 (its range is the criterion check\'s), a byte count (a bare number only 0), or a UsageError naming the input', () => {
     printed.push(describeRuns('parseSizeOrPercentage', RUNS));
     fc.assert(
       fc.property(unitText, (text) => {
@@ -105,8 +108,7 @@ describe('size and duration strings (property)', () => {
         const value = result.value as { fraction?: number; bytes?: number };
         if ('fraction' in value) {
           expect(text).toContain('%');
-          expect(value.fraction).toBeGreaterThan(0);
-          expect(value.fraction).toBeLessThanOrEqual(1);
+          expect(value.fraction).toBe(Number(text.trim().replace(/\s*%$/, '')) / 100);
         } else {
           expect(Number.isSafeInteger(value.bytes)).toBe(true);
           expect(value.bytes as number).toBeGreaterThanOrEqual(0);

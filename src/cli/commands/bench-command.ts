@@ -9,7 +9,6 @@ import { parseDuration } from '../../units';
 import { formatBenchResult } from '../bench-text';
 import type { CommandContext } from '../command-context';
 import { jsonDocument } from '../json-document';
-import { withJsonError } from '../json-error';
 
 /** The flags of `gpugate bench` as the command line gives them (strings as typed). */
 export interface BenchCommandValues {
@@ -77,5 +76,5 @@ export async function runBenchCommand(values: BenchCommandValues, out: { write(t
 
 /** Run `gpugate bench`. */
 export async function runBench(context: CommandContext): Promise<number> {
-  return withJsonError('bench', context.values.json === true, context, () => runBenchCommand(context.values, context.stdout, context.env));
+  return runBenchCommand(context.values, context.stdout, context.env);
 }

@@ -17,7 +17,6 @@ import { booleanFlag, stringFlag, type CommandContext } from '../command-context
 import { doctorText } from '../doctor-text';
 import { ExitCode, exitCodeForDoctorStatus } from '../exit-codes';
 import { jsonDocument } from '../json-document';
-import { withJsonError } from '../json-error';
 import { colourEnabled } from '../terminal-style';
 
 function usage(message: string): CliError {
@@ -53,33 +52,31 @@ export async function runDoctorCommand(context: CommandContext): Promise<number>
   } else if (unitPath !== undefined) {
     throw usage('gpugate doctor: --unit-path applies to --unit NAME');
   }
-  return withJsonError('doctor', json, context, async () => {
-    const report = await runDoctor({
-      ...(unit !== undefined ? { unitChecks: (devices) => checkUnitNamed(unit, unitSourceFrom(unitPath, env), gpuSizesOf(devices)) } : {}),
-      callTimeoutMs,
-      env,
-      ...(library !== undefined ? { libraryPath: library } : {}),
-      ...(kernelLog !== undefined ? { kernelLogPath: kernelLog } : {}),
-      ...(env['GPUGATE_DEV_DIR'] ? { devDir: env['GPUGATE_DEV_DIR'] } : {}),
-      ...(env['GPUGATE_DRIVER_VERSION_FILE'] ? { kernelModuleVersionPath: env['GPUGATE_DRIVER_VERSION_FILE'] } : {}),
-    });
-    const exitCode = exitCodeForDoctorStatus(report.status);
-    if (json) {
-      context.stdout.write(jsonDocument({
-        command: 'doctor',
-        result: report.status,
-        exitCode,
-        takenAt: report.takenAt,
-        library: report.library === null ? null : {
-          path: report.library.path, driverVersion: report.library.driverVersion,
-          nvmlVersion: report.library.nvmlVersion, cudaDriverVersion: report.library.cudaDriverVersion,
-        },
-        gpuCount: report.gpuCount,
-        checks: report.checks,
-      }));
-    } else {
-      context.stdout.write(doctorText(report, exitCode, colourEnabled(process.stdout, env)));
-    }
-    return exitCode;
+  const report = await runDoctor({
+    ...(unit !== undefined ? { unitChecks: (devices) => checkUnitNamed(unit, unitSourceFrom(unitPath, env), gpuSizesOf(devices)) } : {}),
+    callTimeoutMs,
+    env,
+    ...(library !== undefined ? { libraryPath: library } : {}),
+    ...(kernelLog !== undefined ? { kernelLogPath: kernelLog } : {}),
+    ...(env['GPUGATE_DEV_DIR'] ? { devDir: env['GPUGATE_DEV_DIR'] } : {}),
+    ...(env['GPUGATE_DRIVER_VERSION_FILE'] ? { kernelModuleVersionPath: env['GPUGATE_DRIVER_VERSION_FILE'] } : {}),
   });
+  const exitCode = exitCodeForDoctorStatus(report.status);
+  if (json) {
+    context.stdout.write(jsonDocument({
+      command: 'doctor',
+      result: report.status,
+      exitCode,
+      takenAt: report.takenAt,
+      library: report.library === null ? null : {
+        path: report.library.path, driverVersion: report.library.driverVersion,
+        nvmlVersion: report.library.nvmlVersion, cudaDriverVersion: report.library.cudaDriverVersion,
+      },
+      gpuCount: report.gpuCount,
+      checks: report.checks,
+    }));
+  } else {
+    context.stdout.write(doctorText(report, exitCode, colourEnabled(process.stdout, env)));
+  }
+  return exitCode;
 }

@@ -17,7 +17,6 @@ import { shortCommand } from '../holder-text';
 import { describeOwner } from '../../gate/owner-text';
 import { holderMemoryUnknownReason, holdersUnknownReason } from '../../gate/holders-unknown';
 import { jsonDocument } from '../json-document';
-import { withJsonError } from '../json-error';
 import { holderJson, holderOnGpuJson, ownerJson } from '../json-result';
 import { logfmt } from '../logfmt';
 import { closeSession, openSession } from '../nvml-session';
@@ -40,8 +39,7 @@ const FOLDED_FIRST = ['COMMAND', 'OWNER', 'PPID', 'STATE', 'WHY'];
 
 export async function runHolders(context: CommandContext): Promise<number> {
   const settings = parseSessionSettings('holders', context.values);
-  return withJsonError('holders', settings.format === 'json', context,
-    () => withPrometheusFailure(settings, context, () => holders(context, settings)));
+  return withPrometheusFailure(settings, context, () => holders(context, settings));
 }
 
 async function holders(context: CommandContext, settings: SessionSettings): Promise<number> {
@@ -135,7 +133,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
         const failure = device.fieldErrors.processes;
         rows.push([String(device.index), '-', 'unreadable', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', holdersUnknownReason(null, failure) ?? '']);
       } else if (listed.length === 0 && (bytes === null || bytes <= 0) && (summary?.hiddenHolders.length ?? 0) === 0) {
-        rows.push([String(device.index), '-', 'none', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', `no holder (${shortBusId(device.pciBusId)})`]);
+        rows.push([String(device.index), '-', 'none', device.memory === null ? '?' : formatBytes(device.memory.usedBytes), '-', '-', '-', '-', '-', device.pciBusId === null ? 'no holder' : `no holder (${shortBusId(device.pciBusId)})`]);
       }
     }
     let text = `${textTable(rows, { width, wrap: [HOLDER_COLUMNS.indexOf('WHY'), HOLDER_COLUMNS.indexOf('NAME')], fold: FOLDED_FIRST.map((name) => HOLDER_COLUMNS.indexOf(name)) })}\n`;

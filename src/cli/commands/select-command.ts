@@ -18,7 +18,8 @@ import type { CommandContext } from '../command-context';
 import { ExitCode, exitCodeForError, exitCodeName } from '../exit-codes';
 import { InterruptWatch } from '../interrupt-watch';
 import { jsonDocument } from '../json-document';
-import { errorJson, gpuJson, type GpuJson, type ResultJson } from '../json-result';
+import { errorJson } from '../json-error';
+import { gpuJson, type GpuJson, type ResultJson } from '../json-result';
 import { logfmt } from '../logfmt';
 import { closeSession, openSession, withBackstop } from '../nvml-session';
 import { gpuLine } from '../progress-line';
@@ -31,8 +32,8 @@ const CUDA_VISIBLE_DEVICES = 'CUDA_VISIBLE_DEVICES';
 interface SelectedGpuJson {
   index: number;
   uuid: string;
-  pciBusId: string;
-  name: string;
+  pciBusId: string | null;
+  name: string | null;
   numaNode: number | null;
   lease: { path: string; holderPid: number | null; holderComm: string | null; holderStartTicks: number | null; createdAt: number; expiresAt: number | null } | null;
 }

@@ -10,10 +10,10 @@ import { reservedInUsed } from '../../gate/criteria';
 import { recoveryRemedy } from '../../nvml/recovery-action';
 import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
-import { ExitCode } from '../exit-codes';
+import { ExitCode, exitCodeName } from '../exit-codes';
 import { shortBusId } from '../bus-id';
+import { memoryImplausibleReason, statusProblems } from '../status-problems';
 import { jsonDocument } from '../json-document';
-import { withJsonError } from '../json-error';
 import { closeSession, openSession } from '../nvml-session';
 import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
 import { prometheusText } from '../prometheus-text';
@@ -22,19 +22,21 @@ import { escapeForTerminal } from '../terminal-text';
 import { terminalWidth, wrapLine } from '../terminal-style';
 import { textTableBlocks } from '../text-table';
 
-/** A device as `--json` prints it: its memory also says whether used includes reserved (see GpuEvaluation.reservedInUsed). */
-type StatusJsonDevice = Omit<GpuDevice, 'memory'> & { memory: (GpuMemory & { reservedInUsed: boolean | null }) | null };
+/**
+ * A device as `--json` prints it: its memory also says whether used includes reserved (see
+ * GpuEvaluation.reservedInUsed) and, when its figures do not add up, why (`implausible`).
+ */
+type StatusJsonDevice = Omit<GpuDevice, 'memory'> & { memory: (GpuMemory & { reservedInUsed: boolean | null; implausible: string | null }) | null };
 
 function statusJsonDevice(device: GpuDevice): StatusJsonDevice {
   const memory = device.memory;
-  return { ...device, memory: memory === null ? null : { ...memory, reservedInUsed: reservedInUsed(memory) } };
+  return { ...device, memory: memory === null ? null : { ...memory, reservedInUsed: reservedInUsed(memory), implausible: memoryImplausibleReason(device) } };
 }
 
 /** Run `gpugate status`. */
 export async function runStatus(context: CommandContext): Promise<number> {
   const settings = parseSessionSettings('status', context.values);
-  return withJsonError('status', settings.format === 'json', context,
-    () => withPrometheusFailure(settings, context, () => status(context, settings)));
+  return withPrometheusFailure(settings, context, () => status(context, settings));
 }
 
 async function status(context: CommandContext, settings: SessionSettings): Promise<number> {
@@ -45,6 +47,9 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
     const selection = read.selection;
     const snapshot: Snapshot = { takenAt: read.snapshot.takenAt, devices: read.devices };
     const library = session.library;
+    // Every GPU is shown; a lost one, or figures that do not add up, still end the command with 69.
+    const problems = statusProblems(snapshot.devices);
+    const exitCode = problems.length === 0 ? ExitCode.ok : ExitCode.unavailable;
     if (settings.format === 'prometheus') {
       writeExposition(settings, context, prometheusText({
         devices: snapshot.devices,
@@ -55,17 +60,20 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
     } else if (settings.format === 'json') {
       context.stdout.write(jsonDocument({
         command: 'status',
-        result: 'ok',
-        exitCode: ExitCode.ok,
+        result: exitCode === ExitCode.ok ? 'ok' : 'unavailable',
+        exitCode,
         takenAt: snapshot.takenAt,
         selection: { source: selection.source, warnings: selection.warnings },
         library: { path: library.path, driverVersion: library.driverVersion, nvmlVersion: library.nvmlVersion, cudaDriverVersion: library.cudaDriverVersion },
         devices: snapshot.devices.map(statusJsonDevice),
+        problems,
       }));
     } else {
       context.stdout.write(statusTable(snapshot, library, selection.source, terminalWidth(context.stdout, context.env)));
     }
-    return ExitCode.ok;
+    for (const problem of problems) context.logger.error(`${problem.message} (${problem.code})`);
+    if (problems.length > 0) context.logger.error(`${problems.length} of ${snapshot.devices.length} selected GPU(s) cannot be used (exit ${exitCode}/${exitCodeName(exitCode)})`);
+    return exitCode;
   } finally {
     await closeSession(session);
   }
@@ -115,8 +123,10 @@ function processLine(process: GpuProcess): string {
 
 function deviceRow(device: GpuDevice, details: Map<number, string[]>): string[] {
   const memory = device.memory;
-  const lines = [`    ${device.uuid}`];
+  const lines = [`    ${device.uuid ?? 'UUID unknown'}`];
   if (device.error !== null) lines.push(`    error: ${device.error.code}: ${device.error.message}`);
+  const implausible = memoryImplausibleReason(device);
+  if (implausible !== null) lines.push(`    memory figures implausible: ${implausible}; gpugate cannot judge this GPU (a gate exits 69)`);
   if (device.recoveryAction !== null && device.recoveryAction !== 'none') {
     lines.push(`    recovery action: ${device.recoveryAction} (${recoveryRemedy(device.recoveryAction, device.index)})`);
   }
@@ -132,8 +142,8 @@ function deviceRow(device: GpuDevice, details: Map<number, string[]>): string[] 
   details.set(device.index, lines.map(escapeForTerminal));
   return [
     String(device.index),
-    device.name,
-    shortBusId(device.pciBusId),
+    device.name ?? 'unknown',
+    device.pciBusId === null ? '-' : shortBusId(device.pciBusId),
     memory === null ? '-' : formatBytes(memory.usedBytes),
     memory === null ? '-' : formatBytes(memory.freeBytes),
     memory === null || memory.reservedBytes === null ? '-' : formatBytes(memory.reservedBytes),

@@ -15,7 +15,6 @@ import type { CommandContext } from '../command-context';
 import { booleanFlag, stringFlag } from '../command-context';
 import { ExitCode } from '../exit-codes';
 import { jsonDocument } from '../json-document';
-import { withJsonError } from '../json-error';
 import { usageError } from '../parse-command-line';
 import { readHostGpuSizes } from '../gpu-sizes';
 import { buildDropIn, DROP_IN_FILE, DROP_IN_MARKER, GATE_ENGINE, thisGateProgram } from '../systemd-drop-in';
@@ -29,7 +28,7 @@ const SYSTEM_UNIT_DIR = join('etc', 'systemd', 'system');
 /** Run `gpugate systemd`. */
 export async function runSystemd(context: CommandContext): Promise<number> {
   const json = booleanFlag(context.values, 'json');
-  return withJsonError('systemd', json, context, () => systemd(context, json));
+  return systemd(context, json);
 }
 
 async function systemd(context: CommandContext, json: boolean): Promise<number> {
