@@ -16,6 +16,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkPackFiles, listTarball } from '../scripts/pack-check.cjs';
 import { preparePackage, repoRoot, type PreparedPackage } from '../scripts/prepared-package.cjs';
+import { PUBLIC_RUNTIME_NAMES } from './helpers/public-api';
 
 const SCENARIO_NAME = 'idle-8x-rtx-pro-6000.json';
 const COMPILERS = ['cc', 'c++', 'gcc', 'g++', 'clang', 'clang++', 'make', 'python3', 'python'];
@@ -125,7 +126,7 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     expect(out['resolved']).toMatch(/node_modules\/gpugate\/prebuilds\/linux-x64\/gpugate\.glibc\.node$/);
   }, 60000);
 
-  it('loads from ESM: import { openNvml } from "gpugate" gives the same exports as require', () => {
+  it('loads from ESM: import { openNvml } from "gpugate" gives the same exports as require, exactly the public names', () => {
     writeFileSync(join(consumer, 'esm.mjs'), `
       import { createRequire } from 'node:module';
       import * as ns from 'gpugate';
@@ -143,6 +144,7 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     expect(out.openNvml).toBe('function');
     expect(out.same).toBe(true);
     expect(out.esmNames).toEqual(out.cjsNames);
+    expect(out.cjsNames).toEqual([...PUBLIC_RUNTIME_NAMES].sort());
   }, 60000);
 
   it('type-checks a TypeScript consumer (CommonJS and ESM) with tsc against the shipped declarations', () => {
