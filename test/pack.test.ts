@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpath
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkPackFiles, listTarball } from '../scripts/pack-check.cjs';
+import { checkDocLinks, checkPackFiles, listTarball } from '../scripts/pack-check.cjs';
 import { preparePackage, repoRoot, type PreparedPackage } from '../scripts/prepared-package.cjs';
 import { PUBLIC_RUNTIME_NAMES } from './helpers/public-api';
 
@@ -176,6 +176,17 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     expect(r.stdout + r.stderr).toBe('');
     expect(r.status).toBe(0);
   }, 180000);
+
+  it('names its repository, homepage and issue tracker, and ships the docs README.md links to, every link resolving inside the package', () => {
+    const pkgDir = join(consumer, 'node_modules', 'gpugate');
+    const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { repository?: { url?: string }; homepage?: string; bugs?: { url?: string } };
+    expect(manifest.repository?.url).toMatch(/^git\+https:\/\/github\.com\/gpugate\/gpugate\.git$/);
+    expect(manifest.homepage).toMatch(/^https:\/\/github\.com\/gpugate\/gpugate/);
+    expect(manifest.bugs?.url).toBe('https://github.com/gpugate/gpugate/issues');
+    const files = listTarball(prepared.tarball);
+    for (const page of ['docs/cli.md', 'docs/install.md', 'docs/systemd.md']) expect(files).toContain(page);
+    expect(checkDocLinks(files, (file) => readFileSync(join(pkgDir, file), 'utf8'))).toEqual([]);
+  });
 
   it('ships the JSON Schemas, reachable as gpugate/schemas/*.schema.json', () => {
     const r = inConsumer('node', ['-e', `

@@ -8,8 +8,8 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { declaredExports } from './helpers/declared-exports';
 import { MAX_PUBLIC_RUNTIME_NAMES, PUBLIC_RUNTIME_NAMES } from './helpers/public-api';
 import { repoRoot } from './helpers/sim';
 
@@ -33,23 +33,6 @@ function builtNames(kind: 'require' | 'import'): string[] {
   expect(run.stderr).toBe('');
   expect(run.status).toBe(0);
   return (JSON.parse(run.stdout) as string[]).sort();
-}
-
-/** Each exported name of the shipped declarations (dist/index.d.ts) with the JSDoc text of its declaration. */
-function declaredDocs(): Map<string, string> {
-  const entry = join(root, 'dist', 'index.d.ts');
-  const program = ts.createProgram([entry], { strict: true, noEmit: true, types: [] });
-  const checker = program.getTypeChecker();
-  const source = program.getSourceFile(entry);
-  if (source === undefined) throw new Error(`cannot read ${entry}`);
-  const moduleSymbol = checker.getSymbolAtLocation(source);
-  if (moduleSymbol === undefined) throw new Error(`${entry} is not a module`);
-  const docs = new Map<string, string>();
-  for (const exported of checker.getExportsOfModule(moduleSymbol)) {
-    const target = exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
-    docs.set(exported.getName(), ts.displayPartsToString(target.getDocumentationComment(checker)).trim());
-  }
-  return docs;
 }
 
 describe('the public surface', () => {
@@ -82,7 +65,7 @@ describe('the public surface', () => {
   });
 
   it('gives every public runtime name JSDoc in the shipped declarations', () => {
-    const docs = declaredDocs();
+    const docs = declaredExports();
     const missing = expected.filter((name) => !docs.has(name));
     expect(missing, 'names dist/index.d.ts does not export').toEqual([]);
     const bare = expected.filter((name) => (docs.get(name) ?? '') === '');
