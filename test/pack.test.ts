@@ -158,6 +158,17 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
       }
       export const isLoadError = (e: unknown): boolean => e instanceof NativeLoadError;
     `);
+    // The documented surface beyond the session: the gate, its outcome, the error family and its codes.
+    writeFileSync(join(consumer, 'consumer-gate.ts'), `
+      import { gate, selectGpus, inspectHolders, GpugateError, ErrorCode, parseSize, type GateOutcome, type SelectResult } from 'gpugate';
+      export async function gated(): Promise<string> {
+        const outcome: GateOutcome = await gate({ mode: 'check', minFree: { bytes: parseSize('2GiB') } });
+        return outcome.result;
+      }
+      export const pick = (): Promise<SelectResult> => selectGpus({ count: 1 });
+      export const holders = inspectHolders;
+      export const isTimeout = (e: unknown): boolean => e instanceof GpugateError && e.code === ErrorCode.waitTimeout;
+    `);
     writeFileSync(join(consumer, 'consumer-esm.mts'), `
       import { openNvml, type GpuDevice } from 'gpugate';
       export const open: typeof openNvml = openNvml;
@@ -169,7 +180,7 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
         exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true,
         typeRoots: [join(repoRoot, 'node_modules', '@types')], types: ['node'],
       },
-      files: ['consumer.ts', 'consumer-esm.mts'],
+      files: ['consumer.ts', 'consumer-gate.ts', 'consumer-esm.mts'],
     }));
     const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
     const r = inConsumer('node', [tsc, '-p', 'tsconfig.json']);
