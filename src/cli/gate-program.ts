@@ -83,6 +83,11 @@ function commandProblem(real: string, env: NodeJS.ProcessEnv): string | null {
   }
   const where = unstableLocation(real, env);
   if (where !== null) return `${real} is in ${where}`;
+  return notRootOnly(real);
+}
+
+/** The first of `real` (a resolved path) and the folders above it that a user other than root may change, as a sentence; null when none. */
+function notRootOnly(real: string): string | null {
   for (let path = real; ; path = dirname(path)) {
     const stat = lstatSync(path);
     // Whoever may change the file or a folder above it could put their code in a root service.
@@ -114,6 +119,9 @@ function serviceNodeProblem(dirs: readonly string[]): string | null {
     }
   });
   if (node === undefined) return `there is no node in ${dirs.join(':')}`;
+  // Never run, as root, a program another user could have put there.
+  const changeable = notRootOnly(realPathOf(node));
+  if (changeable !== null) return `the service's node ${node} is not root's alone (${changeable})`;
   const run = spawnSync(node, ['--version'], { encoding: 'utf8', timeout: NODE_VERSION_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'ignore'] });
   const version = /^v(\d+\.\d+\.\d+)/.exec(run.stdout ?? '')?.[1];
   if (run.status !== 0 || version === undefined) return `${node} --version did not answer`;
