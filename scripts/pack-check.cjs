@@ -8,6 +8,7 @@
 'use strict';
 
 const { execFileSync } = require('node:child_process');
+const { posix } = require('node:path');
 
 /** Files that must be present (exact paths inside the package). */
 const REQUIRED_FILES = [
@@ -33,6 +34,7 @@ const REQUIRED_PATTERNS = [
   ['the simulator C++ sources', /^sim\/[^/]+\.cc$/],
   ['at least one simulator scenario', /^scenarios\/[^/]+\.json$/],
   ['the JSON Schemas of the --json documents', /^schemas\/[^/]+\.schema\.json$/],
+  ['the documentation README.md links to (docs/)', /^docs\/[^/]+\.md$/],
 ];
 
 /** Patterns no file may match: [description, pattern]. */
@@ -69,6 +71,50 @@ function checkPackFiles(files) {
   return problems;
 }
 
+/** A Markdown link's target: `[text](target)`, the target without a title. */
+const MARKDOWN_LINK = /\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g;
+
+/** The anchor GitHub gives a heading: lower case, punctuation dropped, each blank a dash. */
+function headingAnchor(heading) {
+  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+}
+
+/**
+ * Returns every link of the package's Markdown files (README.md, docs/*.md) that points at
+ * nothing once installed: a relative target that is not in the package, or an anchor that is
+ * no heading of its target. Links to other sites are not followed.
+ * @param {string[]} files paths inside the package
+ * @param {(file: string) => string} readText reads a file of the package
+ * @returns {string[]}
+ */
+function checkDocLinks(files, readText) {
+  const set = new Set(files);
+  const problems = [];
+  const anchors = new Map();
+  const anchorsOf = (file) => {
+    if (!anchors.has(file)) {
+      const headings = readText(file).split('\n').filter((line) => /^#{1,6} /.test(line)).map((line) => headingAnchor(line.replace(/^#+ /, '')));
+      anchors.set(file, new Set(headings));
+    }
+    return anchors.get(file);
+  };
+  for (const file of files.filter((f) => f === 'README.md' || /^docs\/[^/]+\.md$/.test(f))) {
+    for (const match of readText(file).matchAll(MARKDOWN_LINK)) {
+      const target = match[1];
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+      const [path, anchor] = target.split('#');
+      const dir = file.includes('/') ? file.slice(0, file.lastIndexOf('/')) : '';
+      const resolved = path === '' ? file : posix.normalize(dir === '' ? path : `${dir}/${path}`);
+      if (!set.has(resolved)) {
+        problems.push(`${file} links to ${target}, which is not in the package`);
+      } else if (anchor !== undefined && resolved.endsWith('.md') && !anchorsOf(resolved).has(anchor)) {
+        problems.push(`${file} links to ${target}, but ${resolved} has no heading #${anchor}`);
+      }
+    }
+  }
+  return problems;
+}
+
 /**
  * Lists the files of a .tgz made by npm pack (paths without the leading "package/").
  * @param {string} tarball
@@ -78,7 +124,7 @@ function listTarball(tarball) {
   return out.split('\n').filter((l) => l && !l.endsWith('/')).map((l) => l.replace(/^package\//, ''));
 }
 
-module.exports = { REQUIRED_FILES, REQUIRED_PATTERNS, FORBIDDEN_PATTERNS, checkPackFiles, listTarball };
+module.exports = { REQUIRED_FILES, REQUIRED_PATTERNS, FORBIDDEN_PATTERNS, checkPackFiles, checkDocLinks, listTarball };
 
 if (require.main === module) {
   const tarball = process.argv[2];
@@ -86,7 +132,9 @@ if (require.main === module) {
     console.error('usage: node scripts/pack-check.cjs <tarball.tgz>');
     process.exit(64);
   }
-  const problems = checkPackFiles(listTarball(tarball));
+  const files = listTarball(tarball);
+  const readText = (file) => execFileSync('tar', ['-xOzf', tarball, `package/${file}`], { encoding: 'utf8' });
+  const problems = [...checkPackFiles(files), ...checkDocLinks(files, readText)];
   for (const p of problems) console.error(`pack-check: ${tarball}: ${p}`);
   if (problems.length === 0) console.error(`pack-check: ${tarball}: ok`);
   process.exit(problems.length === 0 ? 0 : 1);

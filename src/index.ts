@@ -1,60 +1,63 @@
-/** gpugate: the public API. */
-export * from './types';
-export * from './gpugate-error';
-export { isGpugateError, type AnyGpugateError } from './error-union';
-export * from './usage-error';
-export * from './config-error';
-export * from './units';
-export * from './gate/device-selection-error';
-export * from './gate/devices';
-export * from './gate/criteria';
-export { ENGINE_NAMES, engineView, engineViewText, cudaTotalBytes, type EngineMinFree, type EngineName, type EngineView } from './gate/engine-view';
-export { CUDA_CONTEXT_SIZES, DEFAULT_CUDA_CONTEXT_BYTES, cudaContextBytes, type CudaContextSize } from './gate/cuda-context-sizes';
-export * from './gate/wait-timeout-error';
-export { waitForGpusFree, checkGpusOnce, GpuWaitAbortError } from './gate/wait';
-export type { WaitOptions, GpuFailureReason, GpuEvaluation, Evaluation, WaitResult } from './gate/wait';
+/**
+ * gpugate: the public API, exactly the names README.md's "The API" section lists. Every name here
+ * is a semver promise; everything else in the package is internal and may change in any release.
+ * test/package-exports.test.ts keeps this list, README's and the shipped declarations' JSDoc in step.
+ */
+
+// Reading NVML.
+export { openNvml, MAX_PENDING_CALLS } from './nvml/session';
+export type {
+  NvmlSession, NvmlMemoryReader, OpenNvmlOptions, Snapshot, SnapshotOptions, LibraryInfo, GpuDevice, GpuMemory, GpuProcess,
+  GpuHealth, MigDevice, ProcessKind, RecoveryAction,
+} from './types';
+
+// Gating: what `gpugate wait` / `check` / `select` do.
 export { gate } from './gate/gate';
 export type { GateOptions, GateEvent, StalePolicy } from './gate/gate';
 export type { GateOutcome, GateResult, GateStale, GateActions } from './gate/gate-outcome';
-export { gateDefaults, DEFAULT_INTERVAL_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS, DEFAULT_KILL_GRACE_MS } from './gate/gate-defaults';
-export { describeGpuFailure, describeFailures, holderName, holderLabel } from './gate/failure-text';
-export { STALE_HOLDER_CLASSES, isStaleHolder } from './gate/stale-holders';
-export * from './gate/stale';
-export * from './gate/select';
-export * from './gate/placement';
-export { LeaseDirectory, GpuLeaseError, leaseFileName, LEASE_DIR_ENV, DEFAULT_LEASE_DIR, DEFAULT_LEASE_LOCK_TIMEOUT_MS } from './host/gpu-lease';
-export type { LeaseRecord, LeaseRelease, LeaseState, LeaseStatus, LeaseTerms, OwnLease } from './host/gpu-lease';
-export type { NewLease } from './host/lease-record';
-export { UnsafePathError, FileSystemError } from './host/safe-file';
-export { readPciPlacement, sysfsPciAddress, SYSFS_ROOT_ENV, DEFAULT_SYSFS_ROOT } from './host/pci-topology';
-export type { PciPlacement } from './host/pci-topology';
-export * from './host/shm';
-export * from './host/process-owner';
-export * from './host/cgroup-location';
-export * from './gate/reap';
-export { openNvml, MAX_PENDING_CALLS } from './nvml/session';
-export { DEFAULT_CALL_TIMEOUT_MS } from './nvml/call-timeout';
-export {
-  NvmlError,
-  isFatalNvmlError,
-  nvmlCodeName,
-  GPUGATE_LIBRARY_NOT_FOUND,
-  GPUGATE_TIMEOUT,
-  GPUGATE_SESSION_CLOSED,
-  GPUGATE_QUEUE_FULL,
-  GPUGATE_NATIVE_FAILURE,
-} from './nvml/nvml-error';
-export type { NvmlErrorOptions, NvmlErrorCode, NvmlErrorName } from './nvml/nvml-error';
-export { sdNotify } from './host/notify';
-export { IMPLAUSIBLE_PROCESS_LIST } from './nvml/snapshot-decode';
-export * from './nvml/native-load-error';
-export * from './simulator/sim-library';
-export * from './simulator/sim-host';
-export { runBench } from './bench/run-bench';
-export type { BenchOptions, BenchResult, BenchMeasure, LatencyStats, NvidiaSmiMeasure } from './bench/run-bench';
+export { gateDefaults } from './gate/gate-defaults';
+export { waitForGpusFree, checkGpusOnce } from './gate/wait';
+export type { WaitOptions, WaitResult, Evaluation, GpuEvaluation, GpuFailureReason } from './gate/wait';
+export type { MinFree } from './gate/criteria';
+export type { EngineMinFree, EngineName } from './gate/engine-view';
+export { selectGpus } from './gate/select';
+export type { SelectOptions, SelectResult, SelectedGpu, SelectCandidate, SelectExclusion } from './gate/select';
+export type { LeaseRelease, OwnLease } from './host/gpu-lease';
+
+// Who holds the GPUs.
+export { inspectHolders } from './gate/stale';
+export type { InspectOptions, HolderReport, Holder, HolderClass } from './gate/stale';
+
+// Health checks and the poll benchmark.
 export { runDoctor } from './doctor/doctor';
 export type { DoctorOptions, DoctorReport } from './doctor/doctor';
 export type { DoctorCheck, DoctorStatus } from './doctor/doctor-check';
-export { worstStatus } from './doctor/doctor-check';
-export { XID_TABLE, explainXid, parseXidLines } from './doctor/xid-table';
-export type { XidEvent, XidExplanation } from './doctor/xid-table';
+export { runBench } from './bench/run-bench';
+export type { BenchOptions, BenchResult } from './bench/run-bench';
+
+// The simulator.
+export { findSimLibrary, findSimLibraryFor, simProfileForScenario, simDriverProfiles } from './simulator/sim-library';
+export type { FindSimLibraryOptions, SimDriverProfile } from './simulator/sim-library';
+export { SimulatedHost } from './simulator/sim-host';
+export type { SimulatedHostOptions } from './simulator/sim-host';
+
+// The sizes and durations the command line accepts.
+export { parseSize, parseDuration } from './units';
+export type { SizeOrFraction } from './units';
+
+// Errors: every one is a GpugateError with a stable code.
+export { GpugateError, ErrorCode } from './gpugate-error';
+export type { GpugateErrorCode } from './gpugate-error';
+export { isGpugateError } from './error-union';
+export type { AnyGpugateError } from './error-union';
+export type { NvmlErrorCode, NvmlErrorName } from './nvml/nvml-error';
+export { NvmlError } from './nvml/nvml-error';
+export { GpuWaitTimeoutError } from './gate/wait-timeout-error';
+export { GpuWaitAbortError } from './gate/wait';
+export { UsageError } from './usage-error';
+export { ConfigError } from './config-error';
+export { DeviceSelectionError } from './gate/device-selection-error';
+export { NativeLoadError } from './nvml/native-load-error';
+export { SimLibraryNotFoundError } from './simulator/sim-library';
+export { GpuLeaseError } from './host/gpu-lease';
+export { UnsafePathError, FileSystemError } from './host/safe-file';

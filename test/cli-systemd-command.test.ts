@@ -43,7 +43,7 @@ describe('the printed drop-in', () => {
   it('is the shipped contrib/systemd/gpugate-wait.conf for the reference unit (one source of truth)', async () => {
     const { dir } = makeRoot({ 'llm.service': SEED.replace(' --gpu-memory-utilization 0.85', '') });
     const unit = await readUnitProperties('llm.service', { kind: 'unit-files', directory: dir });
-    const generated = buildDropIn(unit, { argv: ['gpugate'] }).text;
+    const generated = buildDropIn(unit, { argv: ['/usr/local/bin/gpugate'] }).text;
     const shipped = readFileSync(join(repoRoot(), 'contrib', 'systemd', 'gpugate-wait.conf'), 'utf8');
     expect(directives(generated)).toEqual(directives(shipped));
   });
@@ -240,7 +240,7 @@ describe.skipIf(!analyze && !inCi)('systemd-analyze verify', () => {
   });
 
   it('passes on the shipped template instance with its drop-in, and would report a bad line (the check can fail)', async () => {
-    const template = readFileSync(join(repoRoot(), 'contrib', 'systemd', 'vllm@.service'), 'utf8').replace('ExecStart=vllm', 'ExecStart=/usr/bin/vllm').replace(/gpugate wait/, `${process.execPath} ${cliPath()} wait`);
+    const template = readFileSync(join(repoRoot(), 'contrib', 'systemd', 'vllm@.service'), 'utf8').replace('ExecStart=vllm', 'ExecStart=/usr/bin/vllm').replace('/usr/local/bin/gpugate wait', `${process.execPath} ${cliPath()} wait`);
     const { root, dir } = verifiableRoot({ 'vllm@.service': template });
     mkdirSync(join(root, 'etc', 'vllm'), { recursive: true });
     const run = await systemd(['--unit', 'vllm@llama', '--unit-path', dir, '--write', '--root', root]);

@@ -34,10 +34,11 @@ function prepareRoot(): void {
   if (systemUnits === undefined) throw new Error('no system unit directory with sysinit.target found');
   mkdirSync(join(root, 'usr', 'lib', 'systemd'), { recursive: true });
   cpSync(systemUnits, join(root, 'usr', 'lib', 'systemd', 'system'), { recursive: true, dereference: false, verbatimSymlinks: true });
-  mkdirSync(join(root, 'usr', 'bin'), { recursive: true });
-  for (const name of ['gpugate', 'vllm']) {
-    writeFileSync(join(root, 'usr', 'bin', name), '#!/bin/sh\nexit 0\n');
-    chmodSync(join(root, 'usr', 'bin', name), 0o755);
+  // vllm where the template finds it by name; gpugate where the shipped files name it.
+  for (const program of [['usr', 'bin', 'vllm'], ['usr', 'local', 'bin', 'gpugate']]) {
+    mkdirSync(join(root, ...program.slice(0, -1)), { recursive: true });
+    writeFileSync(join(root, ...program), '#!/bin/sh\nexit 0\n');
+    chmodSync(join(root, ...program), 0o755);
   }
   mkdirSync(join(root, 'etc', 'systemd', 'system', 'my-llm.service.d'), { recursive: true });
 }
@@ -80,7 +81,7 @@ describe.skipIf(!haveAnalyze && !inCi)('shipped systemd units', () => {
 describe('the contract lines in the shipped files', () => {
   it.each([['vllm@.service', unitTemplate], ['gpugate-wait.conf', dropIn]])('%s has the wait, no stop wait, the start timeout, the start limits and NotifyAccess', (_name, text) => {
     const lines = text.split('\n').filter((line) => !line.startsWith('#'));
-    expect(lines).toContain('ExecStartPre=gpugate wait --for vllm --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify');
+    expect(lines).toContain('ExecStartPre=/usr/local/bin/gpugate wait --for vllm --min-free 0.9 --margin 2GiB --stable 5s --timeout 240s --notify');
     // A wait in ExecStopPost= counts against the stop timeout, delays `systemctl stop` and runs
     // before ExecStartPre= could stop a leftover: the start wait is the only wait.
     expect(lines.some((line) => line.startsWith('ExecStopPost=') && line.includes('gpugate wait'))).toBe(false);

@@ -9,14 +9,6 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   checkGpusOnce,
   ConfigError,
-  DEFAULT_INTERVAL_MS,
-  DEFAULT_KILL_GRACE_MS,
-  DEFAULT_STABLE_MS,
-  DEFAULT_TIMEOUT_MS,
-  DEFAULT_STABLE_TOLERANCE_BYTES,
-  DEFAULT_CALL_TIMEOUT_MS,
-  formatBytes,
-  formatDuration,
   gate,
   gateDefaults,
   GpuWaitAbortError,
@@ -30,6 +22,11 @@ import {
   waitForGpusFree,
   type Evaluation,
 } from '../src/index';
+// The constants the defaults object is checked against live behind the public surface.
+import { DEFAULT_INTERVAL_MS, DEFAULT_KILL_GRACE_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS } from '../src/gate/gate-defaults';
+import { DEFAULT_STABLE_TOLERANCE_BYTES } from '../src/gate/criteria';
+import { DEFAULT_CALL_TIMEOUT_MS } from '../src/nvml/call-timeout';
+import { formatBytes, formatDuration } from '../src/units';
 import { cliEnv, runCli } from './helpers/cli';
 import { simDevice, writeScenario } from './helpers/sim';
 import { freshSimulator, GiB, rtxProDevice, tempDir, useScenario } from './session-helpers';

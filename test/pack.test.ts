@@ -14,8 +14,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpath
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkPackFiles, listTarball } from '../scripts/pack-check.cjs';
+import { checkDocLinks, checkPackFiles, listTarball } from '../scripts/pack-check.cjs';
 import { preparePackage, repoRoot, type PreparedPackage } from '../scripts/prepared-package.cjs';
+import { PUBLIC_RUNTIME_NAMES } from './helpers/public-api';
 
 const SCENARIO_NAME = 'idle-8x-rtx-pro-6000.json';
 const COMPILERS = ['cc', 'c++', 'gcc', 'g++', 'clang', 'clang++', 'make', 'python3', 'python'];
@@ -125,7 +126,7 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     expect(out['resolved']).toMatch(/node_modules\/gpugate\/prebuilds\/linux-x64\/gpugate\.glibc\.node$/);
   }, 60000);
 
-  it('loads from ESM: import { openNvml } from "gpugate" gives the same exports as require', () => {
+  it('loads from ESM: import { openNvml } from "gpugate" gives the same exports as require, exactly the public names', () => {
     writeFileSync(join(consumer, 'esm.mjs'), `
       import { createRequire } from 'node:module';
       import * as ns from 'gpugate';
@@ -143,6 +144,7 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     expect(out.openNvml).toBe('function');
     expect(out.same).toBe(true);
     expect(out.esmNames).toEqual(out.cjsNames);
+    expect(out.cjsNames).toEqual([...PUBLIC_RUNTIME_NAMES].sort());
   }, 60000);
 
   it('type-checks a TypeScript consumer (CommonJS and ESM) with tsc against the shipped declarations', () => {
@@ -156,6 +158,17 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
       }
       export const isLoadError = (e: unknown): boolean => e instanceof NativeLoadError;
     `);
+    // The documented surface beyond the session: the gate, its outcome, the error family and its codes.
+    writeFileSync(join(consumer, 'consumer-gate.ts'), `
+      import { gate, selectGpus, inspectHolders, GpugateError, ErrorCode, parseSize, type GateOutcome, type SelectResult } from 'gpugate';
+      export async function gated(): Promise<string> {
+        const outcome: GateOutcome = await gate({ mode: 'check', minFree: { bytes: parseSize('2GiB') } });
+        return outcome.result;
+      }
+      export const pick = (): Promise<SelectResult> => selectGpus({ count: 1 });
+      export const holders = inspectHolders;
+      export const isTimeout = (e: unknown): boolean => e instanceof GpugateError && e.code === ErrorCode.waitTimeout;
+    `);
     writeFileSync(join(consumer, 'consumer-esm.mts'), `
       import { openNvml, type GpuDevice } from 'gpugate';
       export const open: typeof openNvml = openNvml;
@@ -167,13 +180,24 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
         exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true,
         typeRoots: [join(repoRoot, 'node_modules', '@types')], types: ['node'],
       },
-      files: ['consumer.ts', 'consumer-esm.mts'],
+      files: ['consumer.ts', 'consumer-gate.ts', 'consumer-esm.mts'],
     }));
     const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
     const r = inConsumer('node', [tsc, '-p', 'tsconfig.json']);
     expect(r.stdout + r.stderr).toBe('');
     expect(r.status).toBe(0);
   }, 180000);
+
+  it('names its repository, homepage and issue tracker, and ships the docs README.md links to, every link resolving inside the package', () => {
+    const pkgDir = join(consumer, 'node_modules', 'gpugate');
+    const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { repository?: { url?: string }; homepage?: string; bugs?: { url?: string } };
+    expect(manifest.repository?.url).toMatch(/^git\+https:\/\/github\.com\/gpugate\/gpugate\.git$/);
+    expect(manifest.homepage).toMatch(/^https:\/\/github\.com\/gpugate\/gpugate/);
+    expect(manifest.bugs?.url).toBe('https://github.com/gpugate/gpugate/issues');
+    const files = listTarball(prepared.tarball);
+    for (const page of ['docs/cli.md', 'docs/install.md', 'docs/systemd.md']) expect(files).toContain(page);
+    expect(checkDocLinks(files, (file) => readFileSync(join(pkgDir, file), 'utf8'))).toEqual([]);
+  });
 
   it('ships the JSON Schemas, reachable as gpugate/schemas/*.schema.json', () => {
     const r = inConsumer('node', ['-e', `

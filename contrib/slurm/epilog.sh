@@ -12,5 +12,5 @@
 # Leaked NCCL / PSM shared-memory files that no live process has open or mapped are removed
 # too: they fill /dev/shm until a later job fails with "unhandled system error" or SIGBUS.
 # (Slurm's own cgroup clean-up kills the job's processes; gpugate never kills here.)
-exec gpugate wait --gpus "$SLURM_JOB_GPUS" --max-used 1GiB --stable 2s --timeout 50s \
+exec /usr/local/bin/gpugate wait --gpus "$SLURM_JOB_GPUS" --max-used 1GiB --stable 2s --timeout 50s \
   --clean-shm 'nccl-*' --clean-shm 'psm_*'

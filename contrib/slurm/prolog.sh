@@ -11,4 +11,4 @@
 # One sample, no waiting (the prolog must be quick): exit 0 when each GPU has at most 1 GiB in
 # use and no process on it, 75 when busy, 69 when NVML is broken. The log line says which GPU,
 # how much memory and which holder; Slurm copies it into slurmd's log.
-exec gpugate check --gpus "$SLURM_JOB_GPUS" --max-used 1GiB --no-processes --nvml-timeout 10s
+exec /usr/local/bin/gpugate check --gpus "$SLURM_JOB_GPUS" --max-used 1GiB --no-processes --nvml-timeout 10s

@@ -1,23 +1,21 @@
 /**
  * The drop-in that puts gpugate in front of an existing unit: the settings of the shipped
  * contrib/systemd/gpugate-wait.conf (a test keeps the two in step), fitted to the unit: the
- * gate's `--for vllm --min-free` from the service's own --gpu-memory-utilization, gpugate and node named by
- * absolute path, start limits that a crash loop with this unit's RestartSec= still trips, and a
+ * gate's `--for vllm --min-free` from the service's own --gpu-memory-utilization, gpugate named by
+ * absolute path (the installed command where there is one), start limits that a crash loop with this unit's RestartSec= still trips, and a
  * start timeout above the gate's that never shortens one the unit already has. It never makes
  * the unit worse than it was: a gate that an idle GPU of this host could never pass is not
  * written (the margin shrinks to what fits, or the command refuses), NotifyAccess= is only ever
  * widened, and a start limit the unit switched off stays off.
  */
-import { join } from 'node:path';
 import { ConfigError } from '../config-error';
 import { findMemoryUtilization } from './unit-commands';
 import { minFreeBytes } from '../gate/criteria';
 import { contextBytesFor, type EngineMinFree, type EngineName } from '../gate/engine-view';
 import { IDLE_BASELINE_BYTES, idleFreeBytes, largestIdleMarginBytes, type GpuSize } from '../gate/idle-room';
-import { formatExecCommand, nodeScriptArgv } from '../host/systemd-exec-line';
+import { formatExecCommand } from '../host/systemd-exec-line';
 import type { UnitProperties } from '../host/systemd-unit';
 import { formatTimeSpanUsec } from '../host/systemd-time-span';
-import { PACKAGE_ROOT } from '../package-root';
 import { formatBytes, parseSize } from '../units';
 
 /** The first line of every drop-in gpugate writes; it replaces only files that start with it. */
@@ -38,15 +36,10 @@ export const START_LIMIT_BURST = 6;
 /** Room above the gate's --timeout in TimeoutStartSec= for Node's start-up and the other ExecStartPre= lines. */
 const START_TIMEOUT_ROOM_SEC = 60;
 
-/** How to run gpugate: the programs and files that the ExecStartPre= line starts. */
+/** How to run gpugate: the programs and files that the ExecStartPre= line starts (src/cli/gate-program.ts decides). */
 export interface GateProgram {
-  /** Words that start gpugate, e.g. [process.execPath, '--disable-sigusr1', '/usr/lib/node_modules/gpugate/dist/cli/main.js']. */
+  /** Words that start gpugate: ['/usr/local/bin/gpugate'], or e.g. ['/usr/bin/node', '--disable-sigusr1', '/opt/gpugate/dist/cli/main.js']. */
   argv: string[];
-}
-
-/** This gpugate: the running node (with its inspector signal off) and this package's dist/cli/main.js, both absolute. */
-export function thisGateProgram(): GateProgram {
-  return { argv: nodeScriptArgv(process.execPath, join(PACKAGE_ROOT, 'dist', 'cli', 'main.js')) };
 }
 
 /** NotifyAccess= values from narrowest to widest. */

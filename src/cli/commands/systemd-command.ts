@@ -17,7 +17,8 @@ import { ExitCode } from '../exit-codes';
 import { jsonDocument } from '../json-document';
 import { usageError } from '../parse-command-line';
 import { readHostGpuSizes } from '../gpu-sizes';
-import { buildDropIn, DROP_IN_FILE, DROP_IN_MARKER, GATE_ENGINE, thisGateProgram } from '../systemd-drop-in';
+import { resolveGateProgram } from '../gate-program';
+import { buildDropIn, DROP_IN_FILE, DROP_IN_MARKER, GATE_ENGINE } from '../systemd-drop-in';
 
 /** A drop-in gpugate wrote is a few lines: a larger file is not one. */
 const DROP_IN_MAX_BYTES = 1 << 20;
@@ -50,11 +51,16 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
   const target = join(root, SYSTEM_UNIT_DIR, `${name}.d`, DROP_IN_FILE);
   const keepExistingGate = hasForeignGate(unit, target);
   const sizes = keepExistingGate ? null : await readHostGpuSizes();
-  const dropIn = buildDropIn(unit, thisGateProgram(), { keepExistingGate, gpus: sizes?.kind === 'read' ? sizes.gpus : null });
+  const program = resolveGateProgram(context.env);
+  const dropIn = buildDropIn(unit, program, { keepExistingGate, gpus: sizes?.kind === 'read' ? sizes.gpus : null });
   const limits = dropIn.startLimitIntervalSec === 0 || dropIn.startLimitBurst === 0 ? 'the unit\'s start limit kept off' : `StartLimitIntervalSec=${dropIn.startLimitIntervalSec / 60}min for RestartSec=${(unit.restartUsec / 1e6).toString()}s`;
   const fitted = `${dropIn.minFreeFrom === 'gpu-memory-utilization' ? `--for ${GATE_ENGINE} --min-free ${dropIn.minFree} from its --gpu-memory-utilization` : `--for ${GATE_ENGINE} --min-free ${dropIn.minFree} (vLLM's default; ExecStart= sets no --gpu-memory-utilization)`}, ${limits}`;
   context.logger.info(`drop-in for ${name} (read ${source.kind === 'systemctl' ? 'with systemctl show' : `from the unit files in ${source.directory}`}): ${fitted}${dropIn.execStartPre === null ? '; the unit already runs gpugate wait, so no second ExecStartPre=' : ''}${write ? '' : `; --write puts it in ${target}`}`);
   for (const line of dropIn.kept) context.logger.info(line);
+  if (dropIn.execStartPre !== null) {
+    if (program.why !== null) context.logger.info(`the gate names node and ${program.command} by absolute path: ${program.why}`);
+    for (const line of program.unstable) context.logger.warning(`the gate line depends on a path a service should not depend on: ${line}; install the command (npm install -g gpugate, as root) and run gpugate systemd again`);
+  }
   if (sizes?.kind === 'unknown') {
     context.logger.warning(`the gate (--for ${GATE_ENGINE} --min-free ${dropIn.minFree} --margin ${dropIn.margin}) was not checked against this host's GPUs, since NVML could not be read (${sizes.reason}); on the GPU host, gpugate doctor --unit ${name} checks that an idle GPU can pass it`);
   }
@@ -79,6 +85,7 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
       startLimitBurst: dropIn.startLimitBurst,
       timeoutStartSec: dropIn.timeoutStartSec,
       execStartPre: dropIn.execStartPre,
+      gateProgram: { form: program.form, command: program.command, runningFrom: program.runningFrom, why: program.why, unstable: program.unstable },
       text: dropIn.text,
     }));
   } else if (outcome === null) {
