@@ -176,7 +176,8 @@ describe('one set of defaults', () => {
       killGraceMs: DEFAULT_KILL_GRACE_MS,
       callTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,
     });
-    const help = await runCli(['wait', '--help']);
+    // Wide enough that each flag's help stays on its line (in a pipe, help wraps at 80 columns).
+    const help = await runCli(['wait', '--help'], { env: { ...process.env, COLUMNS: '400' } });
     expect(help.code).toBe(0);
     const shown = (flag: string): string | undefined => new RegExp(`^ +--${flag} \\S+ .*\\[default: ([^\\]]+)\\]$`, 'm').exec(help.stdout)?.[1];
     expect(shown('timeout')).toBe(formatDuration(gateDefaults.timeoutMs));
