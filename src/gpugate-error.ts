@@ -5,7 +5,7 @@
  * standard `{ cause }` as its last constructor argument.
  */
 
-import type { NvmlErrorName } from './nvml/nvml-return-names';
+import type { NvmlErrorName } from './nvml-return-names';
 
 /**
  * gpugate's own error codes. An {@link NvmlError} for a failed NVML call carries NVML's name for

@@ -3,9 +3,9 @@
  */
 import * as fs from 'node:fs';
 import { ErrorCode, GpugateError } from '../gpugate-error';
-import { NVML_RETURN_NAMES, type NvmlErrorName, type NvmlReturnName } from './nvml-return-names';
+import { NVML_RETURN_NAMES, type NvmlErrorName, type NvmlReturnName } from '../nvml-return-names';
 
-export type { NvmlErrorName, NvmlReturnName } from './nvml-return-names';
+export type { NvmlErrorName, NvmlReturnName } from '../nvml-return-names';
 
 
 /** gpugate's own codes of the NVML layer (no NVML return value behind them); see {@link ErrorCode}. */
