@@ -19,6 +19,7 @@ export type { GateOutcome, GateResult, GateStale, GateActions } from './gate/gat
 export { gateDefaults, DEFAULT_INTERVAL_MS, DEFAULT_STABLE_MS, DEFAULT_TIMEOUT_MS, DEFAULT_KILL_GRACE_MS } from './gate/gate-defaults';
 export { describeGpuFailure, describeFailures, holderName, holderLabel } from './gate/failure-text';
 export { STALE_HOLDER_CLASSES, isStaleHolder } from './gate/stale-holders';
+export { HOLDER_CATALOGUE, RELEASING_HOLDER_CLASSES, LIVE_HOLDER_CLASSES, type HolderClassRecord } from './gate/holder-classes';
 export * from './gate/stale';
 export * from './gate/select';
 export * from './gate/placement';
