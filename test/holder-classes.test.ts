@@ -14,6 +14,7 @@ import {
   STALE_HOLDER_CLASSES,
   type HolderClass,
 } from '../src/gate/holder-classes';
+import * as api from '../src/index';
 import { cliEnv, runCli } from './helpers/cli';
 import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 
@@ -59,6 +60,14 @@ describe('the holder catalogue', () => {
     expect(STALE_HOLDER_CLASSES.has('zombie_live_threads')).toBe(true);
     expect(RELEASING_HOLDER_CLASSES.has('zombie')).toBe(true);
     expect(RELEASING_HOLDER_CLASSES.has('orphan')).toBe(false);
+  });
+
+  it('the package exports the catalogue and its sets (docs/cli.md says so; RELEASING_HOLDER_CLASSES was public before)', () => {
+    expect(api.HOLDER_CATALOGUE).toBe(HOLDER_CATALOGUE);
+    expect(api.HOLDER_CLASSES).toBe(HOLDER_CLASSES);
+    expect(api.STALE_HOLDER_CLASSES).toBe(STALE_HOLDER_CLASSES);
+    expect(api.RELEASING_HOLDER_CLASSES).toBe(RELEASING_HOLDER_CLASSES);
+    expect(api.LIVE_HOLDER_CLASSES).toBe(LIVE_HOLDER_CLASSES);
   });
 
   it('the JSON schema enumerates exactly the catalogue, in order', () => {
