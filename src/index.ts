@@ -27,6 +27,8 @@ export type { LeaseRelease, OwnLease } from './host/gpu-lease';
 // Who holds the GPUs.
 export { inspectHolders } from './gate/stale';
 export type { InspectOptions, HolderReport, Holder, HolderClass } from './gate/stale';
+export { HOLDER_CATALOGUE } from './gate/holder-classes';
+export type { HolderClassRecord } from './gate/holder-classes';
 
 // Health checks and the poll benchmark.
 export { runDoctor } from './doctor/doctor';

@@ -149,7 +149,7 @@ describe('nothingLeftToFree (when a stability window has nothing left to wait fo
   it('is false while memory can still come back', () => {
     // Memory off the process list (a process gone, its memory still draining).
     expect(nothingLeftToFree(tolerance + 1, [], [], tolerance)).toBe(false);
-    for (const dying of ['gone', 'draining', 'zombie', 'zombie_live_threads', 'orphan', 'leftover', 'unverifiable']) {
+    for (const dying of ['gone', 'draining', 'zombie', 'zombie_live_threads', 'orphan', 'leftover', 'unverifiable'] as const) {
       expect(nothingLeftToFree(1 * GiB, [{ class: dying, usedBytes: 1 * GiB }], [], tolerance)).toBe(false);
     }
     // Unknown figures never count as settled.

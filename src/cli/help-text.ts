@@ -55,6 +55,7 @@ function fittedExample(example: string, width: number): string {
   return lines.join('\n');
 }
 
+import { HOLDER_CLASSES } from '../gate/holder-classes';
 import { DEFAULT_LEASE_DIR, LEASE_DIR_ENV } from '../host/gpu-lease';
 import { DEFAULT_SYSFS_ROOT, SYSFS_ROOT_ENV } from '../host/pci-topology';
 import { COMMAND_NAMES, COMMAND_SUMMARIES, optionsFor, valueNameFor, type CommandName } from './option-table';
@@ -134,7 +135,7 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
   },
   holders: {
     usage: ['gpugate holders [options]'],
-    about: 'Show who holds each GPU, classified (active, draining, zombie, gone, unverifiable, leftover, orphan, foreign),\nmemory no listed process accounts for, and leaked /dev/shm files.',
+    about: `Show who holds each GPU, classified (${HOLDER_CLASSES.join(', ')}),\nmemory no listed process accounts for, and leaked /dev/shm files.`,
     examples: ['gpugate holders', 'gpugate holders --gpus 6 --json', 'gpugate holders --format prometheus --output /var/lib/node_exporter/textfile/gpugate.prom'],
     exitCodes: REPORT_EXIT_CODES,
   },

@@ -86,7 +86,7 @@ export class ProgressReporter {
     };
   }
 
-  /** Log stale holders (leftover, orphan, zombie) once each, at warning priority. */
+  /** Log stale holders (a stale class in holder-classes.ts) once each, at warning priority. */
   reportStaleHolders(holders: readonly Holder[], gpuIndex?: number): void {
     for (const holder of holders) {
       if (!isStaleHolder(holder)) continue;

@@ -9,7 +9,8 @@
  */
 
 import type { GpuDevice, LibraryInfo } from '../types';
-import { HOLDER_CLASSES, type Holder } from '../gate/stale';
+import { HOLDER_CLASSES, STALE_HOLDER_CLASSES } from '../gate/holder-classes';
+import type { Holder } from '../gate/stale';
 import type { ShmEntry } from '../host/shm';
 
 /** What the exposition is made from. */
@@ -99,6 +100,9 @@ function unitOf(holder: Holder): string {
 
 const UP_HELP = 'Whether gpugate could read NVML (0: the error and message labels say why; no GPU figures follow).';
 const TIMESTAMP_HELP = 'When this sample was taken.';
+/** The help of gpugate_gpu_holders; the stale classes come from the catalogue. */
+const HOLDERS_HELP = `Processes holding the GPU, by class (${[...STALE_HOLDER_CLASSES].join('/')} are stale) and systemd unit (unit="": none known).`;
+
 const HOLDERS_KNOWN_HELP =
   'Whether NVML listed the processes on the GPU (0: holders unknown, the error label says why; no gpugate_gpu_holders series then, since "none" would be a guess).';
 
@@ -169,7 +173,7 @@ export function prometheusText(input: PrometheusInput): string {
       const onDevice = input.holders.filter((holder) => holder.gpus === undefined || holder.gpus.includes(device.index));
       for (const [name, byUnit] of holderCounts(onDevice)) {
         for (const [unit, count] of byUnit) {
-          out.gauge('gpugate_gpu_holders', 'Processes holding the GPU, by class (leftover/orphan/zombie are stale) and systemd unit (unit="": none known).',
+          out.gauge('gpugate_gpu_holders', HOLDERS_HELP,
             { ...id(device), class: name, unit }, count);
         }
       }

@@ -8,6 +8,7 @@ import type { GpuMemory } from '../types';
 import { formatBytes, parseSizeOrFraction, type SizeOrFraction } from '../units';
 import { UsageError } from '../usage-error';
 import { gateDefaults } from './gate-defaults';
+import { LIVE_HOLDER_CLASSES, RELEASING_HOLDER_CLASSES, type HolderClass } from './holder-classes';
 import { checkEngineMinFree, engineNeededFreeBytes, isEngineMinFree, type EngineMinFree, type EngineReading } from './engine-view';
 
 /** minFree: a size, a fraction of NVML's total, or an engine's own start check (src/gate/engine-view.ts). */
@@ -280,21 +281,15 @@ export class StabilityTracker {
 }
 
 /**
- * Holder classes whose memory is still to come back by itself: a process exiting or already gone
- * from /proc whose context the driver is still tearing down. Real drivers give such memory back
- * in one step (the figure sits at the full allocation, then drops to the baseline in one poll:
- * 0.4-0.8 s for device memory, 16-26 s with a large pinned host pool), so memory that holds still
- * proves nothing while one is listed.
+ * The holders whose memory is still to come back by itself (a releasing class in
+ * holder-classes.ts: a process exiting or already gone from /proc whose context the driver is
+ * still tearing down). Real drivers give such memory back in one step (the figure sits at the
+ * full allocation, then drops to the baseline in one poll: 0.4-0.8 s for device memory, 16-26 s
+ * with a large pinned host pool), so memory that holds still proves nothing while one is listed.
  */
-export const RELEASING_HOLDER_CLASSES: ReadonlySet<string> = new Set(['draining', 'zombie', 'gone']);
-
-/** The holders whose memory is still to come back in one step (see RELEASING_HOLDER_CLASSES). */
-export function releasingHolders<H extends { class: string }>(holders: readonly H[]): H[] {
+export function releasingHolders<H extends { class: HolderClass }>(holders: readonly H[]): H[] {
   return holders.filter((holder) => RELEASING_HOLDER_CLASSES.has(holder.class));
 }
-
-/** Holder classes of a live process that is not going away by itself (see stale.ts). */
-const LIVE_HOLDER_CLASSES: ReadonlySet<string> = new Set(['active', 'foreign']);
 
 /**
  * True when free memory can no longer grow by itself, so a stability window has nothing left to
@@ -308,7 +303,7 @@ const LIVE_HOLDER_CLASSES: ReadonlySet<string> = new Set(['active', 'foreign']);
  */
 export function nothingLeftToFree(
   usedBytes: number,
-  holders: ReadonlyArray<{ class: string; usedBytes: number | null }>,
+  holders: ReadonlyArray<{ class: HolderClass; usedBytes: number | null }>,
   ignoredHolderBytes: ReadonlyArray<number | null>,
   toleranceBytes: number,
 ): boolean {

@@ -32,7 +32,7 @@ export type GateResult =
 
 /** The stale resources the scan before the first poll found (stale holders only). */
 export interface GateStale {
-  /** Holders of a stale class (leftover, orphan, zombie, zombie with live threads), as classified by the scan. */
+  /** Holders of a stale class (holder-classes.ts), as classified by the scan. */
   holders: Holder[];
   /** Leaked /dev/shm segments and the tmpfs space; null when no scan ran. */
   shm: HolderReport['shm'] | null;

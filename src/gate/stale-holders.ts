@@ -1,11 +1,12 @@
 /**
- * Which holder classes mean "left behind by an earlier run" rather than a live or draining
- * holder: what the stale scan reports, `--stale fail` fails on, and the JSON `stale` lists.
+ * Whether a holder was left behind by an earlier run rather than live or draining (its class is
+ * stale in holder-classes.ts): what the stale scan reports, `--stale fail` fails on, and the JSON
+ * `stale` lists.
  */
-import type { Holder, HolderClass } from './stale';
+import { STALE_HOLDER_CLASSES } from './holder-classes';
+import type { Holder } from './stale';
 
-/** Holder classes that mean "left behind by an earlier run". */
-export const STALE_HOLDER_CLASSES: ReadonlySet<HolderClass> = new Set<HolderClass>(['leftover', 'orphan', 'zombie', 'zombie_live_threads']);
+export { STALE_HOLDER_CLASSES };
 
 /** True for a holder of a stale class. */
 export function isStaleHolder(holder: Pick<Holder, 'class'>): boolean {

@@ -1,7 +1,6 @@
 /**
- * Stale GPU-context detection: classifies every process NVML lists on the selected GPUs into the
- * stale-resource catalogue (active, draining, zombie, zombie with live threads, gone,
- * unverifiable, leftover, orphan, foreign), finds memory no listed process accounts for, hidden
+ * Stale GPU-context detection: classifies every process NVML lists on the selected GPUs into one
+ * of the holder classes (holder-classes.ts), finds memory no listed process accounts for, hidden
  * holders (/dev/nvidiaN open or mapped but not listed), and leaked /dev/shm segments. All of it is
  * read from procfs under configurable roots; nothing here signals or removes anything.
  */
@@ -32,11 +31,9 @@ import { DEFAULT_STABLE_TOLERANCE_BYTES, usedExcludingReserved } from './criteri
 import { sharedInspectContext, type ContextSource } from './inspect-context-cache';
 import { checkedWhereUsed, checkOptionKeys, type OptionTable } from '../option-keys';
 
-/** The catalogue classes of a process NVML lists as holding a GPU (the stale ones: stale-holders.ts). */
-export const HOLDER_CLASSES = ['active', 'draining', 'zombie', 'zombie_live_threads', 'gone', 'unverifiable', 'leftover', 'orphan', 'foreign'] as const;
-
-/** One of {@link HOLDER_CLASSES}. */
-export type HolderClass = (typeof HOLDER_CLASSES)[number];
+// The classes a holder gets are written once, in holder-classes.ts.
+import type { HolderClass } from './holder-classes';
+export { HOLDER_CLASSES, type HolderClass } from './holder-classes';
 
 /** One process NVML lists on a selected GPU, classified. */
 export interface Holder {

@@ -5,7 +5,7 @@
  */
 export const PUBLIC_RUNTIME_NAMES: readonly string[] = [
   'ConfigError', 'DeviceSelectionError', 'ErrorCode', 'FileSystemError', 'GpuLeaseError', 'GpuWaitAbortError',
-  'GpuWaitTimeoutError', 'GpugateError', 'MAX_PENDING_CALLS', 'NativeLoadError', 'NvmlError', 'SimLibraryNotFoundError',
+  'GpuWaitTimeoutError', 'GpugateError', 'HOLDER_CATALOGUE', 'MAX_PENDING_CALLS', 'NativeLoadError', 'NvmlError', 'SimLibraryNotFoundError',
   'SimulatedHost', 'UnsafePathError', 'UsageError', 'checkGpusOnce', 'findSimLibrary', 'findSimLibraryFor', 'gate', 'gateDefaults',
   'inspectHolders', 'isGpugateError', 'openNvml', 'parseDuration', 'parseSize', 'runBench', 'runDoctor', 'selectGpus', 'simDriverProfiles',
   'simProfileForScenario', 'waitForGpusFree',

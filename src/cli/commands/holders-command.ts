@@ -1,7 +1,7 @@
 /**
- * `gpugate holders`: who holds each selected GPU, classified (active, draining, zombie, gone,
- * unverifiable, leftover, orphan, foreign), the memory no listed process accounts for, hidden
- * holders (/dev/nvidia* open or mapped but not listed), and leaked /dev/shm files.
+ * `gpugate holders`: who holds each selected GPU, classified (the classes: gate/holder-classes.ts),
+ * the memory no listed process accounts for, hidden holders (/dev/nvidia* open or mapped but not
+ * listed), and leaked /dev/shm files.
  */
 
 import type { NvmlSession } from '../../types';
