@@ -140,7 +140,8 @@ describe('gpugate exit codes', () => {
     const scenario = writeScenario({
       devices: [simDevice(0, { memory: { totalBytes: 96 * GiB, reservedBytes: 0, usedBytes: 88 * GiB, freeBytes: 120 * GiB } }), simDevice(1)],
     });
-    const text = await runCli(['status'], { env: cliEnv(scenario) });
+    // Wide enough that the comment stays on one line (a pipe wraps the table at 80 columns).
+    const text = await runCli(['status'], { env: { ...cliEnv(scenario), COLUMNS: '400' } });
     expect(text.code, text.stderr).toBe(69);
     expect(text.stdout).toMatch(/memory figures implausible: total 96GiB .*free exceeds total; gpugate cannot judge this GPU/);
     expect(text.stderr).toMatch(/GPU 0 \(GPU-7e570000-0000-4000-8000-000000000000, 00000000:10:00\.0\): implausible memory figures .*\(GPUGATE_MEMORY_IMPLAUSIBLE\)/);
