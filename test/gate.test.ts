@@ -440,6 +440,29 @@ describe('the NVML calls of a gate (simulator call statistics)', () => {
     expect(calls['nvmlDeviceGetComputeMode']).toBe(1);
   });
 
+  it('a busy GPU whose process list is unreadable keeps saying why on the polls that read memory only', async () => {
+    useScenario({
+      devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }])],
+      faults: [{ function: 'nvmlDeviceGetComputeRunningProcesses_v3', device: 0, return: 4 }],
+    });
+    const stats = path.join(tempDir(), `gate-busy-unknown-${process.pid}.json`);
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    const unknown: Array<string | null> = [];
+    const controller = new AbortController();
+    const outcome = await gate({
+      libraryPath: freshSimulator(), intervalMs: 20, timeoutMs: 60_000, env: {}, signal: controller.signal,
+      onPoll: (e) => {
+        unknown.push(e.devices[0]!.holdersUnknown);
+        if (e.polls === 4) controller.abort();
+      },
+    });
+    expect(outcome).toMatchObject({ result: 'interrupted', polls: 4 });
+    // The list was read by the first poll only; every poll names its NVML code and the remedy.
+    expect(callsOf(stats)['nvmlDeviceGetGraphicsRunningProcesses_v3'] ?? 0).toBeLessThanOrEqual(1);
+    expect(unknown).toHaveLength(4);
+    for (const why of unknown) expect(why).toMatch(/NVML_ERROR_NO_PERMISSION from nvmlDeviceGetComputeRunningProcesses_v3.*run gpugate as root on the host/);
+  });
+
   it('a GPU that frees is confirmed with a fresh read of processes and compute mode before "ready"', async () => {
     // GPU 0 is held at first; the holder's memory is gone at 300 ms. The ready verdict rests on
     // a read of its process lists and compute mode taken for it, not on the earlier ones.
