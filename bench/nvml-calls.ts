@@ -8,7 +8,10 @@
  * - one further poll while nothing changes: two waits that cannot succeed (`--stable 1h`, on a copy
  *   of the scenario with 1 GiB in use by no listed process, so they cannot settle early) with
  *   different timeouts; the difference of their counts divided by the difference of their polls
- *   leaves out everything a wait does once (start-up, the stale pre-scan, the final report).
+ *   leaves out everything a wait does once (start-up, the stale pre-scan, the final report);
+ * - one further poll of busy GPUs whose memory holds still: the same difference of two waits that
+ *   time out, on a copy of the scenario with 60 GiB of every GPU held by a listed live process. The
+ *   first poll reads the holders; a further one reads memory only.
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -41,6 +44,8 @@ export interface NvmlCallsReport {
   devices: number;
   idleWait: WaitCalls | null;
   furtherPoll: FurtherPollCalls | null;
+  /** One further poll while every GPU is busy and its memory holds still. */
+  busyPoll: FurtherPollCalls | null;
   error: string | null;
 }
 
@@ -113,7 +118,7 @@ export function perPollDifference(shorter: WaitCalls, longer: WaitCalls): Furthe
  * `work` holds the statistics files. Failures are reported in `error`, not thrown.
  */
 export async function measureWaitCalls(cli: string, scenario: string, devices: number, env: NodeJS.ProcessEnv, work: string): Promise<NvmlCallsReport> {
-  const report: NvmlCallsReport = { devices, idleWait: null, furtherPoll: null, error: null };
+  const report: NvmlCallsReport = { devices, idleWait: null, furtherPoll: null, busyPoll: null, error: null };
   const waitEnv = { ...env, GPUGATE_SIM_SCENARIO: scenario };
   const stats = (name: string): string => path.join(work, `stats-wait-${name}.json`);
   try {
@@ -126,6 +131,12 @@ export async function measureWaitCalls(cli: string, scenario: string, devices: n
     const shorter = await runWait(cli, unstable('500ms'), drainingEnv, stats('short'), 75);
     const longer = await runWait(cli, unstable('1500ms'), drainingEnv, stats('long'), 75);
     report.furtherPoll = perPollDifference(shorter, longer);
+    // Exit 75: 60 GiB of 96 held by a listed process never leaves 90 % free.
+    const busy = (timeout: string): string[] => ['wait', '--min-free', '0.9', '--interval', '50ms', '--timeout', timeout, '--json'];
+    const busyEnv = { ...env, GPUGATE_SIM_SCENARIO: withListedHolder(scenario, path.join(work, 'scenario-busy.json')) };
+    const busyShorter = await runWait(cli, busy('500ms'), busyEnv, stats('busy-short'), 75);
+    const busyLonger = await runWait(cli, busy('1500ms'), busyEnv, stats('busy-long'), 75);
+    report.busyPoll = perPollDifference(busyShorter, busyLonger);
   } catch (error) {
     report.error = error instanceof Error ? error.message : String(error);
   }
@@ -138,6 +149,21 @@ function withUnattributedMemory(source: string, target: string): string {
   for (const device of scenario.devices) {
     device.memory.usedBytes = Math.max(device.memory.usedBytes ?? 0, 1024 ** 3);
     device.processes = [];
+  }
+  fs.writeFileSync(target, `${JSON.stringify(scenario)}\n`);
+  return target;
+}
+
+/**
+ * A copy of the scenario at `source` with 60 GiB of every GPU held by one listed process, the
+ * harness itself (a live process for the wait to inspect); returns its path.
+ */
+function withListedHolder(source: string, target: string): string {
+  const scenario = JSON.parse(fs.readFileSync(source, 'utf8')) as { devices: Array<{ memory: { usedBytes?: number }; processes?: unknown[] }> };
+  const heldBytes = 60 * 1024 ** 3;
+  for (const device of scenario.devices) {
+    device.memory.usedBytes = heldBytes;
+    device.processes = [{ pid: process.pid, usedBytes: heldBytes, kinds: ['compute'] }];
   }
   fs.writeFileSync(target, `${JSON.stringify(scenario)}\n`);
   return target;

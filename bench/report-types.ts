@@ -93,7 +93,7 @@ export interface BenchReport {
     checkRatio: { samples: number; median: number; min: number; max: number } | null;
     error: string | null;
   } | null;
-  /** NVML calls of whole `gpugate wait` processes on 8 idle GPUs (null: dist/cli/main.js missing). */
+  /** NVML calls of whole `gpugate wait` processes on 8 GPUs, idle and busy (null: dist/cli/main.js missing). */
   nvmlCalls: NvmlCallsReport | null;
   initCounts: Array<{ process: string; inits: number | null }>;
   /** Per measuring process: identity queries answered per device over the whole process (1 = read once per session). */

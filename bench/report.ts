@@ -3,7 +3,7 @@
  * ratio is computed from figures of the same run (machines here are shared and noisy, so an
  * absolute time alone means little).
  */
-import { MEMORY_READS, type CallCounts } from './nvml-calls';
+import { MEMORY_READS, type CallCounts, type FurtherPollCalls } from './nvml-calls';
 import type { BenchReport, GoalResult, LatencyRow } from './report-types';
 
 const LABELS: Record<string, string> = {
@@ -124,22 +124,28 @@ export function judgeGoals(report: BenchReport): GoalResult[] {
   const calls = report.nvmlCalls;
   // 100 as set when the wait read only what it decides on, plus the recovery-action read each GPU's session adds (one per GPU, at open).
   goals.push(goal('NVML calls for one idle `gpugate wait --stable 0s`, 8 GPUs', calls?.idleWait?.total ?? null, '≤ 108', (v) => v <= 108, String));
-  const further = calls?.furtherPoll ?? null;
   const devices = calls?.devices ?? 0;
-  goals.push({
-    goal: 'NVML calls per further poll while nothing changes, 8 GPUs',
+  goals.push(memoryOnlyGoal('NVML calls per further poll while nothing changes, 8 GPUs', calls?.furtherPoll ?? null, devices));
+  goals.push(memoryOnlyGoal('NVML calls per further poll of 8 busy GPUs whose memory holds still', calls?.busyPoll ?? null, devices));
+  return goals;
+}
+
+/**
+ * The goal that a further poll reads each GPU's memory once and nothing else (a poll that read
+ * less decides on less than it must). A read still in flight when a wait times out is counted but
+ * is no poll: the difference may be off by that one read of every GPU, never by more.
+ */
+function memoryOnlyGoal(name: string, further: FurtherPollCalls | null, devices: number): GoalResult {
+  return {
+    goal: name,
     measured: further === null ? 'not measured' : `${formatCount(further.total)}: ${formatCalls(further.perFunction)}`,
     target: `memory reads only (${devices})`,
-    // Met only by one memory read per GPU per poll and nothing else (a poll that read less decides on
-    // less than it must). A read still in flight when a wait times out is counted but is no poll: the
-    // difference may be off by that one read of every GPU, never by more.
     met:
       further === null
         ? null
         : Math.abs(further.total - devices) * (further.longer.polls - further.shorter.polls) <= devices &&
           Object.keys(further.perFunction).every((name) => MEMORY_READS.includes(name)),
-  });
-  return goals;
+  };
 }
 
 /** The markdown report of one run, and the goals judged on it. */
@@ -241,18 +247,20 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
       lines.push('', `\`gpugate check\` ÷ \`node -e ''\` pair by pair (${samples} pairs spawned back to back): median ${formatRatio(median)}, least ${formatRatio(min)}, greatest ${formatRatio(max)}.`);
     }
   }
-  lines.push('', '## NVML calls of one `gpugate wait` (8 idle GPUs, simulator call counts)', '');
+  lines.push('', '## NVML calls of one `gpugate wait` (8 simulated GPUs, simulator call counts)', '');
   const calls = report.nvmlCalls;
   if (calls === null) lines.push('dist/cli/main.js is missing: not measured.');
   else if (calls.error !== null) lines.push(`not measured: ${calls.error}`);
-  else if (calls.idleWait !== null && calls.furtherPoll !== null) {
-    const { idleWait, furtherPoll } = calls;
+  else if (calls.idleWait !== null && calls.furtherPoll !== null && calls.busyPoll !== null) {
+    const { idleWait, furtherPoll, busyPoll } = calls;
     lines.push('| what | polls | NVML calls | per function |', '|---|---:|---:|---|');
-    lines.push(`| \`gpugate ${idleWait.args.join(' ')}\` (ready at once) | ${idleWait.polls} | ${idleWait.total} | ${formatCalls(idleWait.calls)} |`);
-    for (const run of [furtherPoll.shorter, furtherPoll.longer]) {
-      lines.push(`| \`gpugate ${run.args.join(' ')}\` (exit ${run.exitCode}) | ${run.polls} | ${run.total} | – |`);
+    lines.push(`| \`gpugate ${idleWait.args.join(' ')}\` (idle, ready at once) | ${idleWait.polls} | ${idleWait.total} | ${formatCalls(idleWait.calls)} |`);
+    for (const [what, further] of [['idle, 1 GiB in use by no listed process', furtherPoll], ['busy, 60 GiB held by a listed process', busyPoll]] as const) {
+      for (const run of [further.shorter, further.longer]) {
+        lines.push(`| \`gpugate ${run.args.join(' ')}\` (${what}; exit ${run.exitCode}) | ${run.polls} | ${run.total} | – |`);
+      }
+      lines.push(`| one further poll (${what.split(',')[0]}): the difference ÷ ${further.longer.polls - further.shorter.polls} polls | 1 | ${formatCount(further.total)} | ${formatCalls(further.perFunction)} |`);
     }
-    lines.push(`| one further poll: the difference ÷ ${furtherPoll.longer.polls - furtherPoll.shorter.polls} polls | 1 | ${formatCount(furtherPoll.total)} | ${formatCalls(furtherPoll.perFunction)} |`);
   }
   lines.push('', '## NVML initialisations per process (simulator call counts)', '');
   for (const entry of report.initCounts) lines.push(`- ${entry.process}: ${entry.inits ?? 'unknown'}`);

@@ -378,7 +378,7 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
   }
 
   // NVML calls of whole `gpugate wait` processes, counted by the simulator.
-  log('NVML calls of gpugate wait, 8 idle GPUs');
+  log('NVML calls of gpugate wait, 8 GPUs idle and busy');
   const nvmlCalls = fs.existsSync(cliEntry(root))
     ? await measureWaitCalls(cliEntry(root), rssScenario, 8, simEnv(rssScenario), work)
     : null;

@@ -2,8 +2,8 @@
  * gate() through the real addon and the NVML simulator: what `gpugate wait` / `check` do, for a
  * Node program. Ready, busy with its holders, timeout, unavailable (a lost GPU, no library),
  * interrupted by an AbortSignal, the stale scan that reuses the first poll's read, and the NVML
- * calls a gate makes, counted by the simulator: a further poll on an unchanged idle host reads
- * memory only.
+ * calls a gate makes, counted by the simulator: a further poll on an unchanged idle host, or on a
+ * busy GPU whose memory holds still, reads memory only.
  */
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -251,7 +251,7 @@ describe('gate() on the simulator', () => {
     // GPU 1 frees at 300 ms and at the same moment becomes prohibited: its memory alone would pass,
     // with the compute mode of the first read carried over.
     useScenario({
-      devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }]), gpu(1, 50 * GiB, [{ pid: 4_194_305, usedBytes: 50 * GiB }])],
+      devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }]), gpu(1, 50 * GiB, [{ pid: 4_194_303, usedBytes: 50 * GiB }])],
       timeline: [{ atMs: 300, device: 1, set: { memory: { usedBytes: 0 }, processes: [], computeMode: 'prohibited' } }],
     });
     let passed = 0;
@@ -372,26 +372,95 @@ describe('the NVML calls of a gate (simulator call statistics)', () => {
     expect(reads / 8).toBeLessThanOrEqual(polls + 1);
   });
 
-  it('while memory is not free, every poll reads the process lists too (who holds it), but no other field', async () => {
+  it('a busy GPU whose memory holds still: after the first poll every poll reads memory only, naming the holders of the first read', async () => {
     useScenario({ devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }])] });
-    const stats = path.join(tempDir(), `gate-busy-${process.pid}.json`);
+    // Each run ends at a given poll (an event), so the longer one has exactly 7 more polls.
+    const run = async (name: string, lastPoll: number): Promise<{ polls: number; calls: Record<string, number>; holders: number[] | undefined }> => {
+      const stats = path.join(tempDir(), `gate-busy-${name}-${process.pid}.json`);
+      process.env['GPUGATE_SIM_STATS'] = stats;
+      const controller = new AbortController();
+      const outcome = await gate({
+        libraryPath: freshSimulator(), intervalMs: 20, timeoutMs: 60_000, env: {},
+        signal: controller.signal, onPoll: (e) => { if (e.polls === lastPoll) controller.abort(); },
+      });
+      delete process.env['GPUGATE_SIM_STATS'];
+      expect(outcome).toMatchObject({ result: 'interrupted', polls: lastPoll });
+      expect(outcome.evaluation?.devices[0]?.reasons).toContain('memory');
+      return { polls: outcome.polls, calls: callsOf(stats), holders: outcome.evaluation?.devices[0]?.holders.map((h) => h.pid) };
+    };
+    const shorter = await run('short', 3);
+    const longer = await run('long', 10);
+    expect(longer.polls - shorter.polls).toBe(7);
+    // The further polls called nothing but the memory read.
+    const grown = Object.entries(longer.calls).filter(([fn, n]) => n !== (shorter.calls[fn] ?? 0));
+    expect(grown.map(([fn]) => fn).filter((fn) => !MEMORY_READS.has(fn))).toEqual([]);
+    // The lists and the compute mode were read once, by the first poll (a non-empty compute list
+    // takes a size probe and the read).
+    expect(longer.calls['nvmlDeviceGetComputeRunningProcesses_v3']).toBe(2);
+    expect(longer.calls['nvmlDeviceGetGraphicsRunningProcesses_v3']).toBe(1);
+    expect(longer.calls['nvmlDeviceGetMPSComputeRunningProcesses_v3']).toBe(1);
+    expect(longer.calls['nvmlDeviceGetComputeMode']).toBe(1);
+    // One memory read per poll; a read still in flight when the wait is aborted is counted by the
+    // simulator but not evaluated as a poll.
+    expect([longer.polls, longer.polls + 1]).toContain(longer.calls['nvmlDeviceGetMemoryInfo_v2']);
+    // The last evaluation still names the holder, read at the same used memory.
+    expect(longer.holders).toEqual([4_194_304]);
+  });
+
+  it('when a busy GPU\'s memory moves, the poll that sees it reads the lists again and names the new holders', async () => {
+    const before = [{ pid: 4_194_304, usedBytes: 50 * GiB }];
+    const after = [{ pid: 4_194_303, usedBytes: 60 * GiB }];
+    const scenario = useScenario({ devices: [gpu(0, 50 * GiB, before)] });
+    const stats = path.join(tempDir(), `gate-busy-moved-${process.pid}.json`);
     process.env['GPUGATE_SIM_STATS'] = stats;
-    // Ended by its fifth poll (an event), not by a deadline that a loaded machine may reach first.
+    const seen: Array<{ used: number | undefined; holders: number[] }> = [];
+    let movedAt: number | null = null;
     const controller = new AbortController();
-    const outcome = await gate({ libraryPath: freshSimulator(), intervalMs: 20, timeoutMs: 60_000, env: {}, signal: controller.signal, onPoll: (e) => { if (e.polls === 5) controller.abort(); } });
-    expect(outcome).toMatchObject({ result: 'interrupted', polls: 5 });
+    const outcome = await gate({
+      libraryPath: freshSimulator(), intervalMs: 20, timeoutMs: 60_000, env: {}, signal: controller.signal,
+      onPoll: (e) => {
+        const device = e.devices[0]!;
+        seen.push({ used: device.memory?.usedBytes, holders: device.holders.map((h) => h.pid) });
+        // Another holder replaces the first after poll 3 (an event); three polls after memory is seen to move, stop.
+        if (e.polls === 3) replaceScenario(scenario, { devices: [gpu(0, 60 * GiB, after)] });
+        if (movedAt === null && device.memory?.usedBytes === 60 * GiB) movedAt = e.polls;
+        if (movedAt !== null && e.polls === movedAt + 3) controller.abort();
+      },
+    });
+    expect(outcome.result).toBe('interrupted');
+    expect(movedAt).not.toBeNull();
+    // Every poll names the holders of the memory it read: none names the old holder for the new memory.
+    for (const poll of seen) expect(poll.holders).toEqual(poll.used === 60 * GiB ? [4_194_303] : [4_194_304]);
     const calls = callsOf(stats);
-    // Every read is a poll, except at most one still in flight when the abort came (the
-    // simulator counts it; no poll evaluates it).
-    const reads = calls['nvmlDeviceGetMemoryInfo_v2']!;
-    expect([outcome.polls, outcome.polls + 1]).toContain(reads);
-    // Each read lists the processes the same way: a non-empty list takes a size probe and the read.
-    expect(calls['nvmlDeviceGetComputeRunningProcesses_v3']).toBe(2 * reads);
-    expect(calls['nvmlDeviceGetGraphicsRunningProcesses_v3']).toBe(reads);
-    expect(calls['nvmlDeviceGetMPSComputeRunningProcesses_v3']).toBe(reads);
-    // The compute mode is read with the first poll only: no poll came close to "ready".
+    // The lists were read twice: by the first poll, and again on the poll that saw the memory move.
+    expect(calls['nvmlDeviceGetGraphicsRunningProcesses_v3']).toBe(2);
+    expect(calls['nvmlDeviceGetMPSComputeRunningProcesses_v3']).toBe(2);
+    expect(calls['nvmlDeviceGetComputeRunningProcesses_v3']).toBe(4);
+    // No poll came close to "ready": the compute mode was read with the first poll only.
     expect(calls['nvmlDeviceGetComputeMode']).toBe(1);
-    expect(outcome.evaluation?.devices[0]?.holders.map((h) => h.pid)).toEqual([4_194_304]);
+  });
+
+  it('a busy GPU whose process list is unreadable keeps saying why on the polls that read memory only', async () => {
+    useScenario({
+      devices: [gpu(0, 50 * GiB, [{ pid: 4_194_304, usedBytes: 50 * GiB }])],
+      faults: [{ function: 'nvmlDeviceGetComputeRunningProcesses_v3', device: 0, return: 4 }],
+    });
+    const stats = path.join(tempDir(), `gate-busy-unknown-${process.pid}.json`);
+    process.env['GPUGATE_SIM_STATS'] = stats;
+    const unknown: Array<string | null> = [];
+    const controller = new AbortController();
+    const outcome = await gate({
+      libraryPath: freshSimulator(), intervalMs: 20, timeoutMs: 60_000, env: {}, signal: controller.signal,
+      onPoll: (e) => {
+        unknown.push(e.devices[0]!.holdersUnknown);
+        if (e.polls === 4) controller.abort();
+      },
+    });
+    expect(outcome).toMatchObject({ result: 'interrupted', polls: 4 });
+    // The list was read by the first poll only; every poll names its NVML code and the remedy.
+    expect(callsOf(stats)['nvmlDeviceGetGraphicsRunningProcesses_v3'] ?? 0).toBeLessThanOrEqual(1);
+    expect(unknown).toHaveLength(4);
+    for (const why of unknown) expect(why).toMatch(/NVML_ERROR_NO_PERMISSION from nvmlDeviceGetComputeRunningProcesses_v3.*run gpugate as root on the host/);
   });
 
   it('a GPU that frees is confirmed with a fresh read of processes and compute mode before "ready"', async () => {

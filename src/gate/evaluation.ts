@@ -73,13 +73,15 @@ export interface Evaluation {
 }
 
 /** What the last process-list read of one unit found: carried over by the polls that read memory only. */
-interface KnownHolders {
+export interface KnownHolders {
   processes: GpuProcess[] | null;
   all: Holder[];
   /** The pids of `all` proven to be ignored daemons. */
   daemonPids: ReadonlySet<number>;
-  /** Used memory when the list was read: a move beyond the tolerance makes the next poll read the list again. */
+  /** Used memory when the list was read: a move beyond the tolerance makes the lists be read again. */
   usedAtRead: number | null;
+  /** Why the list could not be read (its field error), kept for the polls that carry it over. */
+  failure: FieldError | undefined;
 }
 
 /** Everything a wait decides with, prepared once. */
@@ -158,6 +160,17 @@ export interface EvaluatedRead {
   evaluation: Evaluation;
   /** False when the verdict rests on process lists or a compute mode carried over from an earlier read. */
   confirmed: boolean;
+  /** A GPU failing on memory names holders from process lists read before its used memory moved. */
+  holdersOutdated: boolean;
+}
+
+/**
+ * True when used memory moved beyond the tolerance since the unit's process lists were read (or
+ * there is no such read to compare with): who holds the GPU may have changed.
+ */
+export function movedSinceListRead(memory: GpuMemory | null, known: Pick<KnownHolders, 'usedAtRead'> | undefined, toleranceBytes: number): boolean {
+  if (memory === null || known === undefined || known.usedAtRead === null) return true;
+  return Math.abs(usedExcludingReserved(memory) - known.usedAtRead) > toleranceBytes;
 }
 
 /**
@@ -168,6 +181,7 @@ export interface EvaluatedRead {
 export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedAtMs: number, state: WaitState, useStability: boolean, polls: number): Promise<EvaluatedRead | null> {
   const devices: GpuEvaluation[] = [];
   let confirmed = true;
+  let holdersOutdated = false;
   for (const unit of state.units) {
     const device = snapshot.devices.find((d) => d.index === unit.index);
     if (!device) return null;
@@ -192,7 +206,8 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     }
     let known = state.known.get(key);
     if (read !== undefined) {
-      known = { processes: read, ...(await holdersOf(read, unit.index, snapshot.takenAt, state)), usedAtRead: memory ? usedExcludingReserved(memory) : null };
+      const failure = mig ? migProcessListError(mig) : device.fieldErrors.processes;
+      known = { processes: read, ...(await holdersOf(read, unit.index, snapshot.takenAt, state)), usedAtRead: memory ? usedExcludingReserved(memory) : null, failure };
       state.known.set(key, known);
     } else confirmed = false;
     const processes = known?.processes;
@@ -259,11 +274,13 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
       ok: reasons.length === 0,
       reasons,
       holders,
-      holdersUnknown: holdersUnknownReason(processes, mig ? migProcessListError(mig) : device.fieldErrors.processes),
+      holdersUnknown: holdersUnknownReason(processes, known?.failure),
       ignoredPids,
       unattributedBytes: unattributedBytesOf(memory, processes),
-      error: reasons.includes('error') ? (error ?? (processes === null ? device.fieldErrors.processes ?? null : null)) : null,
+      error: reasons.includes('error') ? (error ?? (processes === null ? known?.failure ?? null : null)) : null,
     });
+    // A busy GPU's holders name who keeps it busy: lists carried over from before its memory moved may no longer.
+    if (read === undefined && reasons.includes('memory') && movedSinceListRead(memory, known, state.criteria.stableToleranceBytes)) holdersOutdated = true;
   }
   const evaluation: Evaluation = {
     elapsedMs: Math.max(0, receivedAtMs - state.startMs),
@@ -273,6 +290,6 @@ export async function evaluateRead(snapshot: Snapshot, plan: ReadPlan, receivedA
     snapshot,
     selection: state.selection,
   };
-  return { evaluation, confirmed };
+  return { evaluation, confirmed, holdersOutdated };
 }
 

@@ -1,13 +1,14 @@
 /**
  * The poll loop of a prepared wait: joins the session's shared poll, evaluates each read (one at
- * a time, the newest first), confirms a "free" that rests on carried-over fields, and settles on
- * success, the timeout, an abort or a fatal NVML condition.
+ * a time, the newest first), reads a busy GPU's lists again when its memory moved, confirms a
+ * "free" that rests on carried-over fields, and settles on success, the timeout, an abort or a
+ * fatal NVML condition.
  */
 import { performance } from 'node:perf_hooks';
 import type { NvmlSession, Snapshot } from '../types';
-import { evaluateRead, type Evaluation, type WaitState } from './evaluation';
-import { SnapshotPoller, type PollResult } from './poller';
-import { confirmingPlan, needsConfirmation, nextReadPlan } from './read-plan';
+import { evaluateRead, type EvaluatedRead, type Evaluation, type WaitState } from './evaluation';
+import { SnapshotPoller, type PollResult, type ReadPlan } from './poller';
+import { confirmingPlan, holdersPlan, needsConfirmation, nextReadPlan } from './read-plan';
 import { GpuWaitAbortError } from './wait-abort-error';
 import { GpuWaitTimeoutError } from './wait-timeout-error';
 import type { WaitResult } from './gate-options';
@@ -64,22 +65,37 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
     const succeed = (evaluation: Evaluation): void =>
       finish(() => resolve({ elapsedMs: evaluation.elapsedMs, polls: evaluation.polls, devices: evaluation.devices, evaluation }));
 
-    /** Evaluates one poll (confirming a "ready" that rests on carried-over fields); true when the wait is over. */
+    /** Reads again per `plan` and evaluates that read as the same poll; null when the loop settled meanwhile. */
+    const reread = async (plan: ReadPlan, polls: number, read: EvaluatedRead): Promise<EvaluatedRead | null> => {
+      const again = await poller.refine(state.selection.indices, plan);
+      if (settled) return null;
+      if (again.kind === 'error') {
+        const error = again.error;
+        finish(() => reject(error));
+        return null;
+      }
+      const evaluated = (await evaluateRead(again.snapshot, again.plan, again.receivedAtMs, state, true, polls)) ?? read;
+      return settled ? null : evaluated;
+    };
+
+    /**
+     * Evaluates one poll (reading a busy GPU's lists again when its memory moved, and confirming a
+     * "ready" that rests on carried-over fields); true when the wait is over.
+     */
     const evaluate = async (result: Extract<PollResult, { kind: 'snapshot' }>): Promise<boolean> => {
       const polls = state.polls + 1;
       let read = await evaluateRead(result.snapshot, result.plan, result.receivedAtMs, state, true, polls);
       if (read === null || settled) return settled;
       state.polls = polls;
+      if (read.holdersOutdated) {
+        const current = await reread(holdersPlan(state), polls, read);
+        if (current === null) return true;
+        read = current;
+      }
       if (needsConfirmation(read, accept !== undefined)) {
-        const confirming = await poller.refine(state.selection.indices, confirmingPlan(state));
-        if (settled) return true;
-        if (confirming.kind === 'error') {
-          const error = confirming.error;
-          finish(() => reject(error));
-          return true;
-        }
-        read = (await evaluateRead(confirming.snapshot, confirming.plan, confirming.receivedAtMs, state, true, polls)) ?? read;
-        if (settled) return true;
+        const confirmed = await reread(confirmingPlan(state), polls, read);
+        if (confirmed === null) return true;
+        read = confirmed;
       }
       state.last = read.evaluation;
       options.onPoll?.(read.evaluation);

@@ -1,12 +1,14 @@
 /**
  * What each read of a wait asks NVML for: memory every poll; process lists and the compute mode
- * only where the decision or its explanation needs them; and a confirming read of every field
- * before a verdict of "free" that rests on fields carried over from an earlier read.
+ * only where the decision or its explanation needs them (a busy GPU whose memory holds still is
+ * read for memory only); a read of the lists when a busy GPU's memory moved, so that the holders
+ * it names are current; and a confirming read of every field before a verdict of "free" that
+ * rests on fields carried over from an earlier read.
  */
 import { performance } from 'node:perf_hooks';
 import type { NvmlSession, Snapshot } from '../types';
 import { nothingLeftToFree, usedExcludingReserved } from './criteria';
-import { evaluateRead, type EvaluatedRead, type Evaluation, type GpuEvaluation, type GpuFailureReason, type WaitState } from './evaluation';
+import { evaluateRead, movedSinceListRead, type EvaluatedRead, type Evaluation, type GpuEvaluation, type GpuFailureReason, type WaitState } from './evaluation';
 import { snapshotOptionsFor, type ReadPlan } from './poller';
 
 /** The reasons a read that did not include every field may only seem to fail or pass by. */
@@ -51,28 +53,38 @@ export interface ReadAhead {
 }
 
 /**
+ * True when the next poll must read `gpu`'s process lists: nothing else tells about a GPU whose
+ * memory is unreadable or in error; no list was read yet; used memory moved since the lists were
+ * read (the holders may have changed); or an exclusive-process GPU whose memory passes, where a
+ * context on it decides. A busy GPU whose memory holds still keeps the holders last read: it still
+ * fails on memory, and those holders were read at the same used memory (within the tolerance).
+ */
+function listsNeeded(gpu: GpuEvaluation, state: WaitState): boolean {
+  if (gpu.memory === null || gpu.reasons.includes('error')) return true;
+  if (gpu.computeMode === 'exclusive_process' && !gpu.reasons.includes('memory')) return true;
+  return movedSinceListRead(gpu.memory, state.known.get(gpu.migUuid ?? String(gpu.index)), state.criteria.stableToleranceBytes);
+}
+
+/**
  * What the next poll reads. Memory always. Process lists when the decision or its explanation
- * needs them: before anything is known, with noProcesses, while a GPU's memory is not free (who
- * holds it), for an exclusive-process GPU, and when used memory moved since the list was read
- * (the holders may have changed). The compute mode only on the first read, and on a poll that
- * may end the wait if memory holds still (every field then, so that no confirming read re-reads
- * memory); any other decision that would end the wait is confirmed with a fresh read (see
- * needsConfirmation).
+ * needs them: before anything is known, with noProcesses, and per {@link listsNeeded}; a busy GPU
+ * whose memory holds still is read for memory only. The compute mode only on the first read, and
+ * on a poll that may end the wait if memory holds still (every field then, so that no confirming
+ * read re-reads memory); any other decision that would end the wait is confirmed with a fresh
+ * read (see needsConfirmation).
  */
 export function nextReadPlan(state: WaitState, ahead: ReadAhead): ReadPlan {
   const last = state.last;
   if (last === null) return confirmingPlan(state);
   const mayPass = (gpu: GpuEvaluation): boolean => mayPassNextPoll(gpu, state, ahead.intervalMs);
   if (ahead.partial ? last.devices.some(mayPass) : last.devices.every(mayPass)) return confirmingPlan(state);
-  const tolerance = state.criteria.stableToleranceBytes;
-  const processes =
-    state.criteria.noProcesses ||
-    last.devices.some((gpu) => {
-      if (gpu.memory === null || gpu.reasons.includes('memory') || gpu.reasons.includes('error') || gpu.computeMode === 'exclusive_process') return true;
-      const known = state.known.get(gpu.migUuid ?? String(gpu.index));
-      return known === undefined || known.usedAtRead === null || Math.abs(usedExcludingReserved(gpu.memory) - known.usedAtRead) > tolerance;
-    });
+  const processes = state.criteria.noProcesses || last.devices.some((gpu) => listsNeeded(gpu, state));
   return { processes, computeMode: false, full: state.full };
+}
+
+/** The read that brings a busy GPU's holders up to date after its memory moved (see EvaluatedRead.holdersOutdated). */
+export function holdersPlan(state: WaitState): ReadPlan {
+  return { processes: true, computeMode: false, full: state.full };
 }
 
 /** Reads the selected GPUs once per `plan` (outside the shared poll). */
