@@ -4,7 +4,7 @@
  */
 
 import { ErrorCode, GpugateError } from '../gpugate-error';
-import type { ExitCodeValue } from './exit-codes';
+import type { ExitCodeValue } from './exit-code-table';
 
 /** A failure decided by the CLI, with its exit code and a one-line reason. */
 export class CliError extends GpugateError {

@@ -1,42 +1,18 @@
 /**
- * The exit codes of the `gpugate` command: BSD sysexits, so systemd shows e.g.
- * `status=75/TEMPFAIL`. This file is the one place where a code is chosen for an outcome.
+ * Which exit code of the `gpugate` command (exit-code-table.ts) each outcome ends with: an
+ * error, a gate's result, a signal, doctor's status. This file is the one place where a code is
+ * chosen for an outcome.
  */
 import type { GateResult } from '../gate/gate-outcome';
 import { ErrorCode, type GpugateErrorCode } from '../gpugate-error';
 import { isOsError } from '../host/os-error';
 import { NvmlError } from '../nvml/nvml-error';
 import { CliError } from './cli-error';
+import { ExitCode, type ExitCodeValue, type InterruptSignal } from './exit-code-table';
 import { InterruptedError } from './interrupted-error';
 
-/** Every exit code the command can end with. */
-export const ExitCode = {
-  /** All selected GPUs meet the criteria and are stable. */
-  ok: 0,
-  /** Usage error: unknown flag, bad size or duration. */
-  usage: 64,
-  /** NVML missing or failing to initialise, version mismatch, GPU lost (also as the GPU a UUID may name), NVML call hung, memory figures that do not add up or cannot be judged here, a GPU whose driver names a recovery action (reset, reboot, drain); systemctl unreachable. */
-  unavailable: 69,
-  /** Internal error: a bug in gpugate. */
-  software: 70,
-  /** /proc or cgroupfs unreadable where required; a file gpugate writes failed in the OS (ENOSPC, EROFS, EIO…). */
-  osError: 71,
-  /** Timed out: still busy or not yet stable. */
-  tempFail: 75,
-  /** No permission for a requested action (`--kill-stale`, `--clean-shm`; `systemd --write` over a file gpugate did not write); a path gpugate refuses to write through. */
-  noPermission: 77,
-  /** Impossible configuration: `--gpus` matches nothing, no GPU selected (without --allow-empty), threshold above total, fraction outside 0–1; the command started on a Node.js older than package.json's engines. */
-  config: 78,
-  /** Interrupted by SIGHUP (the terminal or session went away), after printing the last state. */
-  sighup: 129,
-  /** Interrupted by SIGINT, after printing the last state. */
-  sigint: 130,
-  /** Interrupted by SIGTERM, after printing the last state. */
-  sigterm: 143,
-} as const;
-
-/** One of the codes of {@link ExitCode}. */
-export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+// The table itself lives apart, so the error classes can name its types without a loop back here.
+export { ExitCode, type ExitCodeValue, type InterruptSignal } from './exit-code-table';
 
 /** `gpugate doctor`'s code for the worst status it found: every check passed, warnings only, a failure. */
 export function exitCodeForDoctorStatus(status: 'pass' | 'warn' | 'fail'): ExitCodeValue {
@@ -113,9 +89,6 @@ export function exitCodeForError(error: unknown): ExitCodeValue {
   if (isOsError(error)) return ExitCode.osError;
   return ExitCode.software;
 }
-
-/** The signals that interrupt a command. */
-export type InterruptSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
 
 /** The exit code of a command interrupted by `signal` (128 + its number, as a shell reports it). */
 export function exitCodeForSignal(signal: InterruptSignal): ExitCodeValue {

@@ -4,7 +4,7 @@
  * 130, 143 or 129).
  */
 import { ErrorCode, GpugateError } from '../gpugate-error';
-import type { InterruptSignal } from './exit-codes';
+import type { InterruptSignal } from './exit-code-table';
 
 /** The reason of an interrupted command's abort; named 'AbortError' like every abort. */
 export class InterruptedError extends GpugateError {
