@@ -6,9 +6,12 @@
  */
 
 import { CliError } from './cli-error';
+import type { ErrorJson } from './error-json';
 import { ExitCode } from './exit-codes';
 import type { ResultJson } from './json-result';
 import { COMMAND_NAMES, optionsFor, type CommandName } from './option-table';
+
+export type { ErrorJson } from './error-json';
 
 /**
  * The command whose `--json` (or `--format json`) is on the command line, or null. Read from the
@@ -22,13 +25,6 @@ export function jsonRequested(argv: readonly string[]): CommandName | null {
   const words = separator === -1 ? argv.slice(1) : argv.slice(1, separator);
   const asked = words.some((word, i) => word === '--json' || word === '--format=json' || (word === '--format' && words[i + 1] === 'json'));
   return asked ? command : null;
-}
-
-/** An error as every document's `error` field gives it. */
-export interface ErrorJson {
-  name: string;
-  code: string | null;
-  message: string;
 }
 
 /** An error's JSON form; null for none. */

@@ -10,7 +10,7 @@ import { holderName } from '../gate/failure-text';
 import { isStaleHolder } from '../gate/stale-holders';
 import { usedBytesOn, type Holder, type HolderReport } from '../gate/stale';
 import type { GpuEvaluation } from '../gate/wait';
-import type { ErrorJson } from './json-error';
+import type { ErrorJson } from './error-json';
 
 /** Who owns a holder and where it lives, as `--json` prints it (the command line whole, one string per argument). */
 export interface OwnerJson {
