@@ -10,8 +10,9 @@
 import { statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { readProcess } from '../host/procfs';
+import { ancestorsOf } from '../host/process-ancestors';
 import { PASSWD_PATH } from '../host/process-owner';
-import { ancestorsOf, type InspectContext, type InspectOptions } from './stale';
+import type { InspectContext, InspectOptions } from './inspect-context';
 
 /** The longest a prepared context is reused, whatever its witness says. */
 export const CONTEXT_REUSE_MS = 60_000;

@@ -9,7 +9,8 @@
  */
 import { closeSync } from 'node:fs';
 import { constants } from 'node:os';
-import { ancestorsOf, type Holder, type HolderReport } from './stale';
+import { ancestorsOf } from '../host/process-ancestors';
+import type { Holder, HolderReport } from './stale';
 import { PF_EXITING, readBootTimeMs, readProcess, startTimeMsOf } from '../host/procfs';
 import { DEFAULT_KILL_GRACE_MS } from './gate-defaults';
 import { ConfigError } from '../config-error';
