@@ -9,7 +9,8 @@ import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, sym
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanShm, fileNameText, findLeakedShm } from '../src/host/shm';
-import { listPids, parseMapsIdentities, scanOpenFiles } from '../src/host/procfs';
+import { scanOpenFiles } from '../src/host/proc-open-files';
+import { listPids, parseMapsIdentities } from '../src/host/procfs';
 import { mirrorProcRoot } from './helpers/proc-root';
 import { cliEnv, cliPath } from './helpers/cli';
 import { repoRoot, simDevice, writeScenario } from './helpers/sim';

@@ -6,7 +6,8 @@
  */
 import { ConfigError } from '../config-error';
 import type { GpuDevice, Snapshot } from '../types';
-import { readProcess, scanOpenFiles, type OpenFiles } from '../host/procfs';
+import { scanOpenFiles, type OpenFiles } from '../host/proc-open-files';
+import { readProcess } from '../host/procfs';
 import { ownerOf } from '../host/process-owner';
 import { DEFAULT_SHM_PATTERNS, findLeakedShm } from '../host/shm';
 import { checkOptionKeys } from '../option-keys';

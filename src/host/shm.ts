@@ -8,7 +8,8 @@
 import { promises as fsp, type BigIntStats } from 'node:fs';
 import * as path from 'node:path';
 import { hiddenProcessesReason } from './proc-visibility';
-import { identityOfStat, scanOpenFiles, type FileIdentity, type OpenFiles } from './procfs';
+import { scanOpenFiles, type OpenFiles } from './proc-open-files';
+import { identityOfStat, type FileIdentity } from './procfs';
 
 /** The engines' shared-memory names (NCCL, PSM, vLLM, SGLang). */
 export const DEFAULT_SHM_PATTERNS: readonly string[] = ['psm_*', 'nccl-*', 'vllm_offload_*', 'VLLM_OBJECT_STORAGE_SHM_BUFFER_*', 'sgl_shm_mm_*'];
