@@ -1,10 +1,24 @@
 /**
- * logfmt rendering for progress lines: `key=value` pairs separated by spaces, values quoted
- * (with `"` and `\` escaped) only when they contain a space, a quote, `=` or a control character.
+ * logfmt rendering for log lines: `key=value` pairs separated by spaces, values quoted (with `"`
+ * and `\` escaped, a newline as `\n`, other controls as `\u00XX`) only when they contain a space,
+ * a quote, `=`, a backslash or a control character. A log event is a name and its pairs; the log
+ * writes it as `event=NAME key=value …` (logger.ts).
  */
 
 /** A value logfmt can render; null and undefined render as nothing (the pair is dropped). */
 export type LogfmtValue = string | number | boolean | null | undefined;
+
+/** One log event: what happened, and its pairs; `text`, when given, is how a person at a terminal reads it instead. */
+export interface LogEvent {
+  event: string;
+  pairs: ReadonlyArray<readonly [string, LogfmtValue]>;
+  text?: string;
+}
+
+/** A log event named `event` with `pairs`. */
+export function logEvent(event: string, pairs: ReadonlyArray<readonly [string, LogfmtValue]>, text?: string): LogEvent {
+  return text === undefined ? { event, pairs } : { event, pairs, text };
+}
 
 /** Render one value, quoting it when needed. */
 export function logfmtValue(value: string | number | boolean): string {
