@@ -18,7 +18,7 @@ describe('gpugate exit codes', () => {
     const scenario = writeScenario({ devices: [simDevice(0), simDevice(1)] });
     const run = await runCli(['check'], { env: cliEnv(scenario) });
     expect(run.code).toBe(0);
-    expect(run.stderr).toMatch(/^gpugate: ready gpus=0,1 /m);
+    expect(run.stderr).toMatch(/^event=ready gpus=0,1 /m);
   });
 
   it('exits 75 from check when a real process holds the GPU, naming it', async () => {
@@ -56,7 +56,7 @@ describe('gpugate exit codes', () => {
     expect(busy[0]).toMatchObject({ index: 1, uuid: 'GPU-7e570000-0000-4000-8000-000000000001', reasons: ['memory'] });
     expect(busy[0]?.holders).toEqual([expect.objectContaining({ pid, class: 'active', name: 'sleep' })]);
     expect(String(json.reason)).toContain('GPU-7e570000-0000-4000-8000-000000000001');
-    expect(run.stderr).toMatch(new RegExp(`^gpugate: timeout gpu=1 .*holders=${pid}/sleep/active`, 'm'));
+    expect(run.stderr).toMatch(new RegExp(`^event=timeout gpu=1 .*holders=${pid}/sleep/active`, 'm'));
   });
 
   it('exits 69 when an NVML call hangs, within --nvml-timeout plus a second', async () => {
@@ -89,7 +89,7 @@ describe('gpugate exit codes', () => {
     const run = await runCli(['wait', '--library', '/nonexistent/libnvidia-ml.so.1'], { env: cliEnv(scenario) });
     expect(run.code).toBe(69);
     expect(run.stderr).toContain('/nonexistent/libnvidia-ml.so.1');
-    expect(run.stderr).toContain('(exit 69/UNAVAILABLE)');
+    expect(run.stderr).toMatch(/^event=failed result=unavailable reason=".*" exit=69 exit_name=UNAVAILABLE$/m);
   });
 
   it('exits 69 at once when a selected GPU has fallen off the bus', async () => {

@@ -55,7 +55,7 @@ describe('gpugate sim', () => {
     // A clock override in the environment must not move the host's own anchor.
     const sim = startCli(['sim', '--scenario', scenario], { env: cliEnv(null, { GPUGATE_SIM_STARTED_AT: 'init' }), killAfterMs: 60_000 });
     try {
-      await sim.waitFor(/simulated host running gpus=2 profile=current /);
+      await sim.waitFor(/event=sim-running gpus=2 profile=current /);
       const env = exportsOf(sim.stdout());
       expect(Object.keys(env).sort()).toEqual(['GPUGATE_NVML_LIBRARY', 'GPUGATE_SIM_SCENARIO', 'LD_LIBRARY_PATH']);
       expect(sim.stdout().split('\n')[0]).toBe('unset GPUGATE_SIM_STARTED_AT');
@@ -69,7 +69,7 @@ describe('gpugate sim', () => {
         expect(procPpid(pid)).not.toBe(sim.child.pid);
       }
       // The timeline drops GPU 0's process at 2.5 s: its holder ends with it, GPU 1's lives on.
-      await sim.waitFor(new RegExp(`holder exited pid=${pids[0]} comm=VLLM::Worker_TP0 at_ms=2500`));
+      await sim.waitFor(new RegExp(`event=holder-exited pid=${pids[0]} comm=VLLM::Worker_TP0 at_ms=2500`));
       expect(isAlive(pids[0]!)).toBe(false);
       expect(isAlive(pids[1]!)).toBe(true);
       const later = await dumpThroughLdLibraryPath(env);
@@ -87,7 +87,7 @@ describe('gpugate sim', () => {
   it('links the library of the scenario driver profile: r535-stride reads as a 535.54 driver', async () => {
     const sim = startCli(['sim', '--scenario', 'scenarios/r535-stride.json'], { env: cliEnv(null), killAfterMs: 60_000 });
     try {
-      await sim.waitFor(/simulated host running gpus=\d+ profile=r535-early /);
+      await sim.waitFor(/event=sim-running gpus=\d+ profile=r535-early /);
       const env = exportsOf(sim.stdout());
       expect(env['GPUGATE_NVML_LIBRARY']).toMatch(/gpugate_sim_r535_early\.so$/);
       const base = { ...process.env };
@@ -115,7 +115,7 @@ describe('gpugate sim', () => {
               await new Promise((resolve) => setTimeout(resolve, 5));
             }
           } else {
-            await sim.waitFor(/simulated host running /);
+            await sim.waitFor(/event=sim-running /);
           }
           sim.child.kill('SIGHUP');
           const run = await sim.done;

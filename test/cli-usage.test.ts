@@ -72,7 +72,7 @@ describe('gpugate command line', () => {
     for (const [typed, meant] of [['stauts', 'status'], ['holdres', 'holders'], ['wai', 'wait'], ['hold', 'holders'], ['chekc', 'check']]) {
       const run = await runCli([typed as string]);
       expect(run.code).toBe(64);
-      expect(run.stderr).toBe(`gpugate: unknown command '${typed}' (did you mean '${meant}'?): expected one of ${COMMAND_NAMES.join(', ')} (see gpugate --help)\n`);
+      expect(run.stderr).toBe(`msg="unknown command '${typed}' (did you mean '${meant}'?): expected one of ${COMMAND_NAMES.join(', ')} (see gpugate --help)"\n`);
     }
     const help = await runCli(['help', 'stauts']);
     expect(help.stderr).toContain("(did you mean 'status'?)");
@@ -83,7 +83,7 @@ describe('gpugate command line', () => {
   it('suggests the nearest flag of the command, or names the commands that take a flag given to another', async () => {
     const typo = await runCli(['wait', '--min-fre', '0.9'], { env: cliEnv(twoIdleGpus) });
     expect(typo.code).toBe(64);
-    expect(typo.stderr).toBe("gpugate wait: unknown option '--min-fre' (did you mean '--min-free'?) (see gpugate wait --help)\n");
+    expect(typo.stderr).toBe("msg=\"gpugate wait: unknown option '--min-fre' (did you mean '--min-free'?) (see gpugate wait --help)\"\n");
     const swapped = await runCli(['status', '--jsno'], { env: cliEnv(twoIdleGpus) });
     expect(swapped.stderr).toContain("(did you mean '--json'?)");
     const elsewhere = await runCli(['check', '--timeout', '5s'], { env: cliEnv(twoIdleGpus) });
@@ -109,7 +109,7 @@ describe('gpugate command line', () => {
     expect(onTerminal.status).toBe(69);
     const lines = onTerminal.stdout.replace(/\r\n/g, '\n').trimEnd().split('\n');
     expect(lines.length).toBeGreaterThan(1);
-    expect(lines[0]).toMatch(/^gpugate: the library given by the libraryPath option/);
+    expect(lines[0]).toMatch(/^(msg|event=failed .*reason)="(gpugate: )?the library given by the libraryPath option/);
     expect(lines.join(' ').replace(/ +/g, ' ')).toMatch(/\(\/nonexistent\/libnvidia-ml\.so\.1\) could not be loaded\. Tried: - \/nonexistent\/libnvidia-ml\.so\.1: /);
     // Later lines are indented under the first; none is wider than the terminal's 80 columns.
     for (const line of lines.slice(1)) expect(line).toMatch(/^ {2,}\S/);

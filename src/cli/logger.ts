@@ -104,9 +104,13 @@ export class Logger {
 /** One logfmt line: `event=NAME key=value …`, or `msg="…"` for a message (without its `gpugate: `). */
 function machineLine(entry: string | LogEvent): string {
   if (typeof entry !== 'string') {
-    const pairs = entry.pairs.map(([key, value]) => [key, typeof value === 'string' ? escapeForTerminal(value) : value] as const);
+    const pairs = entry.pairs.map(([key, value]) => [key, typeof value === 'string' ? inert(value) : value] as const);
     return logfmt([['event', entry.event], ...pairs]);
   }
-  const lines = entry.replace(/^gpugate: /, '').split(/\r?\n/).map((line) => escapeForTerminal(line.trim())).filter((line, i) => i === 0 || line !== '');
-  return `msg=${logfmtValue(lines.join('\n'))}`;
+  return `msg=${logfmtValue(inert(entry.replace(/^gpugate: /, '')))}`;
+}
+
+/** Text with every character a terminal acts on escaped, but its line breaks kept (logfmt writes them as `\n`). */
+function inert(text: string): string {
+  return text.split(/\r?\n/).map((line) => escapeForTerminal(line.trimEnd())).filter((line, i) => i === 0 || line !== '').join('\n');
 }

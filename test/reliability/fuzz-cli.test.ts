@@ -168,10 +168,11 @@ async function runInProcess(argv: string[]): Promise<{ code: number; stdout: str
 function checkRun(run: { code: number | null; stdout: string; stderr: string }, vector: { argv: string[]; case: Malformed }): void {
   const label = `${vector.case.kind}: gpugate ${JSON.stringify(vector.argv)}\nstderr: ${run.stderr}`;
   expect(run.code, label).toBe(vector.case.exit);
-  // One prefix: `gpugate: …`, or `gpugate <command>: …` when the message names its command (never both).
+  // One logfmt message: `msg="…"`, naming the command (`gpugate <command>: …`) at most once, never `gpugate: gpugate`.
   const command = vector.argv[0] ?? '';
-  expect(run.stderr.startsWith('gpugate: ') || run.stderr.startsWith(`gpugate ${command}: `), label).toBe(true);
-  expect(run.stderr, label).not.toMatch(/^gpugate: gpugate/);
+  expect(run.stderr.startsWith('msg="'), label).toBe(true);
+  expect(!run.stderr.startsWith('msg="gpugate') || run.stderr.startsWith(`msg="gpugate ${command}: `), label).toBe(true);
+  expect(run.stderr, label).not.toMatch(/^msg="gpugate(?: [a-z-]+)?: gpugate/);
   expect(run.stderr.trim().split('\n'), label).toHaveLength(1);
   expect(vector.case.names.some((name) => run.stderr.includes(name)), `${label}\nexpected it to name one of ${JSON.stringify(vector.case.names)}`).toBe(true);
   expect(run.stderr, label).not.toMatch(/internal error|\n\s+at |TypeError|ReferenceError/);

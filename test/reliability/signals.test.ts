@@ -101,7 +101,7 @@ describe('SIGTERM during gpugate wait', () => {
     const signalledMs = parseDuration(said![1]!);
     expect(signalledMs).toBeGreaterThan(0);
     expect(signalledMs).toBeLessThanOrEqual(document.elapsedMs - InterruptWatch.GRACE_MS);
-    expect(run.stderr).toContain(`interrupted by SIGTERM after ${said![1]} (exit 143/SIGTERM)`);
+    expect(run.stderr).toContain(`event=failed result=interrupted reason="interrupted by SIGTERM after ${said![1]}" exit=143 exit_name=SIGTERM`);
   });
 
   it('a second SIGTERM while the first is being handled still exits 143', async () => {
