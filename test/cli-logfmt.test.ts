@@ -8,11 +8,11 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
+import { Logger } from '../src/cli/logger';
+import { logEvent } from '../src/cli/logfmt';
 import { cliEnv, runCli, startCli } from './helpers/cli';
+import { logLines, logText } from './helpers/log-lines';
 import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
-
-// The parser has no type declarations: this is the part of it the test uses.
-const logfmtParser = require('logfmt') as { parse(line: string): Record<string, string | true> };
 
 const GiB = 2 ** 30;
 const orphans: number[] = [];
@@ -29,18 +29,15 @@ afterAll(() => {
 /** Keys whose values are numbers a program would add up or compare. */
 const NUMERIC = /^(gpu|pid|ppid|polls|exit|orphan|.*_bytes|.*_ms)$/;
 
-/** Each stderr line parsed; asserts that it is logfmt through and through. */
+/** Each stderr line parsed (logLines throws on a bare key); asserts that numbers are numbers. */
 function parsedLines(stderr: string): Array<Record<string, string>> {
-  const lines = stderr.split('\n').filter((line) => line !== '');
-  expect(lines.length).toBeGreaterThan(0);
-  return lines.map((line) => {
-    const parsed = logfmtParser.parse(line);
-    for (const [key, value] of Object.entries(parsed)) {
-      expect(value, `bare key ${key} in: ${line}`).not.toBe(true);
-      if (NUMERIC.test(key) && key !== 'gpu') expect(Number.isFinite(Number(value)), `${key}=${String(value)} in: ${line}`).toBe(true);
+  const records = logLines(stderr);
+  expect(records.length).toBeGreaterThan(0);
+  return records.map(({ pairs, line }) => {
+    for (const [key, value] of Object.entries(pairs)) {
+      if (NUMERIC.test(key) && key !== 'gpu') expect(Number.isFinite(Number(value)), `${key}=${value} in: ${line}`).toBe(true);
     }
-    expect('event' in parsed || 'msg' in parsed, line).toBe(true);
-    return parsed as Record<string, string>;
+    return pairs;
   });
 }
 
@@ -108,5 +105,70 @@ describe('every log line parses as logfmt', () => {
     const lines = parsedLines(run.stderr);
     expect(lines.filter((line) => line.event === 'interrupted').length).toBe(8);
     expect(lines.at(-1)).toMatchObject({ event: 'failed', result: 'interrupted', exit: '130' });
+  });
+});
+
+describe('escaping: the npm parser reads back every message exactly, or its documented escaped form', () => {
+  // [what was logged, what the parser returns]: quotes, backslashes, `=` and non-ASCII come back
+  // as they are; a line break as the two characters \n; any other control character, and the
+  // bidirectional marks, as the visible escape a terminal shows (\x0d, \u{202e}).
+  const cases: Array<[string, string]> = [
+    ['plain', 'plain'],
+    ['', ''],
+    ['say "hi" to --margin "2 GiB"', 'say "hi" to --margin "2 GiB"'],
+    ['a path C:\\dir\\new and a lone \\', 'a path C:\\dir\\new and a lone \\'],
+    ['key=value a==b =', 'key=value a==b ='],
+    ['two\nlines', 'two\\nlines'],
+    ['windows\r\nlines', 'windows\\nlines'],
+    ['a bare\rreturn', 'a bare\\x0dreturn'],
+    ['a\ttab', 'a\\x09tab'],
+    ['grüße, 日本語, emoji 🚀', 'grüße, 日本語, emoji 🚀'],
+    ['escape \u001b[31mred\u001b[0m bell\u0007 nul\u0000 del\u007f c1\u009b', 'escape \\x1b[31mred\\x1b[0m bell\\x07 nul\\x00 del\\x7f c1\\x9b'],
+    ['bidi \u202eevil\u2066 and a separator\u2028here', 'bidi \\u{202e}evil\\u{2066} and a separator\\u{2028}here'],
+    ['"', '"'],
+    ['\\"', '\\"'],
+    ['trailing blanks   \n\n\nafter blank lines', 'trailing blanks\\nafter blank lines'],
+    ['gpugate: the prefix is not repeated', 'the prefix is not repeated'],
+  ];
+
+  function written(entry: Parameters<Logger['error']>[0], journal = false): string {
+    const out: string[] = [];
+    new Logger({ journal, verbosity: 'normal', sink: { write: (text: string) => out.push(text) } }).error(entry);
+    expect(out).toHaveLength(1);
+    const line = out[0]!;
+    // One line, and nothing in it a terminal or the journal would act on.
+    expect(line.endsWith('\n') && line.indexOf('\n') === line.length - 1, JSON.stringify(line)).toBe(true);
+    expect(line.slice(0, -1), JSON.stringify(line)).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    return line;
+  }
+
+  it.each(cases)('a message %j', (message, expected) => {
+    const [record] = logLines(written(message));
+    expect(record?.pairs).toEqual({ msg: expected });
+  });
+
+  // A value is not a message: a leading `gpugate: ` is its own text.
+  const values = cases.filter(([message]) => !message.startsWith('gpugate: '));
+
+  it.each(values)('an event value %j, with the journald prefix kept', (value, expected) => {
+    const [record] = logLines(written(logEvent('stale', [['gpu', 0], ['name', value], ['pid', 42]]), true));
+    expect(record?.priority).toBe(3);
+    expect(record?.pairs).toEqual({ event: 'stale', gpu: '0', name: expected, pid: '42' });
+  });
+
+  it('the readable rendering gives a message its lines back', () => {
+    expect(logText(written('first line\n  second line'))).toBe('gpugate: first line\n  second line\n');
+    expect(logText(written(logEvent('failed', [['result', 'timeout'], ['reason', 'GPUs not "free"'], ['exit', 75], ['exit_name', 'TEMPFAIL']])))).toBe('gpugate: GPUs not "free" (exit 75/TEMPFAIL)\n');
+  });
+
+  it('the built command: a usage error quoting a hostile value parses back to its escaped form', async () => {
+    const hostile = 'two "GiB"\\\n\u001b[2J=x';
+    const run = await runCli(['wait', '--margin', hostile]);
+    expect(run.code).toBe(64);
+    const records = parsedLines(run.stderr);
+    expect(records).toHaveLength(1);
+    // The message quotes the input as JSON does; the parser returns that text exactly, unescaped.
+    expect(records[0]!.msg).toContain(`--margin ${JSON.stringify(hostile)}: invalid size ${JSON.stringify(hostile)}`);
+    expect(logText(run.stderr)).toMatch(/^gpugate: --margin "two /);
   });
 });

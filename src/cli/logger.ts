@@ -5,7 +5,7 @@
  *
  * In a pipe, a file or the journal every line is logfmt that a logfmt parser reads whole: an
  * event is `event=NAME key=value …` (logfmt.ts), any other message `msg="…"` (its lines joined
- * by an escaped `\n`, so one event stays one journal entry). On a terminal the same events are
+ * by the two characters `\n`, so one event stays one journal entry). On a terminal the same events are
  * written for a person: `gpugate: NAME key=value …` or the message itself, a message of several
  * lines keeping its lines, long lines wrapped to the terminal's width, coloured by priority when
  * asked. Either way every character a terminal would act on is escaped (escapeForTerminal).
@@ -13,7 +13,7 @@
 
 import { paint, wrapLine, type Style } from './terminal-style';
 import { escapeForTerminal } from './terminal-text';
-import { logfmt, logfmtValue, type LogEvent } from './logfmt';
+import { logfmt, type LogEvent } from './logfmt';
 
 /** syslog priorities as journald reads them from a `<N>` prefix. */
 export const Priority = { err: 3, warning: 4, notice: 5, info: 6, debug: 7 } as const;
@@ -104,13 +104,17 @@ export class Logger {
 /** One logfmt line: `event=NAME key=value …`, or `msg="…"` for a message (without its `gpugate: `). */
 function machineLine(entry: string | LogEvent): string {
   if (typeof entry !== 'string') {
-    const pairs = entry.pairs.map(([key, value]) => [key, typeof value === 'string' ? inert(value) : value] as const);
+    const pairs = entry.pairs.map(([key, value]) => [key, typeof value === 'string' ? oneLine(value) : value] as const);
     return logfmt([['event', entry.event], ...pairs]);
   }
-  return `msg=${logfmtValue(inert(entry.replace(/^gpugate: /, '')))}`;
+  return logfmt([['msg', oneLine(entry.replace(/^gpugate: /, ''))]]);
 }
 
-/** Text with every character a terminal acts on escaped, but its line breaks kept (logfmt writes them as `\n`). */
-function inert(text: string): string {
-  return text.split(/\r?\n/).map((line) => escapeForTerminal(line.trimEnd())).filter((line, i) => i === 0 || line !== '').join('\n');
+/**
+ * Text on one line, as a logfmt parser reads it back: each line's trailing blanks trimmed, blank
+ * lines after the first dropped (as on a terminal), the line breaks written as the two characters
+ * `\n`; logfmtValue then writes every other control character as its visible escape.
+ */
+function oneLine(text: string): string {
+  return text.split(/\r?\n/).map((line) => line.trimEnd()).filter((line, i) => i === 0 || line !== '').join('\\n');
 }
