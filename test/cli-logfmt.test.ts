@@ -110,16 +110,17 @@ describe('every log line parses as logfmt', () => {
 
 describe('escaping: the npm parser reads back every message exactly, or its documented escaped form', () => {
   // [what was logged, what the parser returns]: quotes, backslashes, `=` and non-ASCII come back
-  // as they are; a line break as the two characters \n; any other control character, and the
-  // bidirectional marks, as the visible escape a terminal shows (\x0d, \u{202e}).
+  // as they are; lines joined with ` | ` (trimmed, blank ones dropped); any other control
+  // character, and the bidirectional marks, as the visible escape a terminal shows (\x0d, \u{202e}).
   const cases: Array<[string, string]> = [
     ['plain', 'plain'],
     ['', ''],
     ['say "hi" to --margin "2 GiB"', 'say "hi" to --margin "2 GiB"'],
     ['a path C:\\dir\\new and a lone \\', 'a path C:\\dir\\new and a lone \\'],
     ['key=value a==b =', 'key=value a==b ='],
-    ['two\nlines', 'two\\nlines'],
-    ['windows\r\nlines', 'windows\\nlines'],
+    ['two\nlines', 'two | lines'],
+    ['windows\r\nlines', 'windows | lines'],
+    ['the escape text \\n stays text', 'the escape text \\n stays text'],
     ['a bare\rreturn', 'a bare\\x0dreturn'],
     ['a\ttab', 'a\\x09tab'],
     ['grüße, 日本語, emoji 🚀', 'grüße, 日本語, emoji 🚀'],
@@ -127,7 +128,7 @@ describe('escaping: the npm parser reads back every message exactly, or its docu
     ['bidi \u202eevil\u2066 and a separator\u2028here', 'bidi \\u{202e}evil\\u{2066} and a separator\\u{2028}here'],
     ['"', '"'],
     ['\\"', '\\"'],
-    ['trailing blanks   \n\n\nafter blank lines', 'trailing blanks\\nafter blank lines'],
+    ['trailing blanks   \n\n\n  after blank lines', 'trailing blanks | after blank lines'],
     ['gpugate: the prefix is not repeated', 'the prefix is not repeated'],
   ];
 
@@ -156,8 +157,8 @@ describe('escaping: the npm parser reads back every message exactly, or its docu
     expect(record?.pairs).toEqual({ event: 'stale', gpu: '0', name: expected, pid: '42' });
   });
 
-  it('the readable rendering gives a message its lines back', () => {
-    expect(logText(written('first line\n  second line'))).toBe('gpugate: first line\n  second line\n');
+  it('the readable rendering: the prefix, the message, the failure reason with its exit code', () => {
+    expect(logText(written('first line\n  second line'))).toBe('gpugate: first line | second line\n');
     expect(logText(written(logEvent('failed', [['result', 'timeout'], ['reason', 'GPUs not "free"'], ['exit', 75], ['exit_name', 'TEMPFAIL']])))).toBe('gpugate: GPUs not "free" (exit 75/TEMPFAIL)\n');
   });
 

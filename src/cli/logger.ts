@@ -5,7 +5,7 @@
  *
  * In a pipe, a file or the journal every line is logfmt that a logfmt parser reads whole: an
  * event is `event=NAME key=value …` (logfmt.ts), any other message `msg="…"` (its lines joined
- * by the two characters `\n`, so one event stays one journal entry). On a terminal the same events are
+ * with ` | `, so one event stays one journal entry). On a terminal the same events are
  * written for a person: `gpugate: NAME key=value …` or the message itself, a message of several
  * lines keeping its lines, long lines wrapped to the terminal's width, coloured by priority when
  * asked. Either way every character a terminal would act on is escaped (escapeForTerminal).
@@ -111,10 +111,10 @@ function machineLine(entry: string | LogEvent): string {
 }
 
 /**
- * Text on one line, as a logfmt parser reads it back: each line's trailing blanks trimmed, blank
- * lines after the first dropped (as on a terminal), the line breaks written as the two characters
- * `\n`; logfmtValue then writes every other control character as its visible escape.
+ * Text on one line, so that one event stays one journal entry: its lines trimmed, blank lines
+ * after the first dropped (as on a terminal), and joined with ` | `; logfmtValue then writes every
+ * other control character as its visible escape.
  */
 function oneLine(text: string): string {
-  return text.split(/\r?\n/).map((line) => line.trimEnd()).filter((line, i) => i === 0 || line !== '').join('\\n');
+  return text.split(/\r?\n/).map((line) => line.trimEnd()).filter((line, i) => i === 0 || line !== '').map((line) => line.trim()).join(' | ');
 }

@@ -43,15 +43,15 @@ function quoted(value: string): string {
 }
 
 /**
- * The log as a person reads it: one line per record, `gpugate: ` and then the message (its `\n`
- * escapes back as line breaks), the failure's reason with its exit code, or the event's name and
- * pairs. The `<N>` priority prefix is kept, as it was written.
+ * The log as a person reads it: one line per record, `gpugate: ` and then the message, the
+ * failure's reason with its exit code, or the event's name and pairs. The `<N>` priority prefix
+ * is kept, as it was written.
  */
 export function logText(stderr: string): string {
   return logLines(stderr).map(({ priority, pairs }) => {
     const { event, msg, ...rest } = pairs;
     let text: string;
-    if (event === undefined) text = (msg ?? '').replace(/\\n/g, '\n');
+    if (event === undefined) text = msg ?? '';
     else if (event === 'failed' && rest.reason !== undefined) text = `${rest.reason} (exit ${rest.exit ?? '?'}/${rest.exit_name ?? '?'})`;
     else text = [event, ...Object.entries(rest).map(([key, value]) => `${key}=${quoted(value)}`)].join(' ');
     const named = /^gpugate(?: [a-z-]+)?: /.test(text) ? text : `gpugate: ${text}`;
