@@ -16,6 +16,7 @@ import { cliEnv, parseJsonOutput, runCli, startCli, type CliProcess } from './he
 import { isAlive, until } from './helpers/processes';
 import { simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
+import { logText } from './helpers/log-lines';
 
 const GiB = 2 ** 30;
 const UID = 65534;
@@ -131,7 +132,7 @@ describe.skipIf(skip !== null)(`holders carry their owner${skip === null ? '' : 
     const run = await runCli(['check', '--gpus', '0', '--max-used', '1GiB', '--report-file', report], { env });
     expect(run.code).toBe(75);
     const said = new RegExp(`held by ${holder}/VLLM::Worker_TP3/active \\(of ${unit.replace(/\./g, '\\.')}, ${userText}, started \\d+ (s|min) ago\\)`);
-    expect(run.stderr).toMatch(said);
+    expect(logText(run.stderr)).toMatch(said);
     expect(readFileSync(report, 'utf8')).toMatch(said);
     const json = parseJsonOutput(await runCli(['check', '--gpus', '0', '--max-used', '1GiB', '--json'], { env }));
     const holders = (json['gpus'] as Array<{ holders: HolderJson[] }>)[0]!.holders;
