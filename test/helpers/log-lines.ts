@@ -15,12 +15,16 @@ export interface LogRecord {
   line: string;
 }
 
+/** A diagnostic the simulated NVML library itself writes to the same stderr: not gpugate's log. */
+const SIMULATOR_LINE = /^gpugate-sim: /;
+
 /**
- * Every non-empty stderr line parsed. Throws, naming the line, when one is not logfmt through and
- * through: a bare key, or neither `event=` nor `msg=`.
+ * Every non-empty stderr line of gpugate's log parsed (the simulator library's own lines left
+ * out). Throws, naming the line, when one is not logfmt through and through: a bare key, or
+ * neither `event=` nor `msg=`.
  */
 export function logLines(stderr: string): LogRecord[] {
-  return stderr.split('\n').filter((line) => line !== '').map((line) => {
+  return stderr.split('\n').filter((line) => line !== '' && !SIMULATOR_LINE.test(line)).map((line) => {
     const prefix = /^<([0-7])>/.exec(line);
     const body = prefix === null ? line : line.slice(prefix[0].length);
     const parsed = logfmtParser.parse(body);
