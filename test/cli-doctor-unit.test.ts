@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 import { bundledScenario, repoRoot, simLibraryFor } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
+import { logText } from './helpers/log-lines';
 
 interface Check { id: string; subject: string; status: string; summary: string; evidence: Record<string, unknown> }
 interface Document { result: string; exitCode: number; checks: Check[] }
@@ -72,9 +73,9 @@ describe('gpugate doctor --unit', () => {
     expect(document.exitCode).toBe(69);
     const bad = await runCli(['doctor', '--unit', 'a/b'], { env });
     expect(bad.code).toBe(64);
-    expect(bad.stderr).toContain('invalid value "a/b"');
+    expect(logText(bad.stderr)).toContain('invalid value "a/b"');
     const alone = await runCli(['doctor', '--unit-path', work], { env });
     expect(alone.code).toBe(64);
-    expect(alone.stderr).toContain('--unit-path applies to --unit NAME');
+    expect(logText(alone.stderr)).toContain('--unit-path applies to --unit NAME');
   });
 });

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
 import { killSpawned, spawnSleeper } from './helpers/processes';
+import { logText } from './helpers/log-lines';
 
 const GiB = 1024 ** 3;
 // Real processes stand as GPU holders (spawnSleeper), killed after the tests.
@@ -18,7 +19,7 @@ describe('gpugate exit codes', () => {
     const scenario = writeScenario({ devices: [simDevice(0), simDevice(1)] });
     const run = await runCli(['check'], { env: cliEnv(scenario) });
     expect(run.code).toBe(0);
-    expect(run.stderr).toMatch(/^gpugate: ready gpus=0,1 /m);
+    expect(run.stderr).toMatch(/^event=ready gpus=0,1 /m);
   });
 
   it('exits 75 from check when a real process holds the GPU, naming it', async () => {
@@ -31,7 +32,7 @@ describe('gpugate exit codes', () => {
     });
     const run = await runCli(['check', '--max-used', '1GiB', '--json'], { env: cliEnv(scenario) });
     expect(run.code).toBe(75);
-    expect(run.stderr).toMatch(new RegExp(`busy gpu=0 .*holders=${pid}/sleep/active`));
+    expect(logText(run.stderr)).toMatch(new RegExp(`busy gpu=0 .*holders=${pid}/sleep/active`));
     const json = parseJsonOutput(run);
     expect(json.result).toBe('busy');
     const gpus = json.gpus as Array<{ index: number; ok: boolean; holders: Array<{ pid: number; class: string }> }>;
@@ -56,7 +57,7 @@ describe('gpugate exit codes', () => {
     expect(busy[0]).toMatchObject({ index: 1, uuid: 'GPU-7e570000-0000-4000-8000-000000000001', reasons: ['memory'] });
     expect(busy[0]?.holders).toEqual([expect.objectContaining({ pid, class: 'active', name: 'sleep' })]);
     expect(String(json.reason)).toContain('GPU-7e570000-0000-4000-8000-000000000001');
-    expect(run.stderr).toMatch(new RegExp(`^gpugate: timeout gpu=1 .*holders=${pid}/sleep/active`, 'm'));
+    expect(run.stderr).toMatch(new RegExp(`^event=timeout gpu=1 .*holders=${pid}/sleep/active`, 'm'));
   });
 
   it('exits 69 when an NVML call hangs, within --nvml-timeout plus a second', async () => {
@@ -88,8 +89,8 @@ describe('gpugate exit codes', () => {
     const scenario = writeScenario({ devices: [simDevice(0)] });
     const run = await runCli(['wait', '--library', '/nonexistent/libnvidia-ml.so.1'], { env: cliEnv(scenario) });
     expect(run.code).toBe(69);
-    expect(run.stderr).toContain('/nonexistent/libnvidia-ml.so.1');
-    expect(run.stderr).toContain('(exit 69/UNAVAILABLE)');
+    expect(logText(run.stderr)).toContain('/nonexistent/libnvidia-ml.so.1');
+    expect(run.stderr).toMatch(/^event=failed result=unavailable reason=".*" exit=69 exit_name=UNAVAILABLE$/m);
   });
 
   it('exits 69 at once when a selected GPU has fallen off the bus', async () => {
@@ -115,14 +116,14 @@ describe('gpugate exit codes', () => {
     expect(devices[5]).toMatchObject({ uuid: null, name: null, pciBusId: null, error: { code: 'NVML_ERROR_GPU_IS_LOST' } });
     expect(devices[4]?.uuid).toBe('GPU-a6f03c81-9d4e-4b27-8c5a-2e7f1d9b6a03');
     expect(document.problems).toEqual([{ index: 5, code: 'NVML_ERROR_GPU_IS_LOST', message: 'GPU 5 (identity unknown): GPU is lost' }]);
-    expect(json.stderr).toContain('GPU 5 (identity unknown): GPU is lost (NVML_ERROR_GPU_IS_LOST)');
+    expect(logText(json.stderr)).toContain('GPU 5 (identity unknown): GPU is lost (NVML_ERROR_GPU_IS_LOST)');
 
     const text = await runCli(['status', '--gpus', '4,5'], { env });
     expect(text.code).toBe(69);
     expect(text.stdout).toMatch(/^5 +unknown +- /m);
     expect(text.stdout).toContain('UUID unknown');
     expect(text.stdout).toContain('error: NVML_ERROR_GPU_IS_LOST: GPU is lost');
-    expect(text.stderr).toContain('(exit 69/UNAVAILABLE)');
+    expect(logText(text.stderr)).toContain('(exit 69/UNAVAILABLE)');
     // No message or line names a GPU by empty fields.
     for (const output of [json.stdout, json.stderr, text.stdout, text.stderr]) {
       expect(output).not.toContain('(, )');
@@ -144,7 +145,7 @@ describe('gpugate exit codes', () => {
     const text = await runCli(['status'], { env: { ...cliEnv(scenario), COLUMNS: '400' } });
     expect(text.code, text.stderr).toBe(69);
     expect(text.stdout).toMatch(/memory figures implausible: total 96GiB .*free exceeds total; gpugate cannot judge this GPU/);
-    expect(text.stderr).toMatch(/GPU 0 \(GPU-7e570000-0000-4000-8000-000000000000, 00000000:10:00\.0\): implausible memory figures .*\(GPUGATE_MEMORY_IMPLAUSIBLE\)/);
+    expect(logText(text.stderr)).toMatch(/GPU 0 \(GPU-7e570000-0000-4000-8000-000000000000, 00000000:10:00\.0\): implausible memory figures .*\(GPUGATE_MEMORY_IMPLAUSIBLE\)/);
     const json = await runCli(['status', '--json'], { env: cliEnv(scenario) });
     expect(json.code).toBe(69);
     const document = parseJsonOutput(json);

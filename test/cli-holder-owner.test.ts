@@ -16,6 +16,7 @@ import { cliEnv, parseJsonOutput, runCli, startCli, type CliProcess } from './he
 import { isAlive, until } from './helpers/processes';
 import { simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
+import { logText } from './helpers/log-lines';
 
 const GiB = 2 ** 30;
 const UID = 65534;
@@ -74,7 +75,7 @@ describe.skipIf(skip !== null)(`holders carry their owner${skip === null ? '' : 
       ],
     });
     sim = startCli(['sim', '--scenario', scenario], { env: cliEnv(null), killAfterMs: 120_000 });
-    await sim.waitFor(/simulated host running gpus=2 /);
+    await sim.waitFor(/event=sim-running gpus=2 /);
     env = cliEnv(null);
     for (const m of sim.stdout().matchAll(/^export (\w+)='([^']*)'/gm)) env[m[1]!] = m[2]!;
     const json = parseJsonOutput(await runCli(['holders', '--json'], { env }));
@@ -123,7 +124,7 @@ describe.skipIf(skip !== null)(`holders carry their owner${skip === null ? '' : 
     expect(row).not.toContain(TITLE);
     const workerRow = run.stdout.split('\n').find((line) => line.startsWith('1 ') && line.includes(String(worker)))!;
     expect(workerRow).toMatch(/ orphan .* user root, started \d+ (s|min) ago /);
-    expect(run.stderr).toMatch(new RegExp(`^gpugate: stale gpu=1 pid=${worker} class=orphan name=VLLM::Worker_TP6 owner="(of \\S+, )?user root, started \\d+ (s|min) ago" `, 'm'));
+    expect(run.stderr).toMatch(new RegExp(`^event=stale gpu=1 pid=${worker} class=orphan name=VLLM::Worker_TP6 owner="(of \\S+, )?user root, started \\d+ (s|min) ago" `, 'm'));
   });
 
   it('check: the final line, the report file and the JSON name the owner', async () => {
@@ -131,7 +132,7 @@ describe.skipIf(skip !== null)(`holders carry their owner${skip === null ? '' : 
     const run = await runCli(['check', '--gpus', '0', '--max-used', '1GiB', '--report-file', report], { env });
     expect(run.code).toBe(75);
     const said = new RegExp(`held by ${holder}/VLLM::Worker_TP3/active \\(of ${unit.replace(/\./g, '\\.')}, ${userText}, started \\d+ (s|min) ago\\)`);
-    expect(run.stderr).toMatch(said);
+    expect(logText(run.stderr)).toMatch(said);
     expect(readFileSync(report, 'utf8')).toMatch(said);
     const json = parseJsonOutput(await runCli(['check', '--gpus', '0', '--max-used', '1GiB', '--json'], { env }));
     const holders = (json['gpus'] as Array<{ holders: HolderJson[] }>)[0]!.holders;
@@ -139,6 +140,6 @@ describe.skipIf(skip !== null)(`holders carry their owner${skip === null ? '' : 
     // The wait's stale-holder line names the orphan's owner too.
     const orphan = await runCli(['check', '--gpus', '1', '--max-used', '1GiB'], { env });
     expect(orphan.code).toBe(75);
-    expect(orphan.stderr).toMatch(new RegExp(`^gpugate: stale gpu=1 pid=${worker} class=orphan name=VLLM::Worker_TP6 used=30GiB state=S ppid=\\d+ (unit=\\S+ )?owner="(of \\S+, )?user root, started \\d+ (s|min) ago" `, 'm'));
+    expect(orphan.stderr).toMatch(new RegExp(`^event=stale gpu=1 pid=${worker} class=orphan name=VLLM::Worker_TP6 used=30GiB used_bytes=${30 * GiB} state=S ppid=\\d+ (unit=\\S+ )?owner="(of \\S+, )?user root, started \\d+ (s|min) ago" `, 'm'));
   });
 });

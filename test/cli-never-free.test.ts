@@ -11,6 +11,7 @@ import { killSpawned, spawnSleeper } from './helpers/processes';
 import { freshSimulator, useScenario } from './session-helpers';
 import { DeviceSelectionError } from '../src/gate/device-selection-error';
 import { checkGpusOnce, waitForGpusFree } from '../src/gate/wait';
+import { logText } from './helpers/log-lines';
 
 const GiB = 1024 ** 3;
 const TOTAL = 96 * GiB;
@@ -25,8 +26,8 @@ describe('implausible memory figures make a GPU unjudgeable', () => {
     });
     const run = await runCli(['check', '--min-free', '0.5', '--json'], { env: cliEnv(scenario) });
     expect(run.code).toBe(69);
-    expect(run.stderr).toMatch(/implausible memory figures \(total 96GiB \(103079215104 bytes\), free 120GiB .*free exceeds total/);
-    expect(run.stderr).toMatch(/\(exit 69\/UNAVAILABLE\)/);
+    expect(logText(run.stderr)).toMatch(/implausible memory figures \(total 96GiB \(103079215104 bytes\), free 120GiB .*free exceeds total/);
+    expect(logText(run.stderr)).toMatch(/\(exit 69\/UNAVAILABLE\)/);
     const json = parseJsonOutput(run);
     expect(json.result).toBe('unavailable');
     expect((json.error as { code: string }).code).toBe('GPUGATE_MEMORY_IMPLAUSIBLE');
@@ -39,13 +40,13 @@ describe('implausible memory figures make a GPU unjudgeable', () => {
     });
     const farRun = await runCli(['check', '--max-used', '95%'], { env: cliEnv(far) });
     expect(farRun.code).toBe(69);
-    expect(farRun.stderr).toMatch(/free \+ used \+ reserved = 168GiB, more than 1GiB away from total/);
+    expect(logText(farRun.stderr)).toMatch(/free \+ used \+ reserved = 168GiB, more than 1GiB away from total/);
     // 10 MiB of rounding between the three figures is a real driver's, not a fault.
     const near = writeScenario({
       devices: [simDevice(0, { memory: { totalBytes: TOTAL, reservedBytes: GiB, usedBytes: 0, freeBytes: 95 * GiB - 10 * 2 ** 20 } })],
     });
     const nearRun = await runCli(['check', '--max-used', '95%'], { env: cliEnv(near) });
-    expect(nearRun.stderr).not.toMatch(/implausible/);
+    expect(logText(nearRun.stderr)).not.toMatch(/implausible/);
     expect(nearRun.code).toBe(0);
   });
 
@@ -55,7 +56,7 @@ describe('implausible memory figures make a GPU unjudgeable', () => {
     });
     const run = await runCli(['wait', '--min-free', '0.9', '--stable', '0s', '--timeout', '20s', '--interval', '50ms'], { env: cliEnv(scenario) });
     expect(run.code).toBe(69);
-    expect(run.stderr).toMatch(/GPU 0 .*implausible memory figures/);
+    expect(logText(run.stderr)).toMatch(/GPU 0 .*implausible memory figures/);
   });
 });
 
@@ -72,7 +73,7 @@ describe('a driver whose v2 used figure includes reserved memory (NVIDIA\'s R525
   it('judges an idle card free under either semantics and records which one the driver uses', async () => {
     for (const quirk of [true, false]) {
       const run = await runCli(['check', '--json'], { env: cliEnv(l40s(quirk, 0)) });
-      expect(run.stderr).not.toMatch(/implausible/);
+      expect(logText(run.stderr)).not.toMatch(/implausible/);
       expect(run.code).toBe(0);
       const gpu = (parseJsonOutput(run).gpus as Array<Record<string, unknown>>)[0];
       expect(gpu).toMatchObject({ reservedInUsed: quirk, usedBytes: quirk ? 569 * MiB : 0, reservedBytes: 569 * MiB, ok: true });
@@ -88,7 +89,7 @@ describe('a driver whose v2 used figure includes reserved memory (NVIDIA\'s R525
     // 1200 MiB is over: the reason shows the figure that was compared.
     const busy = await runCli(['check', '--max-used', '1GiB', '--json'], { env: cliEnv(l40s(true, 1200 * MiB)) });
     expect(parseJsonOutput(busy).result).toBe('busy');
-    expect(busy.stderr).toMatch(/used 1\.2GiB \(reserved not counted\) > allowed 1GiB/);
+    expect(logText(busy.stderr)).toMatch(/used 1\.2GiB \(reserved not counted\) > allowed 1GiB/);
   });
 });
 
@@ -106,11 +107,11 @@ describe('a gate that selects no GPU', () => {
       const env = cliEnv(busy(), { [name]: value });
       const check = await runCli(['check', '--json'], { env });
       expect(check.code).toBe(78);
-      expect(check.stderr).toContain(`${name}=${JSON.stringify(value)} selects no GPU`);
+      expect(logText(check.stderr)).toContain(`${name}=${JSON.stringify(value)} selects no GPU`);
       expect(parseJsonOutput(check).result).toBe('config-error');
       const wait = await runCli(['wait', '--timeout', '10s', '--stable', '0s'], { env });
       expect(wait.code).toBe(78);
-      expect(wait.stderr).toContain(`${name}=${JSON.stringify(value)} selects no GPU`);
+      expect(logText(wait.stderr)).toContain(`${name}=${JSON.stringify(value)} selects no GPU`);
     });
   }
 
@@ -122,7 +123,7 @@ describe('a gate that selects no GPU', () => {
     expect(emptyList.code).toBe(0);
     const refused = await runCli(['check', '--gpus', ','], { env: cliEnv(busy()) });
     expect(refused.code).toBe(78);
-    expect(refused.stderr).toMatch(/--allow-empty/);
+    expect(logText(refused.stderr)).toMatch(/--allow-empty/);
   });
 });
 
@@ -146,8 +147,8 @@ describe('compute modes that admit no new CUDA context', () => {
     const scenario = writeScenario({ devices: [simDevice(0, { computeMode: 'prohibited' }), simDevice(1)] });
     const run = await runCli(['check', '--json'], { env: cliEnv(scenario) });
     expect(run.code).toBe(75);
-    expect(run.stderr).toMatch(/GPU 0 \([^)]*\): compute mode prohibited: no CUDA context can be created/);
-    expect(run.stderr).toMatch(/busy gpu=0 .*why=compute-mode compute_mode=prohibited/);
+    expect(logText(run.stderr)).toMatch(/GPU 0 \([^)]*\): compute mode prohibited: no CUDA context can be created/);
+    expect(logText(run.stderr)).toMatch(/busy gpu=0 .*why=compute-mode compute_mode=prohibited/);
     const gpus = parseJsonOutput(run).gpus as Array<{ index: number; ok: boolean; reasons: string[]; computeMode: string }>;
     expect(gpus.map((gpu) => [gpu.index, gpu.ok, gpu.reasons, gpu.computeMode])).toEqual([
       [0, false, ['compute-mode'], 'prohibited'],
@@ -163,7 +164,7 @@ describe('compute modes that admit no new CUDA context', () => {
     // The holder uses little memory: only the compute mode makes the GPU unusable.
     const run = await runCli(['check', '--max-used', '1GiB'], { env: cliEnv(held) });
     expect(run.code).toBe(75);
-    expect(run.stderr).toMatch(/compute mode exclusive_process: one CUDA context at a time/);
+    expect(logText(run.stderr)).toMatch(/compute mode exclusive_process: one CUDA context at a time/);
     const idle = writeScenario({ devices: [simDevice(0, { computeMode: 'exclusive_process' })] });
     expect((await runCli(['check'], { env: cliEnv(idle) })).code).toBe(0);
   });
@@ -175,7 +176,7 @@ describe('a lost GPU selected by UUID', () => {
     // GPU 5's UUID in scenarios/lost-gpu.json: the lost GPU answers nothing, so nothing matches it.
     const run = await runCli(['check', '--gpus', 'GPU-5b8c2f14-e3a9-4761-9d0b-7f4a6c1e8d39'], { env });
     expect(run.code).toBe(69);
-    expect(run.stderr).toMatch(/matches no readable GPU, and GPU 5 \(NVML_ERROR_GPU_IS_LOST/);
+    expect(logText(run.stderr)).toMatch(/matches no readable GPU, and GPU 5 \(NVML_ERROR_GPU_IS_LOST/);
     const byCuda = await runCli(['wait', '--timeout', '5s'], { env: { ...env, CUDA_VISIBLE_DEVICES: 'GPU-5b8c2f14-e3a9-4761-9d0b-7f4a6c1e8d39' } });
     expect(byCuda.code).toBe(69);
     // A UUID that cannot be the lost GPU's on a host where every GPU answers is still a configuration error.

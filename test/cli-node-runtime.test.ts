@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { cliEnv, cliPath, runCli, startCli, type CliProcess } from './helpers/cli';
 import { ownListeningPorts } from './helpers/listening-sockets';
+import { logLines, logText } from './helpers/log-lines';
 import { nodeRuntimeOrReason, withRuntimeOnPath } from './helpers/node-runtimes';
 import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
@@ -124,7 +125,9 @@ describe.skipIf(node20.runtime === null)(`under Node 20, which lacks --disable-s
     expect(run.code).toBe(78);
     expect(run.stdout).toBe('');
     const escapedNode = node20.runtime!.node.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    expect(run.stderr).toMatch(new RegExp(`^gpugate: Node\\.js 22\\.14 or newer is required \\(package\\.json engines "${required}": --disable-sigusr1\\); this is Node\\.js 20\\.\\d+\\.\\d+ \\(${escapedNode}\\): install a current Node\\.js LTS, see docs/install\\.md\n$`));
+    // One logfmt line like every other, read here as a person reads it.
+    expect(logLines(run.stderr)).toHaveLength(1);
+    expect(logText(run.stderr)).toMatch(new RegExp(`^gpugate: Node\\.js 22\\.14 or newer is required \\(package\\.json engines "${required}": --disable-sigusr1\\); this is Node\\.js 20\\.\\d+\\.\\d+ \\(${escapedNode}\\): install a current Node\\.js LTS, see docs/install\\.md\n$`));
   });
 
   it('started through its shebang: node itself rejects the flag before any JavaScript runs (exit 9)', async () => {

@@ -82,8 +82,8 @@ describe('the restart race, end to end', () => {
     // The simulator's clock starts at NVML init, after gpugate started: the wait cannot end
     // before the last drain step.
     expect(json.elapsedMs as number).toBeGreaterThanOrEqual(final.lastChangeMs);
-    expect(run.stderr).toMatch(/^gpugate: waiting gpu=6 uuid=GPU-\S+ bus=0000:ba:00\.0 used=\S+ free=\S+ need_free=86GiB/m);
-    expect(run.stderr).toMatch(/^gpugate: ready gpus=0,1,2,3,4,5,6,7 /m);
+    expect(run.stderr).toMatch(/^event=waiting gpu=6 uuid=GPU-\S+ bus=0000:ba:00\.0 used=\S+ used_bytes=\d+ free=\S+ free_bytes=\d+ need_free=86GiB need_free_bytes=\d+ /m);
+    expect(run.stderr).toMatch(/^event=ready gpus=0,1,2,3,4,5,6,7 elapsed=\S+ elapsed_ms=\d+ polls=\d+$/m);
   });
 
   it('the same wait with --timeout 1s exits 75 while the memory is still held', async () => {
@@ -210,7 +210,7 @@ describe('gpugate holders', () => {
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(new RegExp(`^0 +${pid} +orphan +50GiB .*VLLM::Worker_TP3`, 'm'));
     expect(table.stdout).toMatch(/^0 +- +unattributed +10GiB/m);
-    expect(table.stderr).toMatch(new RegExp(`^gpugate: stale gpu=0 pid=${pid} class=orphan`, 'm'));
+    expect(table.stderr).toMatch(new RegExp(`^event=stale gpu=0 pid=${pid} class=orphan`, 'm'));
 
     const json = parseJsonOutput(await runCli(['holders', '--json'], { env: cliEnv(scenario) }));
     const gpu = (json.gpus as Array<{ holders: Array<{ pid: number; class: string; name: string }>; unattributedBytes: number }>)[0];

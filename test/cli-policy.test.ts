@@ -34,7 +34,9 @@ describe('logfmt', () => {
     expect(logfmt([['gpu', 6], ['bus', '0000:9b:00.0'], ['ok', true]])).toBe('gpu=6 bus=0000:9b:00.0 ok=true');
     expect(logfmtValue('engine worker')).toBe('"engine worker"');
     expect(logfmtValue('a="b"')).toBe('"a=\\"b\\""');
-    expect(logfmtValue('line\nbreak')).toBe('"line\\nbreak"');
+    // A control character is written as its visible escape, whose backslash is escaped in turn:
+    // logfmt parsers read back only \" and \\ (the npm parser reads \n as a plain n).
+    expect(logfmtValue('line\nbreak')).toBe('"line\\\\x0abreak"');
     expect(logfmtValue('')).toBe('""');
   });
 
@@ -120,7 +122,7 @@ describe('ProgressReporter', () => {
     reporter.poll(poll(500, [gpu({ memory: { totalBytes: 96 * GiB, usedBytes: 91.9 * GiB, freeBytes: 4.1 * GiB, reservedBytes: 0, source: 'v2' } })]));
     reporter.poll(poll(1000, [gpu()]));
     expect(out).toHaveLength(1);
-    expect(out[0]).toBe('gpugate: waiting gpu=6 uuid=GPU-6 bus=0000:9b:00.0 used=92GiB free=4GiB need_free=86GiB holders=4242/VLLM::Worker_TP6/draining why=memory elapsed=0ms timeout=2m\n');
+    expect(out[0]).toBe(`event=waiting gpu=6 uuid=GPU-6 bus=0000:9b:00.0 used=92GiB used_bytes=${92 * GiB} free=4GiB free_bytes=${4 * GiB} need_free=86GiB need_free_bytes=${86 * GiB} holders=4242/VLLM::Worker_TP6/draining why=memory elapsed=0ms elapsed_ms=0 timeout=2m timeout_ms=120000\n`);
     reporter.poll(poll(1500, [gpu({ holders: [] })]));
     expect(out).toHaveLength(2);
     expect(out[1]).toContain('why=memory');
@@ -152,8 +154,8 @@ describe('ProgressReporter', () => {
     reporter.poll(poll(0, [gpu({ holders: [orphan] })]));
     reporter.poll(poll(500, [gpu({ holders: [orphan] })]));
     reporter.poll(poll(1000, [gpu({ ok: true, reasons: [], holders: [] })]));
-    expect(out.filter((line) => line.startsWith('<4>gpugate: stale gpu=6 pid=77 class=orphan name=VLLM::Worker_TP1 '))).toHaveLength(1);
-    expect(out.at(-1)).toMatch(/^<6>gpugate: ready gpu=6 /);
+    expect(out.filter((line) => line.startsWith('<4>event=stale gpu=6 pid=77 class=orphan name=VLLM::Worker_TP1 '))).toHaveLength(1);
+    expect(out.at(-1)).toMatch(/^<6>event=ready gpu=6 /);
   });
 
   it('publishes a short STATUS text when something changes', () => {
@@ -171,7 +173,7 @@ describe('ProgressReporter', () => {
     const reporter = new ProgressReporter({ logger });
     reporter.poll(poll(0, [gpu()]));
     reporter.logLastState('timeout');
-    expect(out).toEqual([expect.stringMatching(/^gpugate: timeout gpu=6 /)]);
+    expect(out).toEqual([expect.stringMatching(/^event=timeout gpu=6 /)]);
   });
 });
 

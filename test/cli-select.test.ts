@@ -17,6 +17,7 @@ import { cliEnv, cliPath, runCli, startCli, type CliRun } from './helpers/cli';
 import { goneProcessPid, isAlive, killSpawned, procPpid, spawnOrphan, spawnSleeper, until } from './helpers/processes';
 import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
+import { logText } from './helpers/log-lines';
 
 const GiB = 2 ** 30;
 const work = makeTestTempDir('gpugate-select-');
@@ -98,7 +99,7 @@ describe('gpugate select: which GPUs', () => {
     const run = await select(['--count', '2'], host(4, [0, 2]), leases);
     expect(run.code, run.stderr).toBe(0);
     expect(chosen(run)).toEqual([uuidOf(1), uuidOf(3)]);
-    expect(run.stderr).toMatch(/selected gpus=1,3 /);
+    expect(logText(run.stderr)).toMatch(/selected gpus=1,3 /);
     expect(leaseFiles(leases)).toEqual([`${uuidOf(1)}.lease`, `${uuidOf(3)}.lease`]);
     // runCli spawns node itself, so the selector's parent is this test process.
     expect(leaseOf(leases, uuidOf(1)).holderPid).toBe(process.pid);
@@ -111,15 +112,15 @@ describe('gpugate select: which GPUs', () => {
     const run = await select(['--count', '3'], host(4, [0, 2]), leases);
     expect(run.code).toBe(75);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/not-eligible gpu=0 .*excluded=memory/);
-    expect(run.stderr).toMatch(/2 of 4 GPUs eligible, 3 needed/);
+    expect(logText(run.stderr)).toMatch(/not-eligible gpu=0 .*excluded=memory/);
+    expect(logText(run.stderr)).toMatch(/2 of 4 GPUs eligible, 3 needed/);
     expect(leaseFiles(leases)).toEqual([]);
   });
 
   it('exits 78 when the selection holds fewer GPUs than --count: waiting could never help', async () => {
     const run = await select(['--count', '3', '--gpus', '0,1', '--wait', '--timeout', '30s'], host(4), leaseDir());
     expect(run.code).toBe(78);
-    expect(run.stderr).toMatch(/3 GPUs requested but the selection \(option\) holds only 2/);
+    expect(logText(run.stderr)).toMatch(/3 GPUs requested but the selection \(option\) holds only 2/);
   });
 
   it('prefers GPUs behind one PCIe switch, then one NUMA node; plain NVML order when sysfs knows nothing', async () => {
@@ -145,7 +146,7 @@ describe('gpugate select: which GPUs', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(chosen(run)).toEqual([uuidOf(1)]);
     // It polled while GPU 1 was still busy, then took it.
-    expect(run.stderr).toMatch(/poll gpu=1 .*why=memory[\s\S]*selected gpus=1 /);
+    expect(logText(run.stderr)).toMatch(/poll gpu=1 .*why=memory[\s\S]*selected gpus=1 /);
     const never = await select(['--count', '1', '--wait', '--interval', '100ms', '--timeout', '500ms', '--json'], host(2, [0, 1]), leaseDir());
     expect(never.code).toBe(75);
     expect(JSON.parse(never.stdout)).toMatchObject({ result: 'timeout', gpus: [], cudaVisibleDevices: null });
@@ -159,7 +160,7 @@ describe('gpugate select: which GPUs', () => {
     expect(check.code, 'check alone accepts 512 MiB used').toBe(0);
     const both = await select(['--count', '2'], scenario, leaseDir());
     expect(both.code).toBe(75);
-    expect(both.stderr).toMatch(new RegExp(`not-eligible gpu=0 .*holders=${orphan.pid}/VLLM::Worker_TP6/orphan.* excluded=stale-holder`));
+    expect(logText(both.stderr)).toMatch(new RegExp(`not-eligible gpu=0 .*holders=${orphan.pid}/VLLM::Worker_TP6/orphan.* excluded=stale-holder`));
     const one = await select(['--count', '1'], scenario, leaseDir());
     expect(chosen(one)).toEqual([uuidOf(1)]);
   });
@@ -172,7 +173,7 @@ describe('gpugate select: which GPUs', () => {
     waiting.child.kill('SIGTERM');
     const run = await waiting.done;
     expect(run.code).toBe(143);
-    expect(run.stderr).toMatch(/interrupted by SIGTERM/);
+    expect(logText(run.stderr)).toMatch(/interrupted by SIGTERM/);
     expect(leaseFiles(leases)).toEqual([]);
   });
 
@@ -191,12 +192,12 @@ describe('gpugate select: which GPUs', () => {
     for (const [args, message] of cases) {
       const run = await select(args, scenario, leaseDir());
       expect(run.code, args.join(' ')).toBe(64);
-      expect(run.stderr, args.join(' ')).toMatch(message);
+      expect(logText(run.stderr), args.join(' ')).toMatch(message);
     }
     // `bash -c 'gpugate … --lease-pid $$'` execs gpugate in place of the shell: $$ is gpugate itself.
     const self = spawnSync('bash', ['-c', `exec "${process.execPath}" "${cliPath()}" select --count 1 --lease-pid $$`], { env: cliEnv(scenario, { GPUGATE_LEASE_DIR: leaseDir() }), encoding: 'utf8' });
     expect(self.status).toBe(64);
-    expect(self.stderr).toMatch(/names this gpugate process, which exits as soon as it has printed/);
+    expect(logText(self.stderr)).toMatch(/names this gpugate process, which exits as soon as it has printed/);
   });
 });
 
@@ -213,7 +214,7 @@ describe('gpugate select: leases', () => {
       expect(leaseFiles(leases)).toHaveLength(8);
       const late = await select(['--count', '1'], scenario, leases);
       expect(late.code).toBe(75);
-      expect(late.stderr).toMatch(/excluded=leased lease="leased to pid \d+/);
+      expect(logText(late.stderr)).toMatch(/excluded=leased lease="leased to pid \d+/);
     }
   });
 
@@ -226,7 +227,7 @@ describe('gpugate select: leases', () => {
     expect(leaseOf(leases, uuidOf(0)).holderPid).toBe(holder);
     const refused = await select(['--count', '1'], scenario, leases);
     expect(refused.code).toBe(75);
-    expect(refused.stderr).toMatch(new RegExp(`leased to pid ${holder} \\(sleep\\)`));
+    expect(logText(refused.stderr)).toMatch(new RegExp(`leased to pid ${holder} \\(sleep\\)`));
     process.kill(holder, 'SIGKILL');
     await until(`holder ${holder} to die`, () => !isAlive(holder));
     const after = await select(['--count', '2'], scenario, leases);
@@ -272,8 +273,8 @@ describe('gpugate select: leases', () => {
     symlinkSync(target, path.join(leases, `${uuidOf(1)}.lease`));
     const run = await select(['--count', '1'], scenario, leases);
     expect(run.code).toBe(75);
-    expect(run.stderr).toMatch(/does not hold a gpugate lease/);
-    expect(run.stderr).toMatch(/is a symbolic link, not a lease/);
+    expect(logText(run.stderr)).toMatch(/does not hold a gpugate lease/);
+    expect(logText(run.stderr)).toMatch(/is a symbolic link, not a lease/);
     expect(readFileSync(path.join(leases, `${uuidOf(0)}.lease`), 'utf8')).toBe('precious\n');
     expect(lstatSync(path.join(leases, `${uuidOf(1)}.lease`)).isSymbolicLink()).toBe(true);
     expect(readFileSync(target, 'utf8')).toBe('precious\n');
@@ -289,7 +290,7 @@ describe('gpugate select: leases', () => {
     expect(lease.expiresAt).not.toBeNull();
     const refused = await select(['--count', '1'], scenario, leases);
     expect(refused.code).toBe(75);
-    expect(refused.stderr).toMatch(/leased until /);
+    expect(logText(refused.stderr)).toMatch(/leased until /);
     const expiresSinceBootMs = (lease as StoredLease).expiresSinceBootMs!;
     await until('the lease to run out on the boot clock', () => bootClockMs() > expiresSinceBootMs, 20_000);
     const after = await select(['--count', '1'], scenario, leases);
@@ -325,7 +326,7 @@ describe('gpugate select: leases', () => {
     const gone = await goneProcessPid();
     const run = await select(['--count', '2', '--lease-pid', String(gone)], host(2), leases);
     expect(run.code).toBe(64);
-    expect(run.stderr).toMatch(new RegExp(`cannot lease to pid ${gone}: holder pid ${gone} has exited`));
+    expect(logText(run.stderr)).toMatch(new RegExp(`cannot lease to pid ${gone}: holder pid ${gone} has exited`));
     expect(leaseFiles(leases)).toEqual([]);
   });
 
@@ -334,7 +335,7 @@ describe('gpugate select: leases', () => {
     writeFileSync(file, '');
     const run = await select(['--count', '1'], host(1), path.join(file, 'leases'));
     expect(run.code).toBe(71);
-    expect(run.stderr).toMatch(/cannot create the lease directory .*a-file\/leases: ENOTDIR/);
+    expect(logText(run.stderr)).toMatch(/cannot create the lease directory .*a-file\/leases: ENOTDIR/);
   });
 });
 
@@ -413,7 +414,7 @@ describe('gpugate select: a lease is exclusive', () => {
     expect(JSON.parse(readFileSync(path.join(leases, `${MIG_A}.lease`), 'utf8'))).toMatchObject({ uuid: MIG_A, parentUuid: whole, holderPid: holder });
     const wholeRefused = await select(['-n', '1', '--gpus', whole], scenario, leases);
     expect(wholeRefused.code).toBe(75);
-    expect(wholeRefused.stderr).toMatch(new RegExp(`not-eligible gpu=0 .*excluded=leased lease="covered by the lease on its MIG instance ${MIG_A}: leased to pid ${holder} \\(sleep\\)"`));
+    expect(logText(wholeRefused.stderr)).toMatch(new RegExp(`not-eligible gpu=0 .*excluded=leased lease="covered by the lease on its MIG instance ${MIG_A}: leased to pid ${holder} \\(sleep\\)"`));
     const sibling = await select(['-n', '1', '--gpus', MIG_B, '--no-lease'], scenario, leases);
     expect(chosen(sibling)).toEqual([MIG_B]);
     process.kill(holder, 'SIGKILL');
@@ -426,7 +427,7 @@ describe('gpugate select: a lease is exclusive', () => {
     for (const uuid of [MIG_A, MIG_B]) {
       const refused = await select(['-n', '1', '--gpus', uuid, '--no-lease'], scenario, leases);
       expect(refused.code, uuid).toBe(75);
-      expect(refused.stderr).toMatch(new RegExp(`lease="covered by the lease on its whole GPU ${whole}: leased to pid ${second} \\(sleep\\)"`));
+      expect(logText(refused.stderr)).toMatch(new RegExp(`lease="covered by the lease on its whole GPU ${whole}: leased to pid ${second} \\(sleep\\)"`));
     }
     process.kill(second, 'SIGKILL');
     await until(`holder ${second} to die`, () => !isAlive(second));
@@ -467,7 +468,7 @@ describe('gpugate select: a lease is exclusive', () => {
     expect(chosen(look)).toEqual([uuidOf(1)]);
     const two = await select(['-n', '2', '--no-lease'], scenario, leases);
     expect(two.code).toBe(75);
-    expect(two.stderr).toMatch(new RegExp(`not-eligible gpu=0 .*excluded=leased lease="leased to pid ${holder} \\(sleep\\)"`));
+    expect(logText(two.stderr)).toMatch(new RegExp(`not-eligible gpu=0 .*excluded=leased lease="leased to pid ${holder} \\(sleep\\)"`));
     expect(leaseFiles(leases)).toEqual([`${uuidOf(0)}.lease`]);
     const untouched = leaseDir();
     expect(chosen(await select(['-n', '2', '--no-lease'], scenario, untouched))).toEqual([uuidOf(0), uuidOf(1)]);
@@ -485,7 +486,7 @@ describe('gpugate select: a lease is exclusive', () => {
     const taken = lines.flatMap((line) => chosen({ code: 0, signal: null, stdout: `${line}\n`, stderr: '', elapsedMs: 0 }));
     expect(new Set(taken).size).toBe(4);
     for (const uuid of taken) expect(leaseOf(leases, uuid)).toMatchObject({ holderPid: null, expiresAt: expect.any(Number) });
-    expect(run.stderr).toMatch(/lease_pid=none lease_until=/);
+    expect(logText(run.stderr)).toMatch(/lease_pid=none lease_until=/);
   });
 });
 
@@ -508,17 +509,17 @@ describe.skipIf(noNamespace !== null)(`gpugate select in a nested PID namespace$
     // gpugate's parent is the namespace's shell (pid 1 there): a lease bound to it alone would never end for the host.
     const refused = await runScript('unshare', ['--pid', '--fork', '--kill-child', '--mount-proc', 'bash', '-c', selectIn('')], env(scenario, leases));
     expect(refused.stdout).toMatch(/exit=78/);
-    expect(refused.stderr).toMatch(/gpugate reads the \/proc of PID namespace pid:\[\d+\], not the host's pid:\[4026531836\]: a lease bound to pid 1 could never be checked from the host/);
+    expect(logText(refused.stderr)).toMatch(/gpugate reads the \/proc of PID namespace pid:\[\d+\], not the host's pid:\[4026531836\]: a lease bound to pid 1 could never be checked from the host/);
     expect(leaseFiles(leases)).toEqual([]);
     // With a duration it is taken, and the output says that the host frees it only then.
     const timed = await runScript('unshare', ['--pid', '--fork', '--kill-child', '--mount-proc', 'bash', '-c', selectIn('--lease 2s --lease-pid $$')], env(scenario, leases));
     expect(timed.stdout, timed.stderr).toMatch(/exit=0/);
-    expect(timed.stderr).toMatch(/lease: gpugate reads the \/proc of PID namespace .*: the host cannot check holder pid 1, so for it the lease ends only after 2s/);
+    expect(logText(timed.stderr)).toMatch(/lease: gpugate reads the \/proc of PID namespace .*: the host cannot check holder pid 1, so for it the lease ends only after 2s/);
     const record = JSON.parse(readFileSync(path.join(leases, `${uuidOf(0)}.lease`), 'utf8')) as StoredLease;
     expect(record.pidNamespace).not.toBe('pid:[4026531836]');
     const held = await select(['-n', '1'], scenario, leases);
     expect(held.code).toBe(75);
-    expect(held.stderr).toMatch(/lease="leased to pid 1 \(bash\) in PID namespace pid:\[\d+\], which cannot be checked from pid:\[4026531836\] until /);
+    expect(logText(held.stderr)).toMatch(/lease="leased to pid 1 \(bash\) in PID namespace pid:\[\d+\], which cannot be checked from pid:\[4026531836\] until /);
     await until('the lease to run out on the boot clock', () => bootClockMs() > record.expiresSinceBootMs!, 20_000);
     const freed = await select(['-n', '1'], scenario, leases);
     expect(freed.code, freed.stderr).toBe(0);
@@ -542,7 +543,7 @@ describe.skipIf(noNamespace !== null)(`gpugate select in a nested PID namespace$
       expect(record).toMatchObject({ holderPid: Number(shell), pidNamespace: 'pid:[4026531836]' });
       const held = await select(['-n', '1'], scenario, leases);
       expect(held.code).toBe(75);
-      expect(held.stderr).toMatch(new RegExp(`lease="leased to pid ${shell} \\((bash|sleep)\\)"`));
+      expect(logText(held.stderr)).toMatch(new RegExp(`lease="leased to pid ${shell} \\((bash|sleep)\\)"`));
       process.kill(Number(shell), 'SIGKILL');
       await until('the nested namespace to end', () => nested.exitCode !== null || nested.signalCode !== null, 20_000);
       const freed = await select(['-n', '1'], scenario, leases);
@@ -557,7 +558,7 @@ describe.skipIf(noNamespace !== null)(`gpugate select in a nested PID namespace$
     const leases = leaseDir();
     const run = await runScript('unshare', ['--pid', '--fork', '--kill-child', '--mount-proc', process.execPath, cliPath(), 'select', '-n', '1'], env(scenario, leases));
     expect(run.code).toBe(64);
-    expect(run.stderr).toMatch(/gpugate's parent is outside its PID namespace \(getppid\(\) is 0\)/);
+    expect(logText(run.stderr)).toMatch(/gpugate's parent is outside its PID namespace \(getppid\(\) is 0\)/);
     expect(leaseFiles(leases)).toEqual([]);
   });
 });

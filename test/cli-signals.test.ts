@@ -57,13 +57,13 @@ describe('signals during gpugate wait', () => {
       env: cliEnv(busyScenario(pid), { JOURNAL_STREAM: journalStreamOf(stderrFile) }),
       stderrFile,
     });
-    await cli.waitFor(/<6>gpugate: waiting gpu=0 /);
+    await cli.waitFor(/<6>event=waiting gpu=0 /);
     cli.child.kill(signal);
     const run = await cli.done;
     expect(run.code).toBe(code);
-    expect(run.stderr).toMatch(new RegExp(`^<3>gpugate: interrupted gpu=0 .*used=50GiB .*holders=${pid}/sleep/active`, 'm'));
-    expect(run.stderr).toMatch(new RegExp(`^<3>gpugate: interrupted by ${signal} after .*\\(exit ${code}/${signal}\\)$`, 'm'));
-    expect(run.stderr).not.toMatch(/^<3>gpugate: interrupted gpu=1 /m);
+    expect(run.stderr).toMatch(new RegExp(`^<3>event=interrupted gpu=0 .*used=50GiB used_bytes=${50 * GiB} .*holders=${pid}/sleep/active`, 'm'));
+    expect(run.stderr).toMatch(new RegExp(`^<3>event=failed result=interrupted reason="interrupted by ${signal} after [^"]+" exit=${code} exit_name=${signal}$`, 'm'));
+    expect(run.stderr).not.toMatch(/^<3>event=interrupted gpu=1 /m);
   });
 });
 
@@ -82,9 +82,9 @@ describe('journald priority prefixes', () => {
     });
     expect(run.code).toBe(0);
     const lines = run.stderr.trim().split('\n');
-    expect(lines[0]).toMatch(/^<6>gpugate: waiting gpu=0 .*used=20GiB/);
-    expect(lines.at(-1)).toMatch(/^<5>gpugate: ready gpus=0 /);
-    for (const line of lines) expect(line).toMatch(/^<[3-7]>gpugate: /);
+    expect(lines[0]).toMatch(/^<6>event=waiting gpu=0 .*used=20GiB/);
+    expect(lines.at(-1)).toMatch(/^<5>event=ready gpus=0 /);
+    for (const line of lines) expect(line).toMatch(/^<[3-7]>(event|msg)=/);
   });
 
   it('are written at <3> for a failure', async () => {
@@ -93,8 +93,8 @@ describe('journald priority prefixes', () => {
     const pid = startHolder();
     const run = await runCli(['check'], { env: cliEnv(busyScenario(pid), { JOURNAL_STREAM: journalStreamOf(stderrFile) }), stderrFile });
     expect(run.code).toBe(75);
-    expect(run.stderr).toMatch(/^<3>gpugate: busy gpu=0 /m);
-    expect(run.stderr).toMatch(/^<3>gpugate: GPUs not free: GPU 0 /m);
+    expect(run.stderr).toMatch(/^<3>event=busy gpu=0 /m);
+    expect(run.stderr).toMatch(/^<3>event=failed result=busy reason="GPUs not free: GPU 0 /m);
   });
 
   it('are not written when JOURNAL_STREAM names another file (inherited by a child)', async () => {
@@ -104,7 +104,7 @@ describe('journald priority prefixes', () => {
     const pid = startHolder();
     const run = await runCli(['check'], { env: cliEnv(busyScenario(pid), { JOURNAL_STREAM: journalStreamOf(other) }), stderrFile });
     expect(run.code).toBe(75);
-    expect(run.stderr).toMatch(/^gpugate: busy gpu=0 /m);
+    expect(run.stderr).toMatch(/^event=busy gpu=0 /m);
     expect(run.stderr).not.toMatch(/^</m);
   });
 
@@ -166,15 +166,15 @@ describe('signals while an NVML call is stuck', () => {
       env: cliEnv(scenario, { JOURNAL_STREAM: journalStreamOf(stderrFile) }),
       stderrFile,
     });
-    await cli.waitFor(/<6>gpugate: waiting gpu=0 /);
+    await cli.waitFor(/<6>event=waiting gpu=0 /);
     await new Promise((resolve) => setTimeout(resolve, 800));
     const sentAt = performance.now();
     cli.child.kill('SIGTERM');
     const run = await cli.done;
     expect(run.code).toBe(143);
     expect(performance.now() - sentAt).toBeLessThan(10_000);
-    expect(run.stderr).toMatch(/^<3>gpugate: interrupted gpu=0 .*used=50GiB/m);
-    expect(run.stderr).toMatch(/^<3>gpugate: interrupted by SIGTERM after /m);
+    expect(run.stderr).toMatch(/^<3>event=interrupted gpu=0 .*used=50GiB/m);
+    expect(run.stderr).toMatch(/^<3>event=failed result=interrupted reason="interrupted by SIGTERM after /m);
   });
 });
 
@@ -275,7 +275,7 @@ describe('gpugate wait -- CMD: a signal to the whole process group reaches CMD o
       timeout: 30_000,
     });
     expect(run.stdout).toMatch(/count=1\b/);
-    expect(run.stdout).not.toMatch(/not forwarded/);
+    expect(run.stdout).not.toMatch(/not-forwarded/);
     expect(run.stdout).toMatch(/exit=0\b/);
   });
 
@@ -287,7 +287,7 @@ describe('gpugate wait -- CMD: a signal to the whole process group reaches CMD o
     expect(sent.status, sent.stderr).toBe(0);
     await gate.closed;
     expect(gate.out()).toMatch(/count=1\b/);
-    expect(gate.err()).not.toMatch(/not forwarded/);
+    expect(gate.err()).not.toMatch(/not-forwarded/);
   });
 });
 
@@ -400,35 +400,35 @@ describe.skipIf(noPidNamespace !== null || namedUnavailable !== null)(`gpugate w
   it('KillMode=control-group (systemd signals CMD itself): gpugate does not forward, CMD gets SIGTERM once', () => {
     const { stdout, stderr, asked, unit } = stopAsManager({ killMode: 'control-group' });
     expect(stdout).toMatch(/count=1\b/);
-    expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by systemd to every process of .*KillMode=control-group/);
+    expect(stderr).toMatch(/event=not-forwarded signal=SIGTERM reason="sent by systemd to every process of .*KillMode=control-group/);
     expect(asked.trim()).toBe(`show --property=KillMode --value ${unit}`);
   });
 
   it('KillMode=mixed (systemd signals only gpugate): gpugate forwards, CMD gets SIGTERM once', () => {
     const { stdout, stderr, asked } = stopAsManager({ killMode: 'mixed' });
     expect(stdout).toMatch(/count=1\b/);
-    expect(stderr).not.toMatch(/not forwarded/);
+    expect(stderr).not.toMatch(/not-forwarded/);
     expect(asked).toContain('KillMode');
   });
 
   it('KillMode=control-group with a script ExecStart= that runs gpugate without exec (its parent is a shell, not PID 1): CMD gets SIGTERM once', () => {
     const { stdout, stderr, asked, unit } = stopAsManager({ killMode: 'control-group', viaShell: true });
     expect(stdout).toMatch(/count=1\b/);
-    expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by systemd to every process of .*KillMode=control-group/);
+    expect(stderr).toMatch(/event=not-forwarded signal=SIGTERM reason="sent by systemd to every process of .*KillMode=control-group/);
     expect(asked.trim()).toBe(`show --property=KillMode --value ${unit}`);
   });
 
   it('a user manager (not PID 1) signalling every process of a user unit\'s cgroup, one by one: CMD gets SIGTERM once', () => {
     const { stdout, stderr, asked, unit } = stopAsManager({ killMode: 'control-group', user: true });
     expect(stdout).toMatch(/count=1\b/);
-    expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by the user manager \(pid \d+\) to every process of .*KillMode=control-group/);
+    expect(stderr).toMatch(/event=not-forwarded signal=SIGTERM reason="sent by the user manager \(pid \d+\) to every process of .*KillMode=control-group/);
     expect(asked.trim()).toBe(`--user show --property=KillMode --value ${unit}`);
   });
 
   it('a user manager with KillMode=mixed (signals only the main process): gpugate forwards, CMD gets SIGTERM once', () => {
     const { stdout, stderr, asked } = stopAsManager({ killMode: 'mixed', user: true });
     expect(stdout).toMatch(/count=1\b/);
-    expect(stderr).not.toMatch(/not forwarded/);
+    expect(stderr).not.toMatch(/not-forwarded/);
     expect(asked).toContain('--user show');
   });
 });
@@ -492,12 +492,12 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
   it('proctrack/cgroup (the step daemon signals every process of the step, CMD included): not forwarded, CMD gets SIGTERM once', () => {
     const { stdout, stderr } = signalAsStepDaemon('proctrack/cgroup');
     expect(stdout).toMatch(/count=1\b/);
-    expect(stderr).toMatch(/not forwarded signal=SIGTERM reason="sent by Slurm's step daemon \(pid \d+\) to every process of the step \(ProctrackType=proctrack\/cgroup\)/);
+    expect(stderr).toMatch(/event=not-forwarded signal=SIGTERM reason="sent by Slurm's step daemon \(pid \d+\) to every process of the step \(ProctrackType=proctrack\/cgroup\)/);
   });
 
   it('proctrack/pgid (the step daemon signals the task\'s process group, which CMD is not in): forwarded, CMD gets SIGTERM once', () => {
     const { stdout, stderr } = signalAsStepDaemon('proctrack/pgid');
     expect(stdout).toMatch(/count=1\b/);
-    expect(stderr).not.toMatch(/not forwarded/);
+    expect(stderr).not.toMatch(/not-forwarded/);
   });
 });

@@ -14,6 +14,7 @@ import { buildNvmlClient, runNvmlClient } from './helpers/nvml-client';
 import { isAlive, procPpid } from './helpers/processes';
 import { simDevice, writeScenario } from './helpers/sim';
 import { SimulatedHost } from '../src/simulator/sim-host';
+import { logText } from './helpers/log-lines';
 
 const GiB = 2 ** 30;
 let client = '';
@@ -55,11 +56,11 @@ describe('gpugate sim', () => {
     // A clock override in the environment must not move the host's own anchor.
     const sim = startCli(['sim', '--scenario', scenario], { env: cliEnv(null, { GPUGATE_SIM_STARTED_AT: 'init' }), killAfterMs: 60_000 });
     try {
-      await sim.waitFor(/simulated host running gpus=2 profile=current /);
+      await sim.waitFor(/event=sim-running gpus=2 profile=current /);
       const env = exportsOf(sim.stdout());
       expect(Object.keys(env).sort()).toEqual(['GPUGATE_NVML_LIBRARY', 'GPUGATE_SIM_SCENARIO', 'LD_LIBRARY_PATH']);
       expect(sim.stdout().split('\n')[0]).toBe('unset GPUGATE_SIM_STARTED_AT');
-      const folder = /folder=(\S+);/.exec(sim.stderr())![1]!;
+      const folder = /^event=sim-running .* folder=(\S+) /m.exec(sim.stderr())![1]!;
       const devices = await dumpThroughLdLibraryPath(env);
       const pids = devices.map((d) => d.processes?.[0]?.pid ?? 0);
       for (const [i, pid] of pids.entries()) {
@@ -69,7 +70,7 @@ describe('gpugate sim', () => {
         expect(procPpid(pid)).not.toBe(sim.child.pid);
       }
       // The timeline drops GPU 0's process at 2.5 s: its holder ends with it, GPU 1's lives on.
-      await sim.waitFor(new RegExp(`holder exited pid=${pids[0]} comm=VLLM::Worker_TP0 at_ms=2500`));
+      await sim.waitFor(new RegExp(`event=holder-exited pid=${pids[0]} comm=VLLM::Worker_TP0 at_ms=2500`));
       expect(isAlive(pids[0]!)).toBe(false);
       expect(isAlive(pids[1]!)).toBe(true);
       const later = await dumpThroughLdLibraryPath(env);
@@ -87,7 +88,7 @@ describe('gpugate sim', () => {
   it('links the library of the scenario driver profile: r535-stride reads as a 535.54 driver', async () => {
     const sim = startCli(['sim', '--scenario', 'scenarios/r535-stride.json'], { env: cliEnv(null), killAfterMs: 60_000 });
     try {
-      await sim.waitFor(/simulated host running gpus=\d+ profile=r535-early /);
+      await sim.waitFor(/event=sim-running gpus=\d+ profile=r535-early /);
       const env = exportsOf(sim.stdout());
       expect(env['GPUGATE_NVML_LIBRARY']).toMatch(/gpugate_sim_r535_early\.so$/);
       const base = { ...process.env };
@@ -115,7 +116,7 @@ describe('gpugate sim', () => {
               await new Promise((resolve) => setTimeout(resolve, 5));
             }
           } else {
-            await sim.waitFor(/simulated host running /);
+            await sim.waitFor(/event=sim-running /);
           }
           sim.child.kill('SIGHUP');
           const run = await sim.done;
@@ -143,11 +144,13 @@ describe('gpugate sim', () => {
     const bad = writeScenario({ devices: [simDevice(0, { memory: { totalBytes: 'big' } })] });
     const run = await startCli(['sim', '--scenario', bad], { env: cliEnv(null) }).done;
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain(`gpugate sim: the simulator rejected ${bad} (as written with startedAt and holder pids filled in): `);
-    expect(run.stderr).toMatch(/gpugate-simhost-\w+\/scenario-[\w-]+\.json:\d+:\d+: expected a non-negative integer number of bytes for "totalBytes"\n/);
+    // stderr also holds the simulator library's own `gpugate-sim: …` line: gpugate's log is the rest.
+    const log = logText(run.stderr.split('\n').filter((line) => !line.startsWith('gpugate-sim: ')).join('\n'));
+    expect(log).toContain(`gpugate sim: the simulator rejected ${bad} (as written with startedAt and holder pids filled in): `);
+    expect(log).toMatch(/gpugate-simhost-\w+\/scenario-[\w-]+\.json:\d+:\d+: expected a non-negative integer number of bytes for "totalBytes"\n/);
     const when = await startCli(['sim', '--started-at', 'soon'], { env: cliEnv(null) }).done;
     expect(when.code).toBe(64);
-    expect(when.stderr).toContain('--started-at "soon": expected now, Unix milliseconds or an ISO 8601 UTC time');
+    expect(logText(when.stderr)).toContain('--started-at "soon": expected now, Unix milliseconds or an ISO 8601 UTC time');
   });
 
   it('keeps same-named holders distinct processes, one per entry of a GPU, and the same process across that GPU timeline', () => {

@@ -68,6 +68,6 @@ describe('standard output', () => {
     const run = spawnSync('sh', ['-c', `"$NODE" "$CLI" check --json >"${out}" 2>"${err}"`], { env: { ...cliEnv(eightGpus()), NODE: process.execPath, CLI: cliPath() } });
     expect(run.status).toBe(0);
     expect(JSON.parse(readFileSync(out, 'utf8'))).toMatchObject({ command: 'check', result: 'ready' });
-    expect(readFileSync(err, 'utf8')).toMatch(/^gpugate: ready gpus=0,1,2,3,4,5,6,7 /);
+    expect(readFileSync(err, 'utf8')).toMatch(/^event=ready gpus=0,1,2,3,4,5,6,7 /);
   });
 });

@@ -16,6 +16,7 @@ import { cliEnv, cliPath, runCli, type CliRun } from './helpers/cli';
 import { repoRoot } from './helpers/sim';
 import { haveSystemdAnalyze } from './helpers/systemd-dump';
 import { makeTestTempDir } from './helpers/temp-root';
+import { logText } from './helpers/log-lines';
 
 const SEED = '[Unit]\nDescription=An LLM server\n\n[Service]\nExecStart=/usr/bin/vllm serve some-model --gpu-memory-utilization 0.85\nRestart=on-failure\nRestartSec=10\n';
 
@@ -54,8 +55,8 @@ describe('the printed drop-in', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain(`ExecStartPre=${process.execPath} --disable-sigusr1 ${GATE_MAIN} wait --for vllm --min-free 0.85 --margin 2GiB --stable 5s --timeout 240s --notify\n`);
     expect(run.stdout.split('\n')[0]).toBe('# Written by gpugate systemd --unit llm.service; it replaces this file only while this line comes first.');
-    expect(run.stderr).toContain('--write puts it in /etc/systemd/system/llm.service.d/gpugate.conf');
-    expect(run.stderr).toContain('--for vllm --min-free 0.85 from its --gpu-memory-utilization');
+    expect(logText(run.stderr)).toContain('--write puts it in /etc/systemd/system/llm.service.d/gpugate.conf');
+    expect(logText(run.stderr)).toContain('--for vllm --min-free 0.85 from its --gpu-memory-utilization');
     expect(directives(run.stdout)).toEqual(expect.arrayContaining(['StartLimitIntervalSec=30min', 'StartLimitBurst=6', 'NotifyAccess=exec', 'TimeoutStartSec=300']));
   });
 
@@ -82,7 +83,7 @@ describe('the printed drop-in', () => {
     const run = await systemd(['--unit', 'vllm@llama', '--unit-path', dir]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).not.toMatch(/^ExecStartPre=/m);
-    expect(run.stderr).toContain('no second ExecStartPre=');
+    expect(logText(run.stderr)).toContain('no second ExecStartPre=');
   });
 
   it('keeps no start timeout on a unit that has none', async () => {
@@ -96,7 +97,7 @@ describe('the printed drop-in', () => {
     const { dir } = makeRoot();
     const run = await systemd(['--unit', 'llm'], cliEnv(null, { GPUGATE_SYSTEMD_UNIT_PATH: dir }));
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stderr).toContain(`from the unit files in ${dir}`);
+    expect(logText(run.stderr)).toContain(`from the unit files in ${dir}`);
   });
 
   it('makes the seed unit pass every doctor unit check once installed', async () => {
@@ -119,20 +120,20 @@ describe('errors', () => {
   ] as const)('%j exits %d', async (args, code, message) => {
     const run = await systemd([...args]);
     expect(run.code).toBe(code);
-    expect(run.stderr).toContain(message);
+    expect(logText(run.stderr)).toContain(message);
   });
 
   it('a unit that is not there exits 78 naming it', async () => {
     const { dir } = makeRoot();
     const run = await systemd(['--unit', 'nope', '--unit-path', dir]);
     expect(run.code).toBe(78);
-    expect(run.stderr).toContain(`no unit file nope.service in ${dir}`);
+    expect(logText(run.stderr)).toContain(`no unit file nope.service in ${dir}`);
   });
 
   it('without --unit-path it asks systemctl: unavailable (69) without systemd as PID 1, not loaded (78) with it', async () => {
     const run = await systemd(['--unit', 'gpugate-test-no-such-unit']);
     expect([69, 78]).toContain(run.code);
-    expect(run.stderr).toMatch(run.code === 69 ? /cannot read unit gpugate-test-no-such-unit\.service with systemctl show: .*give --unit-path DIR/ : /is not loaded \(LoadState=not-found/);
+    expect(logText(run.stderr)).toMatch(run.code === 69 ? /cannot read unit gpugate-test-no-such-unit\.service with systemctl show: .*give --unit-path DIR/ : /is not loaded \(LoadState=not-found/);
   });
 });
 
@@ -171,7 +172,7 @@ describe('--write', () => {
     const before = statSync(target(root));
     const run = await systemd(['--unit', 'llm', '--unit-path', dir, '--write', '--root', root]);
     expect(run.code).toBe(77);
-    expect(run.stderr).toContain('was not written by gpugate');
+    expect(logText(run.stderr)).toContain('was not written by gpugate');
     expect(readFileSync(target(root), 'utf8')).toBe('[Service]\nExecStartPre=/usr/local/bin/my-own-check\n');
     expect(statSync(target(root)).ino).toBe(before.ino);
     expect(readdirSync(dirname(target(root)))).toEqual(['gpugate.conf']);
@@ -185,7 +186,7 @@ describe('--write', () => {
     symlinkSync(join(elsewhere, 'victim'), target(root));
     const linked = await systemd(['--unit', 'llm', '--unit-path', dir, '--write', '--root', root]);
     expect(linked.code).toBe(77);
-    expect(linked.stderr).toContain('is a symbolic link');
+    expect(logText(linked.stderr)).toContain('is a symbolic link');
     expect(readlinkSync(target(root))).toBe(join(elsewhere, 'victim'));
     expect(readFileSync(join(elsewhere, 'victim'), 'utf8')).toBe('# Written by gpugate systemd (a decoy)\n');
 
@@ -193,7 +194,7 @@ describe('--write', () => {
     symlinkSync(elsewhere, join(other.dir, 'llm.service.d'));
     const dirLinked = await systemd(['--unit', 'llm', '--unit-path', other.dir, '--write', '--root', other.root]);
     expect(dirLinked.code).toBe(77);
-    expect(dirLinked.stderr).toContain('is not a plain directory');
+    expect(logText(dirLinked.stderr)).toContain('is not a plain directory');
     expect(readdirSync(elsewhere)).toEqual(['victim']);
   });
 
@@ -202,7 +203,7 @@ describe('--write', () => {
     const empty = makeTestTempDir('gpugate-systemd-empty-root-');
     const run = await systemd(['--unit', 'llm', '--unit-path', dir, '--write', '--root', empty]);
     expect(run.code).toBe(71);
-    expect(run.stderr).toContain(`${join(empty, 'etc', 'systemd', 'system')} does not exist`);
+    expect(logText(run.stderr)).toContain(`${join(empty, 'etc', 'systemd', 'system')} does not exist`);
     expect(readdirSync(empty)).toEqual([]);
   });
 });

@@ -17,6 +17,7 @@ import { cliEnv, cliPath, parseJsonOutput, runCli, type CliRun } from './helpers
 import { bundledScenario, simLibraryFor } from './helpers/sim';
 import { haveSystemdAnalyze, systemdDump } from './helpers/systemd-dump';
 import { makeTestTempDir } from './helpers/temp-root';
+import { logText } from './helpers/log-lines';
 
 const scenario = bundledScenario('idle-8x-rtx-pro-6000');
 const env = cliEnv(scenario, { GPUGATE_NVML_LIBRARY: simLibraryFor(scenario) });
@@ -56,7 +57,7 @@ describe('a gate an idle GPU of this host can pass (--gpu-memory-utilization 0.9
   it('the standard 2GiB margin cannot pass on the idle simulated GPU: gpugate check exits 78 (the attack)', async () => {
     const run = await runCli(['check', '--min-free', '0.98', '--margin', '2GiB'], { env });
     expect(run.code).toBe(78);
-    expect(run.stderr).toContain('free but the GPU has only');
+    expect(logText(run.stderr)).toContain('free but the GPU has only');
   });
 
   it('gpugate systemd shrinks the margin to what fits, says why, and the written gate really passes on the idle GPUs', async () => {
@@ -69,7 +70,7 @@ describe('a gate an idle GPU of this host can pass (--gpu-memory-utilization 0.9
     const vllmNeeds = Math.ceil(0.98 * (total - 493_879_296)) + 555 * 1024 ** 2;
     const room = Math.floor((total - 493_879_296 - 1024 ** 3 - vllmNeeds) / 1024 ** 2);
     expect(run.stdout).toContain(`--for vllm --min-free 0.98 --margin ${room}MiB `);
-    expect(run.stderr).toContain(`--margin ${room}MiB instead of 2GiB: GPU 0 has 95.6GiB in total, 471MiB reserved, 1GiB counted as used at idle`);
+    expect(logText(run.stderr)).toContain(`--margin ${room}MiB instead of 2GiB: GPU 0 has 95.6GiB in total, 471MiB reserved, 1GiB counted as used at idle`);
     const gate = await runCli([...gateArgs(run.stdout), '--timeout', '20s'], { env });
     expect(gate.code, gate.stderr).toBe(0);
     const json = parseJsonOutput(await systemd(['--unit', 'llm', '--unit-path', dir, '--json']));
@@ -81,14 +82,14 @@ describe('a gate an idle GPU of this host can pass (--gpu-memory-utilization 0.9
     const run = await systemd(['--unit', 'llm', '--unit-path', dir]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('--min-free 0.9 --margin 2GiB ');
-    expect(run.stderr).not.toContain('instead of 2GiB');
+    expect(logText(run.stderr)).not.toContain('instead of 2GiB');
   });
 
   it('refuses with 78, naming the numbers, a fraction no idle GPU can offer even without a margin (0.995)', async () => {
     const { root, dir } = makeRoot({ 'llm.service': unitText('0.995') });
     const run = await systemd(['--unit', 'llm', '--unit-path', dir, '--write', '--root', root]);
     expect(run.code).toBe(78);
-    expect(run.stderr).toMatch(/--gpu-memory-utilization 0\.995 asks more than an idle GPU of this host offers \(GPU 0 has 95\.6GiB in total, 471MiB reserved, 1GiB counted as used at idle: 94\.1GiB free when idle, and vLLM at 0\.995 needs 95\.2GiB \(0\.995 of total less reserved, plus its 555MiB CUDA context\)\)/);
+    expect(logText(run.stderr)).toMatch(/--gpu-memory-utilization 0\.995 asks more than an idle GPU of this host offers \(GPU 0 has 95\.6GiB in total, 471MiB reserved, 1GiB counted as used at idle: 94\.1GiB free when idle, and vLLM at 0\.995 needs 95\.2GiB \(0\.995 of total less reserved, plus its 555MiB CUDA context\)\)/);
     expect(existsSync(join(dir, 'llm.service.d'))).toBe(false);
   });
 
@@ -97,8 +98,8 @@ describe('a gate an idle GPU of this host can pass (--gpu-memory-utilization 0.9
     const run = await systemd(['--unit', 'llm', '--unit-path', dir], cliEnv(null));
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('--min-free 0.98 --margin 2GiB ');
-    expect(run.stderr).toContain('was not checked against this host\'s GPUs, since NVML could not be read');
-    expect(run.stderr).toContain('gpugate doctor --unit llm.service checks that an idle GPU can pass it');
+    expect(logText(run.stderr)).toContain('was not checked against this host\'s GPUs, since NVML could not be read');
+    expect(logText(run.stderr)).toContain('gpugate doctor --unit llm.service checks that an idle GPU can pass it');
   });
 
   it('doctor --unit fails the impossible gate (unit.gate-passable) and passes the one gpugate systemd writes', async () => {
@@ -122,7 +123,7 @@ describe('settings of the unit that the drop-in keeps', () => {
     expect(run.code, run.stderr).toBe(0);
     const written = readFileSync(join(dir, 'llm.service.d', 'gpugate.conf'), 'utf8');
     expect(written).not.toMatch(/^NotifyAccess=/m);
-    expect(run.stderr).toContain('kept NotifyAccess=all: it already lets gpugate send STATUS=, and narrowing it to exec would drop');
+    expect(logText(run.stderr)).toContain('kept NotifyAccess=all: it already lets gpugate send STATUS=, and narrowing it to exec would drop');
     expect((await readUnitProperties('llm.service', { kind: 'unit-files', directory: dir })).notifyAccess).toBe('all');
     if (haveSystemdAnalyze()) expect(systemdDump(root, 'llm.service').fields.get('NotifyAccess')).toBe('all');
   });
@@ -131,7 +132,7 @@ describe('settings of the unit that the drop-in keeps', () => {
     const { dir } = makeRoot({ 'llm.service': unitText('0.85', 'Type=notify\nNotifyAccess=main\n') });
     const run = await systemd(['--unit', 'llm', '--unit-path', dir]);
     expect(run.stdout).toMatch(/^NotifyAccess=exec$/m);
-    expect(run.stderr).not.toContain('kept NotifyAccess');
+    expect(logText(run.stderr)).not.toContain('kept NotifyAccess');
   });
 
   it('keeps an explicit StartLimitIntervalSec=0 (no limit), says so, and prints the same text once written', async () => {
@@ -139,7 +140,7 @@ describe('settings of the unit that the drop-in keeps', () => {
     const printed = await systemd(['--unit', 'llm', '--unit-path', dir]);
     expect(printed.code, printed.stderr).toBe(0);
     expect(printed.stdout).not.toMatch(/^StartLimit/m);
-    expect(printed.stderr).toContain('kept the unit\'s start limit off (StartLimitIntervalSec=0, StartLimitBurst=5): an explicit "no limit" is the admin\'s choice');
+    expect(logText(printed.stderr)).toContain('kept the unit\'s start limit off (StartLimitIntervalSec=0, StartLimitBurst=5): an explicit "no limit" is the admin\'s choice');
     expect((await systemd(['--unit', 'llm', '--unit-path', dir, '--write', '--root', root])).code).toBe(0);
     expect((await readUnitProperties('llm.service', { kind: 'unit-files', directory: dir })).startLimitIntervalUsec).toBe(0);
     expect((await systemd(['--unit', 'llm', '--unit-path', dir])).stdout).toBe(printed.stdout);
@@ -227,7 +228,7 @@ describe.skipIf(!analyze && !inCi)('the ExecStartPre= line, read back by systemd
     linkSync(process.execPath, node);
     const run = spawnSync(node, [cliPath(), 'systemd', '--unit', 'llm', '--unit-path', made.dir, '--write', '--root', made.root], { encoding: 'utf8', env: cliEnv(null), timeout: 60_000 });
     expect(run.status, run.stderr).toBe(78);
-    expect(run.stderr).toContain(`${JSON.stringify(node)}: systemd refuses a program path holding a quote or a backslash`);
+    expect(logText(run.stderr)).toContain(`${JSON.stringify(node)}: systemd refuses a program path holding a quote or a backslash`);
     expect(existsSync(join(made.dir, 'llm.service.d'))).toBe(false);
   });
 

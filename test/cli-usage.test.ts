@@ -12,6 +12,7 @@ import { ConfigError } from '../src/config-error';
 import { resolveCriteria, type CriteriaOptions } from '../src/gate/criteria';
 import { parseSizeOrFraction, parseSizeOrPercentage } from '../src/units';
 import { cliEnv, cliPath, parseJsonOutput, runCli } from './helpers/cli';
+import { logText } from './helpers/log-lines';
 import { simDevice, writeScenario } from './helpers/sim';
 import { thrownBy } from './helpers/thrown-by';
 
@@ -58,45 +59,45 @@ describe('gpugate command line', () => {
   it('exits 64 naming an unknown flag', async () => {
     const run = await runCli(['wait', '--frobnicate'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain("unknown option '--frobnicate'");
-    expect(run.stderr).toContain('gpugate wait --help');
+    expect(logText(run.stderr)).toContain("unknown option '--frobnicate'");
+    expect(logText(run.stderr)).toContain('gpugate wait --help');
   });
 
   it('exits 64 naming an unknown command', async () => {
     const run = await runCli(['wiat']);
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain("unknown command 'wiat'");
+    expect(logText(run.stderr)).toContain("unknown command 'wiat'");
   });
 
   it('suggests the nearest command for a typo (a swap, a missing letter, a prefix) and none for nonsense', async () => {
     for (const [typed, meant] of [['stauts', 'status'], ['holdres', 'holders'], ['wai', 'wait'], ['hold', 'holders'], ['chekc', 'check']]) {
       const run = await runCli([typed as string]);
       expect(run.code).toBe(64);
-      expect(run.stderr).toBe(`gpugate: unknown command '${typed}' (did you mean '${meant}'?): expected one of ${COMMAND_NAMES.join(', ')} (see gpugate --help)\n`);
+      expect(logText(run.stderr)).toBe(`gpugate: unknown command '${typed}' (did you mean '${meant}'?): expected one of ${COMMAND_NAMES.join(', ')} (see gpugate --help)\n`);
     }
     const help = await runCli(['help', 'stauts']);
-    expect(help.stderr).toContain("(did you mean 'status'?)");
+    expect(logText(help.stderr)).toContain("(did you mean 'status'?)");
     const nonsense = await runCli(['frobnicate']);
-    expect(nonsense.stderr).not.toContain('did you mean');
+    expect(logText(nonsense.stderr)).not.toContain('did you mean');
   });
 
   it('suggests the nearest flag of the command, or names the commands that take a flag given to another', async () => {
     const typo = await runCli(['wait', '--min-fre', '0.9'], { env: cliEnv(twoIdleGpus) });
     expect(typo.code).toBe(64);
-    expect(typo.stderr).toBe("gpugate wait: unknown option '--min-fre' (did you mean '--min-free'?) (see gpugate wait --help)\n");
+    expect(logText(typo.stderr)).toBe("gpugate wait: unknown option '--min-fre' (did you mean '--min-free'?) (see gpugate wait --help)\n");
     const swapped = await runCli(['status', '--jsno'], { env: cliEnv(twoIdleGpus) });
-    expect(swapped.stderr).toContain("(did you mean '--json'?)");
+    expect(logText(swapped.stderr)).toContain("(did you mean '--json'?)");
     const elsewhere = await runCli(['check', '--timeout', '5s'], { env: cliEnv(twoIdleGpus) });
     expect(elsewhere.code).toBe(64);
-    expect(elsewhere.stderr).toContain("--timeout is an option of 'gpugate wait', 'gpugate select', not of 'gpugate check'");
+    expect(logText(elsewhere.stderr)).toContain("--timeout is an option of 'gpugate wait', 'gpugate select', not of 'gpugate check'");
   });
 
   it('never repeats the prefix: a message naming its command is written as it is', async () => {
     for (const args of [['wait', '--frobnicate'], ['check', '-q', '-v'], ['status', 'extra'], ['check', '--dry-run']]) {
       const run = await runCli(args, { env: cliEnv(twoIdleGpus) });
       expect(run.code).toBe(64);
-      expect(run.stderr).toMatch(new RegExp(`^gpugate ${args[0] as string}: `));
-      expect(run.stderr).not.toMatch(/gpugate: gpugate/);
+      expect(logText(run.stderr)).toMatch(new RegExp(`^gpugate ${args[0] as string}: `));
+      expect(logText(run.stderr)).not.toMatch(/gpugate: gpugate/);
     }
   });
 
@@ -118,35 +119,35 @@ describe('gpugate command line', () => {
     const inPipe = spawnSync(process.execPath, args, { env, encoding: 'utf8', timeout: 30_000 });
     expect(inPipe.status).toBe(69);
     expect(inPipe.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(inPipe.stderr).toContain(' | ');
+    expect(logText(inPipe.stderr)).toContain(' | ');
   });
 
   it('exits 64 without a command', async () => {
     const run = await runCli([]);
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain('missing command');
+    expect(logText(run.stderr)).toContain('missing command');
   });
 
   it('exits 64 for a bad size, naming the flag, the value and what was expected', async () => {
     const run = await runCli(['wait', '--margin', '2 GiBs', '--min-free', '0.9'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain('--margin "2 GiBs"');
-    expect(run.stderr).toMatch(/expected a size/);
+    expect(logText(run.stderr)).toContain('--margin "2 GiBs"');
+    expect(logText(run.stderr)).toMatch(/expected a size/);
   });
 
   it('exits 64 for a bare-number duration and says units are needed', async () => {
     const run = await runCli(['wait', '--timeout', '30'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain('--timeout "30"');
-    expect(run.stderr).toMatch(/duration/);
+    expect(logText(run.stderr)).toContain('--timeout "30"');
+    expect(logText(run.stderr)).toMatch(/duration/);
   });
 
   it('exits 64 for a duration longer than a timer holds, naming the flag and the longest accepted', async () => {
     for (const [flag, value] of [['--timeout', '600h'], ['--interval', '1000h'], ['--stable', '2147483648ms'], ['--nvml-timeout', '700h']]) {
       const run = await runCli(['wait', flag!, value!], { env: cliEnv(twoIdleGpus) });
       expect(run.code, run.stderr).toBe(64);
-      expect(run.stderr).toContain(`${flag} "${value}"`);
-      expect(run.stderr).toContain('the longest accepted is 596h31m (2147483647 ms)');
+      expect(logText(run.stderr)).toContain(`${flag} "${value}"`);
+      expect(logText(run.stderr)).toContain('the longest accepted is 596h31m (2147483647 ms)');
     }
   });
 
@@ -156,19 +157,19 @@ describe('gpugate command line', () => {
     for (const value of ['1', '2', '0.5']) {
       const run = await runCli(['check', '--max-used', value], { env: cliEnv(held) });
       expect(run.code, run.stderr).toBe(64);
-      expect(run.stderr).toContain(`--max-used "${value}"`);
-      expect(run.stderr).toMatch(/expected a size with a unit such as 1GiB .*or a percentage of total memory such as 90%/);
+      expect(logText(run.stderr)).toContain(`--max-used "${value}"`);
+      expect(logText(run.stderr)).toMatch(/expected a size with a unit such as 1GiB .*or a percentage of total memory such as 90%/);
     }
     for (const [flag, value] of [['--margin', '2048'], ['--stable-tolerance', '100']]) {
       const run = await runCli(['wait', '--min-free', '0.5', flag!, value!], { env: cliEnv(held) });
       expect(run.code, run.stderr).toBe(64);
-      expect(run.stderr).toContain(`${flag} "${value}"`);
-      expect(run.stderr).toContain(`a number needs a unit (for bytes write ${value}B)`);
+      expect(logText(run.stderr)).toContain(`${flag} "${value}"`);
+      expect(logText(run.stderr)).toContain(`a number needs a unit (for bytes write ${value}B)`);
     }
     const bytes = await runCli(['check', '--min-free', '4096'], { env: cliEnv(held) });
     expect(bytes.code, bytes.stderr).toBe(64);
-    expect(bytes.stderr).toContain('--min-free "4096"');
-    expect(bytes.stderr).toMatch(/a bare number is a fraction of total memory and must be at most 1; for a size write a unit/);
+    expect(logText(bytes.stderr)).toContain('--min-free "4096"');
+    expect(logText(bytes.stderr)).toMatch(/a bare number is a fraction of total memory and must be at most 1; for a size write a unit/);
     // The accepted forms judge the held GPU as they say.
     expect((await runCli(['check', '--max-used', '1GiB'], { env: cliEnv(held) })).code).toBe(75);
     expect((await runCli(['check', '--max-used', '30%'], { env: cliEnv(held) })).code).toBe(75);
@@ -181,7 +182,7 @@ describe('gpugate command line', () => {
     for (const value of ['1', '100%']) {
       const run = await runCli(['wait', '--min-free', value, '--timeout', '10m', '--json'], { env: cliEnv(twoIdleGpus) });
       expect(run.code, run.stderr).toBe(78);
-      expect(run.stderr).toContain(`--min-free "${value}": minFree fraction 1 is out of range: expected above 0 and below 1`);
+      expect(logText(run.stderr)).toContain(`--min-free "${value}": minFree fraction 1 is out of range: expected above 0 and below 1`);
     }
   });
 
@@ -198,7 +199,7 @@ describe('gpugate command line', () => {
     for (const [flags, option, library] of cases) {
       const run = await runCli(['wait', ...flags, '--timeout', '10m', '--json'], { env: cliEnv(twoIdleGpus) });
       expect(run.code, `${flags.join(' ')}: ${run.stderr}`).toBe(78);
-      expect(run.stderr).toContain(`${flags.at(-2) ?? ''} "${flags.at(-1) ?? ''}": ${option} `);
+      expect(logText(run.stderr)).toContain(`${flags.at(-2) ?? ''} "${flags.at(-1) ?? ''}": ${option} `);
       expect(parseJsonOutput(run)).toMatchObject({ result: 'config-error', exitCode: 78 });
       expect(thrownBy(() => resolveCriteria(library), ConfigError)).toMatchObject({ name: 'ConfigError', code: 'GPUGATE_CONFIG', option });
     }
@@ -210,39 +211,39 @@ describe('gpugate command line', () => {
   it('exits 64 for a flag that needs a value but has none', async () => {
     const run = await runCli(['check', '--gpus'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain("option '--gpus' needs a value");
+    expect(logText(run.stderr)).toContain("option '--gpus' needs a value");
   });
 
   it('exits 64 for --stale with an unknown policy', async () => {
     const run = await runCli(['wait', '--stale', 'sometimes'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain('expected report, fail or ignore');
+    expect(logText(run.stderr)).toContain('expected report, fail or ignore');
   });
 
   it('exits 64 for --dry-run without an action to rehearse', async () => {
     const run = await runCli(['wait', '--dry-run'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain('--dry-run only applies');
+    expect(logText(run.stderr)).toContain('--dry-run only applies');
   });
 
   it("exits 64 when a command other than wait gets '--'", async () => {
     const run = await runCli(['check', '--', 'true'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain("accepted only by 'gpugate wait'");
+    expect(logText(run.stderr)).toContain("accepted only by 'gpugate wait'");
   });
 
   it('exits 64 for a stray argument and hints at -- for wait', async () => {
     const run = await runCli(['wait', 'vllm'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(64);
-    expect(run.stderr).toContain("unexpected argument 'vllm'");
-    expect(run.stderr).toContain("'--'");
+    expect(logText(run.stderr)).toContain("unexpected argument 'vllm'");
+    expect(logText(run.stderr)).toContain("'--'");
   });
 
   it('exits 78 when --gpus matches no GPU, listing what exists', async () => {
     const run = await runCli(['check', '--gpus', '5', '--json'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(78);
-    expect(run.stderr).toMatch(/5/);
-    expect(run.stderr).toContain('GPU-7e570000-0000-4000-8000-000000000000');
+    expect(logText(run.stderr)).toMatch(/5/);
+    expect(logText(run.stderr)).toContain('GPU-7e570000-0000-4000-8000-000000000000');
     const json = parseJsonOutput(run);
     expect(json.exitCode).toBe(78);
     expect(json.result).toBe('config-error');
@@ -251,12 +252,12 @@ describe('gpugate command line', () => {
   it('exits 78 for an empty --gpus (e.g. an unset $SLURM_JOB_GPUS)', async () => {
     const run = await runCli(['check', '--gpus', ''], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(78);
-    expect(run.stderr).toContain('selects no GPU');
+    expect(logText(run.stderr)).toContain('selects no GPU');
   });
 
   it('exits 78 when the free-memory need exceeds the GPU total', async () => {
     const run = await runCli(['check', '--min-free', '200GiB'], { env: cliEnv(twoIdleGpus) });
     expect(run.code).toBe(78);
-    expect(run.stderr).toMatch(/200GiB|exceed|above|total/i);
+    expect(logText(run.stderr)).toMatch(/200GiB|exceed|above|total/i);
   });
 });

@@ -12,6 +12,7 @@ import { freshSimulator, useScenario } from './session-helpers';
 import { ConfigError } from '../src/config-error';
 import { DEFAULT_CUDA_CONTEXT_BYTES, cudaContextBytes } from '../src/gate/cuda-context-sizes';
 import { checkGpusOnce } from '../src/gate/wait';
+import { logText } from './helpers/log-lines';
 
 const MiB = 2 ** 20;
 const TOTAL = 97887 * MiB;
@@ -56,14 +57,14 @@ describe('gpugate check --for vllm on a simulated RTX PRO 6000', () => {
       requestedBytes: Math.ceil(CUDA_TOTAL * 0.9),
       ok: true,
     });
-    expect(exact.stderr).toContain('GPU 0: vLLM at 0.9 would see 85.47/94.97 GiB free and pass (it asks for 85.47 GiB)');
+    expect(logText(exact.stderr)).toContain('GPU 0: vLLM at 0.9 would see 85.47/94.97 GiB free and pass (it asks for 85.47 GiB)');
 
     const short = await runCli(['check', '--for', 'vllm', '--min-free', '0.9', '--json'], { env: cliEnv(scenarioWithFree(vllmNeeds(0.9) - MiB)) });
     expect(short.code).toBe(75);
     const json = parseJsonOutput(short);
     expect(json.result).toBe('busy');
     expect((json.gpus as Array<{ engineView: { ok: boolean } }>)[0]?.engineView.ok).toBe(false);
-    expect(short.stderr).toContain('vLLM at 0.9 would see 85.47/94.97 GiB free and fail (it asks for 85.47 GiB)');
+    expect(logText(short.stderr)).toContain('vLLM at 0.9 would see 85.47/94.97 GiB free and fail (it asks for 85.47 GiB)');
   });
 
   it('at 0.5 refuses memory that a plain --min-free 0.5 accepts but vLLM would not', async () => {
@@ -72,7 +73,7 @@ describe('gpugate check --for vllm on a simulated RTX PRO 6000', () => {
     expect((await runCli(['check', '--min-free', '0.5'], { env })).code).toBe(0);
     const engine = await runCli(['check', '--for', 'vllm', '--min-free', '0.5'], { env });
     expect(engine.code).toBe(75);
-    expect(engine.stderr).toContain('vLLM at 0.5 would see 47.31/94.97 GiB free and fail (it asks for 47.48 GiB)');
+    expect(logText(engine.stderr)).toContain('vLLM at 0.5 would see 47.31/94.97 GiB free and fail (it asks for 47.48 GiB)');
   });
 
   it('at 0.9 accepts memory that a plain --min-free 0.9 refuses though vLLM would start', async () => {
@@ -88,14 +89,14 @@ describe('gpugate check --for vllm on a simulated RTX PRO 6000', () => {
     const over = await runCli(['check', '--for', 'vllm', '--min-free', '0.9', '--margin', '2049MiB'], { env });
     expect(over.code).toBe(75);
     // vLLM itself would start: the margin is gpugate's, and the line says so.
-    expect(over.stderr).toContain('vLLM at 0.9 would see 87.47/94.97 GiB free and pass');
+    expect(logText(over.stderr)).toContain('vLLM at 0.9 would see 87.47/94.97 GiB free and pass');
   });
 
   it('takes the same criterion in wait and select', async () => {
     const env = cliEnv(scenarioWithFree(vllmNeeds(0.9)));
     const wait = await runCli(['wait', '--for', 'vllm', '--min-free', '0.9', '--stable', '0s', '--timeout', '20s', '--interval', '50ms'], { env });
     expect(wait.code).toBe(0);
-    expect(wait.stderr).toContain('vLLM at 0.9 would see 85.47/94.97 GiB free and pass');
+    expect(logText(wait.stderr)).toContain('vLLM at 0.9 would see 85.47/94.97 GiB free and pass');
     const shortEnv = cliEnv(scenarioWithFree(vllmNeeds(0.9) - MiB));
     expect((await runCli(['select', '-n', '1', '--no-lease', '--for', 'vllm', '--min-free', '0.9'], { env })).code).toBe(0);
     expect((await runCli(['select', '-n', '1', '--no-lease', '--for', 'vllm', '--min-free', '0.9'], { env: shortEnv })).code).toBe(75);
@@ -105,13 +106,13 @@ describe('gpugate check --for vllm on a simulated RTX PRO 6000', () => {
     const env = cliEnv(scenarioWithFree(vllmNeeds(0.9)));
     const unknown = await runCli(['check', '--for', 'sglang', '--min-free', '0.9'], { env });
     expect(unknown.code).toBe(64);
-    expect(unknown.stderr).toContain('--for "sglang": expected one of vllm');
+    expect(logText(unknown.stderr)).toContain('--for "sglang": expected one of vllm');
     const size = await runCli(['wait', '--for', 'vllm', '--min-free', '80GiB'], { env });
     expect(size.code).toBe(64);
-    expect(size.stderr).toContain('--min-free "80GiB": with --for vllm expected a fraction');
+    expect(logText(size.stderr)).toContain('--min-free "80GiB": with --for vllm expected a fraction');
     const missing = await runCli(['select', '-n', '1', '--for', 'vllm'], { env });
     expect(missing.code).toBe(64);
-    expect(missing.stderr).toContain('give --min-free FRACTION');
+    expect(logText(missing.stderr)).toContain('give --min-free FRACTION');
   });
 });
 

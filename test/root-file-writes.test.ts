@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, cliPath } from './helpers/cli';
 import { repoRoot, simDevice, writeScenario } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
+import { logText } from './helpers/log-lines';
 
 const work = makeTestTempDir('gpugate-root-files-');
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -147,11 +148,11 @@ describe('--output', () => {
       note victim cat /mnt/victim
     `);
     expect(runOf(seen, 'theirs').code).toBe(77);
-    expect(runOf(seen, 'theirs').stderr).toContain('/mnt/theirs is owned by uid 65534: gpugate writes only below directories owned by root');
+    expect(logText(runOf(seen, 'theirs').stderr)).toContain('/mnt/theirs is owned by uid 65534: gpugate writes only below directories owned by root');
     expect(runOf(seen, 'open').code).toBe(77);
-    expect(runOf(seen, 'open').stderr).toContain('/mnt/open is writable by every user (mode 0777) and not sticky');
+    expect(logText(runOf(seen, 'open').stderr)).toContain('/mnt/open is writable by every user (mode 0777) and not sticky');
     expect(runOf(seen, 'linked').code).toBe(77);
-    expect(runOf(seen, 'linked').stderr).toContain('/mnt/shared/link is not a plain directory but a symbolic link');
+    expect(logText(runOf(seen, 'linked').stderr)).toContain('/mnt/shared/link is not a plain directory but a symbolic link');
     expect([seen.notes['theirs'], seen.notes['open'], seen.notes['real']]).toEqual(['', '', '']);
     expect(seen.notes['victim']).toBe('root secret');
   }, CASE_TIMEOUT_MS);
@@ -166,8 +167,8 @@ describe('--output', () => {
     const run = runOf(seen, 'full');
     expect(run.code).toBe(71);
     // The file the user named, never the temporary name it was being written under.
-    expect(run.stderr).toMatch(/cannot write \/mnt\/full\/gpu\.prom: ENOSPC \(no space left on device\)/);
-    expect(run.stderr).not.toMatch(/\.tmp/);
+    expect(logText(run.stderr)).toMatch(/cannot write \/mnt\/full\/gpu\.prom: ENOSPC \(no space left on device\)/);
+    expect(logText(run.stderr)).not.toMatch(/\.tmp/);
     expect(seen.notes['listing']).toBe('filler');
   }, CASE_TIMEOUT_MS);
 });
@@ -186,9 +187,9 @@ describe('--report-file', () => {
       note fifo stat -c '%F %U' /mnt/shared/fifo
     `);
     expect(runOf(seen, 'linked').code).toBe(0);
-    expect(runOf(seen, 'linked').stderr).toContain('--report-file "/mnt/shared/report": cannot write: /mnt/shared/report is a symbolic link');
+    expect(logText(runOf(seen, 'linked').stderr)).toContain('--report-file "/mnt/shared/report": cannot write: /mnt/shared/report is a symbolic link');
     expect(runOf(seen, 'fifo').code).toBe(0);
-    expect(runOf(seen, 'fifo').stderr).toContain('--report-file "/mnt/shared/fifo": cannot write: /mnt/shared/fifo is a FIFO');
+    expect(logText(runOf(seen, 'fifo').stderr)).toContain('--report-file "/mnt/shared/fifo": cannot write: /mnt/shared/fifo is a FIFO');
     expect(seen.notes).toMatchObject({ victim: 'root secret', link: 'symbolic link nobody', fifo: 'fifo nobody' });
   }, CASE_TIMEOUT_MS);
 
@@ -223,11 +224,11 @@ describe('the lease directory', () => {
     `);
     const linked = runOf(seen, 'linked');
     expect(linked.code).toBe(77);
-    expect(linked.stderr).toContain('lease: /mnt/shared/leases is not a plain directory but a symbolic link');
+    expect(logText(linked.stderr)).toContain('lease: /mnt/shared/leases is not a plain directory but a symbolic link');
     expect(runOf(seen, 'their-dir').code).toBe(77);
-    expect(runOf(seen, 'their-dir').stderr).toContain('lease: /mnt/shared/theirs is owned by uid 65534');
+    expect(logText(runOf(seen, 'their-dir').stderr)).toContain('lease: /mnt/shared/theirs is owned by uid 65534');
     expect(runOf(seen, 'fifo').code).toBe(77);
-    expect(runOf(seen, 'fifo').stderr).toContain('lease: /mnt/sticky-leases/.lock is a FIFO, not a regular file');
+    expect(logText(runOf(seen, 'fifo').stderr)).toContain('lease: /mnt/sticky-leases/.lock is a FIFO, not a regular file');
     for (const name of ['linked', 'their-dir', 'fifo']) expect(runOf(seen, name).stdout, name).toBe('');
     expect(seen.notes['root-only']).toBe('');
     expect(seen.notes['sticky']).toBe('.lock');
@@ -274,17 +275,17 @@ describe('the lease directory', () => {
     const full = runOf(seen, 'full');
     expect(full.code, full.stderr).toBe(71);
     // The lease directory and the lease being written, never the random name of a temporary file.
-    expect(full.stderr).toMatch(/lease: the lease directory \/mnt\/full\/leases cannot be used: cannot write \/mnt\/full\/leases\/GPU-[^ ]*\.lease: ENOSPC \(no space left on device\)/);
-    expect(full.stderr).not.toMatch(/\.tmp\b/);
+    expect(logText(full.stderr)).toMatch(/lease: the lease directory \/mnt\/full\/leases cannot be used: cannot write \/mnt\/full\/leases\/GPU-[^ ]*\.lease: ENOSPC \(no space left on device\)/);
+    expect(logText(full.stderr)).not.toMatch(/\.tmp\b/);
     expect(full.stdout).toBe('');
     // The lock file only: no partial lease, no temporary file.
     expect(seen.notes['full-listing']).toBe('.lock');
     const readOnly = runOf(seen, 'read-only');
     expect(readOnly.code, readOnly.stderr).toBe(71);
-    expect(readOnly.stderr).toContain('EROFS (read-only file system)');
+    expect(logText(readOnly.stderr)).toContain('EROFS (read-only file system)');
     expect(JSON.parse(readOnly.stdout)).toMatchObject({ result: 'os-error', exitCode: 71 });
     for (const run of [full, readOnly]) {
-      expect(run.stderr).not.toMatch(/internal error|run as root/);
+      expect(logText(run.stderr)).not.toMatch(/internal error|run as root/);
     }
   }, CASE_TIMEOUT_MS);
 
@@ -298,8 +299,8 @@ describe('the lease directory', () => {
     const run = runOf(seen, 'unprivileged');
     expect(run.code, run.stderr).toBe(77);
     // The lease directory, the lock being made in it, and what the directory must be; never the random name of a temporary file.
-    expect(run.stderr).toMatch(/lease: the lease directory \/mnt\/run\/leases cannot be used: cannot create \/mnt\/run\/leases\/\.lock: EACCES \(permission denied\) \(gpugate runs as uid 65534, not root\) \(expected: a directory gpugate's uid 65534 may write, owned by root or uid 65534, not writable by other users unless sticky\) \(run as root, or point GPUGATE_LEASE_DIR at a directory you may write\)/);
-    expect(run.stderr).not.toMatch(/\.tmp\b/);
+    expect(logText(run.stderr)).toMatch(/lease: the lease directory \/mnt\/run\/leases cannot be used: cannot create \/mnt\/run\/leases\/\.lock: EACCES \(permission denied\) \(gpugate runs as uid 65534, not root\) \(expected: a directory gpugate's uid 65534 may write, owned by root or uid 65534, not writable by other users unless sticky\) \(run as root, or point GPUGATE_LEASE_DIR at a directory you may write\)/);
+    expect(logText(run.stderr)).not.toMatch(/\.tmp\b/);
     expect(seen.notes['listing']).toBe('');
   }, CASE_TIMEOUT_MS);
 });
@@ -317,7 +318,7 @@ describe('systemd --write', () => {
     `);
     const linked = runOf(seen, 'linked');
     expect(linked.code).toBe(77);
-    expect(linked.stderr).toContain('/mnt/root/etc/systemd/system is not a plain directory but a symbolic link');
+    expect(logText(linked.stderr)).toContain('/mnt/root/etc/systemd/system is not a plain directory but a symbolic link');
     expect(seen.notes['elsewhere']).toBe('');
     expect(runOf(seen, 'real').code, runOf(seen, 'real').stderr).toBe(0);
     expect(seen.notes['written']).toBe('644 root');

@@ -22,6 +22,7 @@ import { isAlive, killSpawned, spawnSleeper, until } from './helpers/processes';
 import { simDevice } from './helpers/sim';
 import { makeTestTempDir } from './helpers/temp-root';
 import { freshSimulator, useScenario } from './session-helpers';
+import { logText } from './helpers/log-lines';
 
 const work = makeTestTempDir('gpugate-select-release-');
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -171,7 +172,7 @@ describe('errors a library caller reads', () => {
     expect(outcome.reason).not.toMatch(/--[a-z]/);
     const run = await runCli(['check', '--nvml-timeout', '500ms'], { env: cliEnv(scenario), killAfterMs: 25_000 });
     expect(run.code).toBe(69);
-    expect(run.stderr).toMatch(/did not finish within 500 ms: nvmlInit_v2 is stuck in the driver.* \(--nvml-timeout\) \(exit 69/);
+    expect(logText(run.stderr)).toMatch(/did not finish within 500 ms: nvmlInit_v2 is stuck in the driver.* \(--nvml-timeout\) \(exit 69/);
   });
 
   it('an empty selection says which option accepts it; only the command names its flags', async () => {
@@ -187,10 +188,10 @@ describe('errors a library caller reads', () => {
     const select = await selectCommand(['--count', '1'], scenario, freshDir('leases'), env);
     expect(select.code).toBe(78);
     // select has no --allow-empty: it is not offered there.
-    expect(select.stderr).toMatch(/CUDA_VISIBLE_DEVICES="-1" selects no GPU: .* \(--gpus to select GPUs\)/);
-    expect(select.stderr).not.toMatch(/--allow-empty/);
+    expect(logText(select.stderr)).toMatch(/CUDA_VISIBLE_DEVICES="-1" selects no GPU: .* \(--gpus to select GPUs\)/);
+    expect(logText(select.stderr)).not.toMatch(/--allow-empty/);
     const check = await runCli(['check'], { env: cliEnv(scenario, env) });
     expect(check.code).toBe(78);
-    expect(check.stderr).toMatch(/CUDA_VISIBLE_DEVICES="-1" selects no GPU: .* \(--gpus to select GPUs, or --allow-empty to accept none\)/);
+    expect(logText(check.stderr)).toMatch(/CUDA_VISIBLE_DEVICES="-1" selects no GPU: .* \(--gpus to select GPUs, or --allow-empty to accept none\)/);
   });
 });

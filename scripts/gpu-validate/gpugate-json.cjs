@@ -70,11 +70,12 @@ function benchFigures(doc) {
 }
 
 /**
- * One `-v` progress line (logfmt after an optional `<N>` priority and `gpugate: <event>`) as
- * `{ event, fields }`, or null for a line that is not one.
+ * One `-v` progress line (logfmt after an optional `<N>` priority: `event=NAME key=value …`, or
+ * `gpugate: NAME key=value …` as versions before the logfmt log wrote it) as `{ event, fields }`,
+ * or null for a line that is not one.
  */
 function parseLogLine(line) {
-  const match = /^(?:<\d>)?gpugate: (\S+)\s*(.*)$/.exec(line.trim());
+  const match = /^(?:<\d>)?(?:gpugate: |event=)(\S+)\s*(.*)$/.exec(line.trim());
   if (match === null) return null;
   const fields = {};
   const pair = /([A-Za-z_][\w.]*)=("(?:[^"\\]|\\.)*"|\S*)/g;

@@ -13,12 +13,13 @@ import { engineViewText } from '../gate/engine-view';
 import { cliAdvice } from './cli-advice';
 import type { CommandContext } from './command-context';
 import { criteriaOptionsOf, type CriteriaSettings, type WaitSettings } from './criteria-settings';
-import { ExitCode, exitCodeForResult, exitCodeName } from './exit-codes';
+import { ExitCode, exitCodeForResult } from './exit-codes';
 import { InterruptWatch } from './interrupt-watch';
 import { errorJson } from './json-error';
 import { gpuJson, staleJson, type ResultJson } from './json-result';
 import { jsonDocument } from './json-document';
-import { logfmt } from './logfmt';
+import { logEvent } from './logfmt';
+import { outcomeEvent } from './outcome-event';
 import type { Logger } from './logger';
 import { gpuLine } from './progress-line';
 import { ProgressReporter } from './progress-reporter';
@@ -85,7 +86,7 @@ export async function runGateCommand(kind: 'wait' | 'check', context: CommandCon
       ? { stableMs: timing.stableMs, stableToleranceBytes: timing.stableToleranceBytes, timeoutMs: timing.timeoutMs, intervalMs: timing.intervalMs }
       : {}),
     onPoll: (evaluation) => reporter.poll(evaluation),
-    onEvent: (event) => logEvent(event, logger, reporter, publish, seen),
+    onEvent: (event) => logGateEvent(event, logger, reporter, publish, seen),
   });
   outcome.reason += cliAdvice(outcome.error, true);
   if (kind === 'check' && outcome.evaluation !== null) reporter.reportStaleHolders(outcome.evaluation.devices.flatMap((gpu) => gpu.holders));
@@ -95,7 +96,7 @@ export async function runGateCommand(kind: 'wait' | 'check', context: CommandCon
     watch.dispose();
     return exitCode;
   }
-  logger.info(`running ${logfmt([['command', context.wrapped.join(' ')]])}`);
+  logger.info(logEvent('running', [['command', context.wrapped.join(' ')]]));
   // The wrapper's listeners are in place before the watch's go: no moment without a handler.
   const status = runWrapped(context.wrapped, logger, env);
   watch.dispose();
@@ -110,12 +111,12 @@ interface Seen {
 }
 
 /** Log what the gate does or finds before its verdict, as it happens. */
-function logEvent(event: GateEvent, logger: Logger, reporter: ProgressReporter, publish: StatusPublisher | undefined, seen: Seen): void {
+function logGateEvent(event: GateEvent, logger: Logger, reporter: ProgressReporter, publish: StatusPublisher | undefined, seen: Seen): void {
   const actions = seen.actions;
   switch (event.kind) {
     case 'library':
       seen.library = event.library;
-      logger.debug(`nvml ${logfmt([['library', event.library.path], ['driver', event.library.driverVersion], ['nvml', event.library.nvmlVersion]])}`);
+      logger.debug(logEvent('nvml', [['library', event.library.path], ['driver', event.library.driverVersion], ['nvml', event.library.nvmlVersion]]));
       return;
     case 'selection':
       for (const warning of event.selection.warnings) logger.warning(warning);
@@ -127,18 +128,20 @@ function logEvent(event: GateEvent, logger: Logger, reporter: ProgressReporter, 
         logger.info('holders cannot be attributed: gpugate runs in a nested PID namespace (use hostPID / --pid=host to see them); waiting on memory alone');
       }
       for (const entry of event.report.shm.leaked) {
-        logger.warning(`stale-shm ${logfmt([
+        logger.warning(logEvent('stale-shm', [
           ['path', entry.path],
           ['size', formatBytes(entry.allocatedBytes)],
+          ['size_bytes', entry.allocatedBytes],
           ['tmpfs_free', event.report.shm.tmpfsFreeBytes === null ? null : formatBytes(event.report.shm.tmpfsFreeBytes)],
-        ])}`);
+          ['tmpfs_free_bytes', event.report.shm.tmpfsFreeBytes],
+        ]));
       }
       return;
     case 'stale-scan-skipped':
       logger.warning(`stale scan skipped: ${event.error.message}`);
       return;
     case 'kill-stale-no-unit':
-      logger.notice(`kill-stale ${logfmt([['result', 'skipped'], ['reason', `gpugate is not in a systemd service's cgroup (${event.cgroup}): no holder can be proven a leftover of this service, nothing is signalled`]])}`);
+      logger.notice(logEvent('kill-stale', [['result', 'skipped'], ['reason', `gpugate is not in a systemd service's cgroup (${event.cgroup}): no holder can be proven a leftover of this service, nothing is signalled`]]));
       return;
     case 'kill-stale-starting': {
       // The kill grace can last seconds: say in `systemctl status` what the start is doing.
@@ -149,7 +152,7 @@ function logEvent(event: GateEvent, logger: Logger, reporter: ProgressReporter, 
     case 'kill-stale': {
       const action = event.action;
       if (!actions.signals.includes(action)) actions.signals.push(action);
-      const line = `kill-stale ${logfmt([['pid', action.pid], ['signal', action.signal], ['result', action.result], ['reason', action.reason]])}`;
+      const line = logEvent('kill-stale', [['pid', action.pid], ['signal', action.signal], ['result', action.result], ['reason', action.reason]]);
       if (action.result === 'skipped') logger.notice(line);
       else logger.warning(line);
       return;
@@ -157,7 +160,7 @@ function logEvent(event: GateEvent, logger: Logger, reporter: ProgressReporter, 
     case 'clean-shm': {
       const result = event.result;
       actions.shm.push(result);
-      const line = `clean-shm ${logfmt([['path', result.path], ['size', result.sizeBytes === null ? null : formatBytes(result.sizeBytes)], ['result', result.result], ['reason', result.reason]])}`;
+      const line = logEvent('clean-shm', [['path', result.path], ['size', result.sizeBytes === null ? null : formatBytes(result.sizeBytes)], ['size_bytes', result.sizeBytes], ['result', result.result], ['reason', result.reason]]);
       if (result.result === 'skipped') logger.notice(line);
       else logger.warning(line);
       return;
@@ -179,7 +182,8 @@ function renderOutcome(
   const evaluation = outcome.evaluation;
   if (exitCode === ExitCode.ok) {
     const gpus = evaluation === null ? null : evaluation.devices.map((gpu) => gpu.index).join(',') || '(none selected)';
-    logger.notice(`ready ${logfmt([['gpus', gpus], ['elapsed', formatDuration(outcome.elapsedMs)], ['polls', evaluation?.polls ?? null]])}`);
+    // elapsed_ms for programs; a person at a terminal reads elapsed.
+    logger.notice(logEvent('ready', [['gpus', gpus], ['elapsed', formatDuration(outcome.elapsedMs)], ['elapsed_ms', logger.compact ? null : Math.round(outcome.elapsedMs)], ['polls', evaluation?.polls ?? null]]));
     for (const gpu of evaluation?.devices ?? []) if (gpu.engineView !== null) logger.notice(`GPU ${gpu.index}: ${engineViewText(gpu.engineView)}`);
   } else {
     if (evaluation !== null && (outcome.result === 'timeout' || outcome.result === 'interrupted' || outcome.result === 'busy')) {
@@ -189,7 +193,7 @@ function renderOutcome(
         reporter.logLastState(outcome.result, evaluation);
       }
     }
-    logger.error(`${outcome.reason} (exit ${exitCode}/${exitCodeName(exitCode)})`);
+    logger.error(outcomeEvent(outcome.result, outcome.reason, exitCode));
   }
   if (settings.reportFile !== undefined) writeReportFile(settings.reportFile, outcome.reason, logger);
   // Success clears the status: the text would otherwise stay on the unit for the service's whole

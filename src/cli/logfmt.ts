@@ -1,22 +1,36 @@
 /**
- * logfmt rendering for progress lines: `key=value` pairs separated by spaces, values quoted
- * (with `"` and `\` escaped) only when they contain a space, a quote, `=` or a control character.
+ * logfmt rendering for log lines: `key=value` pairs separated by spaces. A value is quoted when it
+ * is empty or contains whitespace, `"`, `=` or `\`, and inside the quotes only `"` and `\` are
+ * escaped (`\"`, `\\`): the one escape every logfmt parser reads back (the npm `logfmt` parser
+ * reads `\n` as a plain `n`). So no control character ever reaches the line raw: each is first
+ * written as the visible escape a terminal shows (`\x1b`, `\u{202e}`, see terminal-text.ts), and
+ * a parser returns that escaped text exactly. A log event is a name and its pairs; the log writes
+ * it as `event=NAME key=value …` (logger.ts).
  */
+
+import { escapeForTerminal } from './terminal-text';
 
 /** A value logfmt can render; null and undefined render as nothing (the pair is dropped). */
 export type LogfmtValue = string | number | boolean | null | undefined;
 
-/** Render one value, quoting it when needed. */
+/** One log event: what happened, and its pairs; `text`, when given, is how a person at a terminal reads it instead. */
+export interface LogEvent {
+  event: string;
+  pairs: ReadonlyArray<readonly [string, LogfmtValue]>;
+  text?: string;
+}
+
+/** A log event named `event` with `pairs`. */
+export function logEvent(event: string, pairs: ReadonlyArray<readonly [string, LogfmtValue]>, text?: string): LogEvent {
+  return text === undefined ? { event, pairs } : { event, pairs, text };
+}
+
+/** Render one value: control characters as visible escapes, then quoted when needed. */
 export function logfmtValue(value: string | number | boolean): string {
-  const text = String(value);
+  const text = escapeForTerminal(String(value));
   if (text === '') return '""';
-  if (!/[\s"=\\\u0000-\u001f\u007f]/.test(text)) return text;
-  const escaped = text.replace(/["\\]/g, (c) => `\\${c}`).replace(/[\u0000-\u001f\u007f]/g, (c) => {
-    if (c === '\n') return '\\n';
-    if (c === '\t') return '\\t';
-    return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-  });
-  return `"${escaped}"`;
+  if (!/[\s"=\\]/.test(text)) return text;
+  return `"${text.replace(/["\\]/g, (c) => `\\${c}`)}"`;
 }
 
 /** Render `key=value` pairs in the order given, skipping null/undefined values. */

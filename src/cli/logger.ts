@@ -1,14 +1,19 @@
 /**
- * The command's stderr log: one line per event, `gpugate: <text>`, with a journald priority
- * prefix (`<3>` failure, `<4>` stale findings, `<5>` success, `<6>` progress, `<7>` detail)
- * only when stderr is the journal. `-q` keeps failures only; `-v` adds detail lines. A message
- * that already names the command (`gpugate wait: …`) gets no second prefix. A message of several
- * lines stays one line (` | `) for the journal and log files, and keeps its lines on a terminal.
- * On a terminal, lines are also wrapped to its width, and coloured by priority when asked.
+ * The command's stderr log: one line per event, with a journald priority prefix (`<3>` failure,
+ * `<4>` stale findings, `<5>` success, `<6>` progress, `<7>` detail) only when stderr is the
+ * journal. `-q` keeps failures only; `-v` adds detail lines.
+ *
+ * In a pipe, a file or the journal every line is logfmt that a logfmt parser reads whole: an
+ * event is `event=NAME key=value …` (logfmt.ts), any other message `msg="…"` (its lines joined
+ * with ` | `, so one event stays one journal entry). On a terminal the same events are
+ * written for a person: `gpugate: NAME key=value …` or the message itself, a message of several
+ * lines keeping its lines, long lines wrapped to the terminal's width, coloured by priority when
+ * asked. Either way every character a terminal would act on is escaped (escapeForTerminal).
  */
 
 import { paint, wrapLine, type Style } from './terminal-style';
 import { escapeForTerminal } from './terminal-text';
+import { logfmt, type LogEvent } from './logfmt';
 
 /** syslog priorities as journald reads them from a `<N>` prefix. */
 export const Priority = { err: 3, warning: 4, notice: 5, info: 6, debug: 7 } as const;
@@ -60,21 +65,18 @@ export class Logger {
     return true;
   }
 
-  /**
-   * Write one event: one line (newlines inside `text` become ` | `, so one event stays one journal
-   * entry), or on a terminal its lines, the later ones indented. Every other control character is
-   * escaped (escapeForTerminal), so none reaches the terminal.
-   */
-  log(priority: PriorityValue, text: string): void {
+  /** Write one event (see the top of this file for its two forms). */
+  log(priority: PriorityValue, entry: string | LogEvent): void {
     if (!this.enabled(priority)) return;
-    const prefix = this.journal ? `<${priority}>` : '';
+    if (!this.terminal) {
+      const prefix = this.journal ? `<${priority}>` : '';
+      this.sink.write(`${prefix}${machineLine(entry)}\n`);
+      return;
+    }
+    const text = typeof entry === 'string' ? entry : entry.text ?? `${entry.event} ${logfmt(entry.pairs)}`;
     // Messages may already start with "gpugate: " or "gpugate wait: ": do not say it twice.
     const named = /^gpugate(?: [a-z-]+)?: /.test(text) ? text : `gpugate: ${text}`;
     const lines = named.split(/\r?\n/).map((line) => escapeForTerminal(line.trimEnd())).filter((line, i) => i === 0 || line !== '');
-    if (!this.terminal) {
-      this.sink.write(`${prefix}${lines.map((line) => line.trim()).join(' | ')}\n`);
-      return;
-    }
     const [first = '', ...rest] = lines;
     const wrapped = [wrapLine(first, this.width), ...rest.map((line) => wrapLine(`  ${line.trimStart()}`, this.width))].join('\n');
     this.sink.write(`${this.coloured(priority, wrapped)}\n`);
@@ -92,9 +94,27 @@ export class Logger {
     return `${paint(true, match[1] as string, 'dim')}${paint(true, event, ...style)}${text.slice(match[0].length)}`;
   }
 
-  error(text: string): void { this.log(Priority.err, text); }
-  warning(text: string): void { this.log(Priority.warning, text); }
-  notice(text: string): void { this.log(Priority.notice, text); }
-  info(text: string): void { this.log(Priority.info, text); }
-  debug(text: string): void { this.log(Priority.debug, text); }
+  error(entry: string | LogEvent): void { this.log(Priority.err, entry); }
+  warning(entry: string | LogEvent): void { this.log(Priority.warning, entry); }
+  notice(entry: string | LogEvent): void { this.log(Priority.notice, entry); }
+  info(entry: string | LogEvent): void { this.log(Priority.info, entry); }
+  debug(entry: string | LogEvent): void { this.log(Priority.debug, entry); }
+}
+
+/** One logfmt line: `event=NAME key=value …`, or `msg="…"` for a message (without its `gpugate: `). */
+function machineLine(entry: string | LogEvent): string {
+  if (typeof entry !== 'string') {
+    const pairs = entry.pairs.map(([key, value]) => [key, typeof value === 'string' ? oneLine(value) : value] as const);
+    return logfmt([['event', entry.event], ...pairs]);
+  }
+  return logfmt([['msg', oneLine(entry.replace(/^gpugate: /, ''))]]);
+}
+
+/**
+ * Text on one line, so that one event stays one journal entry: its lines trimmed, blank lines
+ * after the first dropped (as on a terminal), and joined with ` | `; logfmtValue then writes every
+ * other control character as its visible escape.
+ */
+function oneLine(text: string): string {
+  return text.split(/\r?\n/).map((line) => line.trimEnd()).filter((line, i) => i === 0 || line !== '').map((line) => line.trim()).join(' | ');
 }

@@ -159,22 +159,29 @@ function watchForInterruption(): { interrupted: Promise<never>; dispose(): void 
   return { interrupted, dispose: () => watch.dispose() };
 }
 
+/** The log for what happens outside a command (before it starts, after it ends): the same form as a command's. */
+function processLogger(): Logger {
+  const stderr = standardError();
+  const env = process.env;
+  return new Logger({ journal: isJournalStream(env), verbosity: 'normal', terminal: stderr.isTTY === true, width: terminalWidth(stderr, env), colour: colourEnabled(stderr, env), sink: stderr });
+}
+
 if (require.main === module) {
   const refusal = (require('./node-requirement') as typeof import('./node-requirement')).unsupportedNode();
   if (refusal !== null) {
-    standardError().write(`gpugate: ${refusal}\n`);
+    processLogger().error(refusal);
     process.exit(ExitCode.config);
   }
   // (`gpugate status | head -1`: a closed stdout is the reader's choice, not a crash; standardOut ignores it.)
   // A promise abandoned with a stuck NVML call may reject after the outcome is decided: never
   // let that turn the chosen exit code into Node's generic 1.
   process.on('unhandledRejection', (reason: unknown) => {
-    standardError().write(`gpugate: ignored a late failure: ${reason instanceof Error ? reason.message : String(reason)}\n`);
+    processLogger().error(`ignored a late failure: ${reason instanceof Error ? reason.message : String(reason)}`);
   });
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: unknown) => {
-      standardError().write(`gpugate: internal error (a bug in gpugate, please report it): ${error instanceof Error ? error.stack : String(error)}\n`);
+      processLogger().error(`internal error (a bug in gpugate, please report it): ${error instanceof Error ? error.stack : String(error)}`);
       process.exit(ExitCode.software);
     },
   );

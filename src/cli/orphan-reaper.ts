@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadBinding } from '../nvml/binding';
 import { parseStat } from '../host/procfs';
-import { logfmt } from './logfmt';
+import { logEvent } from './logfmt';
 import type { Logger } from './logger';
 
 const SWEEP_INTERVAL_MS = 1000;
@@ -36,7 +36,7 @@ export function startOrphanReaper(ownChildren: () => ReadonlySet<number>, logger
     const own = ownChildren();
     for (const pid of zombieChildren(process.pid)) {
       if (own.has(pid)) continue;
-      if (binding.reapChild(pid)) logger.debug(`reaped ${logfmt([['orphan', pid]])}`);
+      if (binding.reapChild(pid)) logger.debug(logEvent('reaped', [['orphan', pid]]));
     }
   };
   process.on('SIGCHLD', sweep);

@@ -10,7 +10,7 @@ import type { Holder } from '../gate/stale';
 import { isStaleHolder } from '../gate/stale-holders';
 import type { Evaluation, GpuEvaluation } from '../gate/wait';
 import { describeOwner } from '../gate/owner-text';
-import { logfmt } from './logfmt';
+import { logEvent } from './logfmt';
 import { Priority, type Logger } from './logger';
 import { gpuLine, type LineContext } from './progress-line';
 
@@ -94,18 +94,19 @@ export class ProgressReporter {
       if (this.staleSeen.has(id)) continue;
       this.staleSeen.add(id);
       const gpus = gpuIndex !== undefined ? String(gpuIndex) : holder.gpus.join(',');
-      this.logger.warning(`stale ${logfmt([
+      this.logger.warning(logEvent('stale', [
         ['gpu', gpus],
         ['pid', holder.pid],
         ['class', holder.class],
         ['name', holderName(holder)],
         ['used', holder.usedBytes === null ? null : formatBytes(holder.usedBytes)],
+        ['used_bytes', holder.usedBytes],
         ['state', holder.state],
         ['ppid', holder.ppid],
         ['unit', holder.unit],
         ['owner', describeOwner(holder.owner)],
         ['reason', holder.reason],
-      ])}`);
+      ]));
     }
   }
 

@@ -15,7 +15,7 @@
 
 import type * as ChildProcessModule from 'node:child_process';
 import { constants } from 'node:os';
-import { logfmt } from './logfmt';
+import { logEvent } from './logfmt';
 import type { Logger } from './logger';
 
 const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'];
@@ -39,7 +39,7 @@ export function runWrapped(argv: readonly string[], logger: Logger, env: NodeJS.
         if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
         const reached = sources === null ? Promise.resolve(null) : sources.reachedChild(signal, child.pid);
         void reached.then((why) => {
-          if (why !== null) logger.info(`not forwarded ${logfmt([['signal', signal], ['reason', why]])}`);
+          if (why !== null) logger.info(logEvent('not-forwarded', [['signal', signal], ['reason', why]], `not forwarded signal=${signal} reason="${why}"`));
           else if (child.exitCode === null && child.signalCode === null) child.kill(signal);
         });
       };

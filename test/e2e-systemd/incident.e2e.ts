@@ -113,7 +113,7 @@ describe.skipIf(reason !== null)('the incident under systemd (times scaled 1/' +
     expect(r.healthyAfterCrashS).not.toBeNull();
     expect(r.healthyAfterCrashS!).toBeLessThanOrEqual((seedFloorS ?? FLOOR_S) + 2 * SCALE);
     if (unattributableReason(r) === null) {
-      expect(r.journal).toMatch(/kill-stale .*pid=\d+/);
+      expect(r.journal).toMatch(/event=kill-stale .*pid=\d+/);
       expect(r.statuses.some((s) => s.startsWith('stopping leftovers of this unit'))).toBe(true);
     }
   });
@@ -182,7 +182,7 @@ describe.skipIf(reason !== null)('the incident under systemd (times scaled 1/' +
     // wait (exit 143) leaves the unit failed rather than inactive; it never starts the service.
     expect(r.finalState).toMatch(/^(inactive|failed)\//);
     expect(r.crashes).toBe(1);
-    expect(r.journal).toMatch(/interrupted by SIGTERM/);
+    expect(r.journal).toMatch(/event=failed result=interrupted reason="interrupted by SIGTERM/);
   });
 
   it('systemctl stop during the kill grace ends promptly', async (ctx) => {

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMAND_NAMES, optionsFor } from '../../src/cli/option-table';
 import { MAX_DURATION_MS, parseDuration, parseSize, parseSizeOrFraction, parseSizeOrPercentage } from '../../src/units';
 import { cliEnv, runCli } from '../helpers/cli';
+import { logLines, logText } from '../helpers/log-lines';
 import { repoRoot } from '../helpers/sim';
 import { describeRuns, fuzzParameters } from './helpers/fuzz-settings';
 
@@ -168,13 +169,17 @@ async function runInProcess(argv: string[]): Promise<{ code: number; stdout: str
 function checkRun(run: { code: number | null; stdout: string; stderr: string }, vector: { argv: string[]; case: Malformed }): void {
   const label = `${vector.case.kind}: gpugate ${JSON.stringify(vector.argv)}\nstderr: ${run.stderr}`;
   expect(run.code, label).toBe(vector.case.exit);
-  // One prefix: `gpugate: …`, or `gpugate <command>: …` when the message names its command (never both).
+  // One logfmt record, a message (msg=); read as a person reads it, one prefix: `gpugate: …`, or
+  // `gpugate <command>: …` when the message names its command (never both).
+  const records = logLines(run.stderr);
+  expect(records.map((record) => Object.keys(record.pairs)), label).toEqual([['msg']]);
+  const text = logText(run.stderr);
   const command = vector.argv[0] ?? '';
-  expect(run.stderr.startsWith('gpugate: ') || run.stderr.startsWith(`gpugate ${command}: `), label).toBe(true);
-  expect(run.stderr, label).not.toMatch(/^gpugate: gpugate/);
+  expect(text.startsWith('gpugate: ') || text.startsWith(`gpugate ${command}: `), label).toBe(true);
+  expect(text, label).not.toMatch(/^gpugate: gpugate/);
   expect(run.stderr.trim().split('\n'), label).toHaveLength(1);
-  expect(vector.case.names.some((name) => run.stderr.includes(name)), `${label}\nexpected it to name one of ${JSON.stringify(vector.case.names)}`).toBe(true);
-  expect(run.stderr, label).not.toMatch(/internal error|\n\s+at |TypeError|ReferenceError/);
+  expect(vector.case.names.some((name) => text.includes(name)), `${label}\nexpected it to name one of ${JSON.stringify(vector.case.names)}`).toBe(true);
+  expect(text, label).not.toMatch(/internal error|\n\s+at |TypeError|ReferenceError/);
   // With --json (or --format=json) on a command that takes it: exactly one document stating the exit; else nothing.
   const command0 = COMMAND_NAMES.find((name) => name === vector.argv[0]);
   const takesJson = command0 !== undefined && optionsFor(command0).some((spec) => spec.name === 'json');

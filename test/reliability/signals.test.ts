@@ -11,6 +11,7 @@ import { simDevice, writeScenario } from '../helpers/sim';
 import { InterruptWatch } from '../../src/cli/interrupt-watch';
 import { parseDuration } from '../../src/units';
 import type { SimFault } from './helpers/fault-scenario';
+import { logText } from '../helpers/log-lines';
 
 const GiB = 1024 ** 3;
 /** "Within a second", with room for a loaded 2-core machine. */
@@ -56,8 +57,8 @@ describe('SIGTERM during gpugate wait', () => {
     await until('the simulator to be loaded', () => cli.child.pid !== undefined && mapsContain(cli.child.pid, 'gpugate_sim'));
     const run = await terminate(cli);
     expect(run.code, run.stderr).toBe(143);
-    expect(run.stderr).toMatch(/interrupted by SIGTERM after .*\(exit 143\/SIGTERM\)/);
-    expect(run.stderr).not.toMatch(/internal error|\n\s+at /);
+    expect(logText(run.stderr)).toMatch(/interrupted by SIGTERM after .*\(exit 143\/SIGTERM\)/);
+    expect(logText(run.stderr)).not.toMatch(/internal error|\n\s+at /);
     expect(run.afterSignalMs).toBeLessThan(EXIT_BOUND_MS);
   });
 
@@ -68,8 +69,8 @@ describe('SIGTERM during gpugate wait', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     const run = await terminate(cli);
     expect(run.code, run.stderr).toBe(143);
-    expect(run.stderr).toMatch(/interrupted gpu=0 .*used=50GiB/);
-    expect(run.stderr).toMatch(/interrupted by SIGTERM after .*\(exit 143\/SIGTERM\)/);
+    expect(logText(run.stderr)).toMatch(/interrupted gpu=0 .*used=50GiB/);
+    expect(logText(run.stderr)).toMatch(/interrupted by SIGTERM after .*\(exit 143\/SIGTERM\)/);
     expect(run.afterSignalMs).toBeLessThan(EXIT_BOUND_MS);
   });
 
@@ -80,9 +81,9 @@ describe('SIGTERM during gpugate wait', () => {
     await new Promise((resolve) => setTimeout(resolve, 400)); // the next poll is now stuck
     const run = await terminate(cli);
     expect(run.code, run.stderr).toBe(143);
-    expect(run.stderr).toMatch(/interrupted gpu=0 .*used=50GiB/);
-    expect(run.stderr).toMatch(/interrupted by SIGTERM after .*\(exit 143\/SIGTERM\)/);
-    expect(run.stderr).not.toMatch(/internal error|\n\s+at /);
+    expect(logText(run.stderr)).toMatch(/interrupted gpu=0 .*used=50GiB/);
+    expect(logText(run.stderr)).toMatch(/interrupted by SIGTERM after .*\(exit 143\/SIGTERM\)/);
+    expect(logText(run.stderr)).not.toMatch(/internal error|\n\s+at /);
     expect(run.afterSignalMs).toBeLessThan(EXIT_BOUND_MS);
   });
 
@@ -101,7 +102,7 @@ describe('SIGTERM during gpugate wait', () => {
     const signalledMs = parseDuration(said![1]!);
     expect(signalledMs).toBeGreaterThan(0);
     expect(signalledMs).toBeLessThanOrEqual(document.elapsedMs - InterruptWatch.GRACE_MS);
-    expect(run.stderr).toContain(`interrupted by SIGTERM after ${said![1]} (exit 143/SIGTERM)`);
+    expect(run.stderr).toContain(`event=failed result=interrupted reason="interrupted by SIGTERM after ${said![1]}" exit=143 exit_name=SIGTERM`);
   });
 
   it('a second SIGTERM while the first is being handled still exits 143', async () => {

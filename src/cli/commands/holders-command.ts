@@ -18,7 +18,7 @@ import { describeOwner } from '../../gate/owner-text';
 import { holderMemoryUnknownReason, holdersUnknownReason } from '../../gate/holders-unknown';
 import { jsonDocument } from '../json-document';
 import { holderJson, holderOnGpuJson, ownerJson } from '../json-result';
-import { logfmt } from '../logfmt';
+import { logEvent } from '../logfmt';
 import { closeSession, openSession } from '../nvml-session';
 import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
 import { prometheusText } from '../prometheus-text';
@@ -54,7 +54,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
     const unattributed = new Map(report.perGpu.map((entry) => [entry.index, entry.unattributedBytes]));
     for (const holder of report.holders) {
       if (isStaleHolder(holder)) {
-        logger.warning(`stale ${logfmt([['gpu', holder.gpus.join(',')], ['pid', holder.pid], ['class', holder.class], ['name', holderName(holder)], ['owner', describeOwner(holder.owner)], ['reason', holder.reason]])}`);
+        logger.warning(logEvent('stale', [['gpu', holder.gpus.join(',')], ['pid', holder.pid], ['class', holder.class], ['name', holderName(holder)], ['owner', describeOwner(holder.owner)], ['reason', holder.reason]]));
       }
     }
     if (settings.format === 'prometheus') {

@@ -15,12 +15,13 @@ import { cliAdvice } from '../cli-advice';
 import { CliError } from '../cli-error';
 import { criteriaOptionsOf } from '../criteria-settings';
 import type { CommandContext } from '../command-context';
-import { ExitCode, exitCodeForError, exitCodeName } from '../exit-codes';
+import { ExitCode, exitCodeForError } from '../exit-codes';
 import { InterruptWatch } from '../interrupt-watch';
 import { jsonDocument } from '../json-document';
 import { errorJson } from '../json-error';
 import { gpuJson, type GpuJson, type ResultJson } from '../json-result';
-import { logfmt } from '../logfmt';
+import { logEvent } from '../logfmt';
+import { outcomeEvent } from '../outcome-event';
 import { closeSession, openSession, withBackstop } from '../nvml-session';
 import { gpuLine } from '../progress-line';
 import { parseSelectSettings, type SelectSettings } from '../select-settings';
@@ -224,22 +225,25 @@ function finalReport(context: CommandContext, settings: SelectSettings, outcome:
   for (const warning of selection?.warnings ?? []) logger.warning(`lease: ${warning}`);
   if (outcome.exitCode === ExitCode.ok && selection !== null) {
     const lease = chosen[0]?.lease ?? null;
-    logger.notice(`selected ${logfmt([
+    logger.notice(logEvent('selected', [
       ['gpus', chosen.map((gpu) => gpu.index).join(',')],
       ['uuids', chosen.map((gpu) => gpu.uuid).join(',')],
       ['numa', [...new Set(chosen.map((gpu) => gpu.numaNode ?? '?'))].join(',')],
       ['lease_pid', lease === null ? (settings.lease ? null : 'none (--no-lease)') : lease.holderPid === null ? 'none' : `${lease.holderPid}${lease.holderComm === null ? '' : `/${lease.holderComm}`}`],
       ['lease_until', lease === null ? null : lease.expiresAt === null ? 'holder exits' : new Date(lease.expiresAt).toISOString()],
       ['elapsed', formatDuration(elapsedMs)],
-    ])}`);
+      ['elapsed_ms', logger.compact ? null : Math.round(elapsedMs)],
+    ]));
   } else {
     for (const candidate of selection?.candidates ?? []) {
       if (candidate.eligible) continue;
       const gpu = selection?.evaluation?.devices.find((device) => device.uuid === candidate.uuid);
       const leased = candidate.lease !== null && candidate.exclusions.includes('leased') ? candidate.lease.reason : null;
-      if (gpu !== undefined) logger.error(`${gpuLine('not-eligible', gpu, {})} ${logfmt([['excluded', candidate.exclusions.join(',')], ['lease', leased]])}`);
+      if (gpu === undefined) continue;
+      const line = gpuLine('not-eligible', gpu, {});
+      logger.error(logEvent(line.event, [...line.pairs, ['excluded', candidate.exclusions.join(',')], ['lease', leased]]));
     }
-    logger.error(`${outcome.reason} (exit ${outcome.exitCode}/${exitCodeName(outcome.exitCode)})`);
+    logger.error(outcomeEvent(outcome.result, outcome.reason, outcome.exitCode));
   }
   const cudaVisibleDevices = outcome.exitCode === ExitCode.ok ? selection?.cudaVisibleDevices ?? null : null;
   if (settings.selectFormat === 'json') {

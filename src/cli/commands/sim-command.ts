@@ -11,6 +11,7 @@ import { CliError } from '../cli-error';
 import { stringFlag, type CommandContext } from '../command-context';
 import { ExitCode, exitCodeForSignal, type InterruptSignal } from '../exit-codes';
 import { INTERRUPT_SIGNALS } from '../interrupt-watch';
+import { logEvent } from '../logfmt';
 
 /** Parse --started-at: "now", Unix milliseconds, or an ISO 8601 UTC time. */
 function startedAtFlag(text: string | undefined): number {
@@ -49,7 +50,7 @@ export async function runSim(context: CommandContext): Promise<number> {
       scenario,
       startedAt,
       folderPrefix: 'gpugate-simhost-',
-      onHolderExit: (holder) => context.logger.info(`holder exited pid=${holder.pid} comm=${holder.comm} at_ms=${holder.exitAtMs}`),
+      onHolderExit: (holder) => context.logger.info(logEvent('holder-exited', [['pid', holder.pid], ['comm', holder.comm], ['at_ms', holder.exitAtMs]], `holder exited pid=${holder.pid} comm=${holder.comm} at_ms=${holder.exitAtMs}`)),
     });
   } catch (error) {
     stopListening();
@@ -69,12 +70,11 @@ export async function runSim(context: CommandContext): Promise<number> {
         `export LD_LIBRARY_PATH=${shellQuote(env['LD_LIBRARY_PATH']!)}\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n`,
     );
     const holders = host.holders.map((h) => `${h.pid}/${h.comm}${h.exitAtMs === null ? '' : `(exits at ${h.exitAtMs}ms)`}`).join(',');
-    context.logger.notice(
-      `simulated host running gpus=${count} profile=${host.profile.name} started_at=${new Date(host.startedAt).toISOString()} ` +
-        `holders=${holders === '' ? '-' : holders} folder=${host.folder}; SIGINT, SIGTERM or SIGHUP stops it`,
-    );
+    const running: Array<[string, string | number]> = [['gpus', count], ['profile', host.profile.name], ['started_at', new Date(host.startedAt).toISOString()], ['holders', holders === '' ? '-' : holders], ['folder', host.folder]];
+    context.logger.notice(logEvent('sim-running', [...running, ['msg', 'SIGINT, SIGTERM or SIGHUP stops it']],
+      `simulated host running ${running.map(([key, value]) => `${key}=${value}`).join(' ')}; SIGINT, SIGTERM or SIGHUP stops it`));
     const signal = await stopped;
-    context.logger.notice(`simulated host stopped by ${signal}`);
+    context.logger.notice(logEvent('sim-stopped', [['signal', signal]], `simulated host stopped by ${signal}`));
     return exitCodeForSignal(signal);
   } finally {
     clearInterval(keepAlive);
