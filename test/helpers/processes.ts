@@ -65,7 +65,9 @@ function readLine(child: ChildProcess): Promise<string> {
       const newline = buffer.indexOf('\n');
       if (newline >= 0) resolve(buffer.slice(0, newline).trim());
     });
-    child.once('exit', () => reject(new Error(`process exited before printing a line (got ${JSON.stringify(buffer)})`)));
+    // 'close', not 'exit': a process that prints its line and exits at once (the orphan's launcher)
+    // may report its exit before its output has been read.
+    child.once('close', () => reject(new Error(`process exited before printing a line (got ${JSON.stringify(buffer)})`)));
   });
 }
 
