@@ -17,7 +17,7 @@ import { criteriaOptionsOf } from '../criteria-settings';
 import type { CommandContext } from '../command-context';
 import { ExitCode, exitCodeForError, exitCodeName } from '../exit-codes';
 import { InterruptWatch } from '../interrupt-watch';
-import { jsonDocument } from '../json-document';
+import { commandDocument } from '../json-envelope';
 import { errorJson } from '../json-error';
 import { gpuJson, type GpuJson, type ResultJson } from '../json-result';
 import { logfmt } from '../logfmt';
@@ -243,10 +243,7 @@ function finalReport(context: CommandContext, settings: SelectSettings, outcome:
   }
   const cudaVisibleDevices = outcome.exitCode === ExitCode.ok ? selection?.cudaVisibleDevices ?? null : null;
   if (settings.selectFormat === 'json') {
-    context.stdout.write(jsonDocument({
-      command: 'select',
-      result: outcome.result,
-      exitCode: outcome.exitCode,
+    context.stdout.write(commandDocument({ command: 'select', result: outcome.result, exitCode: outcome.exitCode }, {
       reason: outcome.reason,
       elapsedMs: Math.round(elapsedMs),
       polls: selection?.polls ?? 0,
