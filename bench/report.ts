@@ -3,6 +3,7 @@
  * ratio is computed from figures of the same run (machines here are shared and noisy, so an
  * absolute time alone means little).
  */
+import { formatNanoseconds } from '../src/latency-figures';
 import { MEMORY_READS, type CallCounts, type FurtherPollCalls } from './nvml-calls';
 import type { BenchReport, GoalResult, LatencyRow } from './report-types';
 
@@ -33,15 +34,6 @@ function formatCount(n: number): string {
 function formatCalls(calls: CallCounts): string {
   const entries = Object.entries(calls).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   return entries.length === 0 ? 'none' : entries.map(([name, n]) => `${name} ${formatCount(n)}`).join(', ');
-}
-
-/** A time in ns as a short human string. */
-export function formatNs(ns: number): string {
-  if (!Number.isFinite(ns)) return 'n/a';
-  if (ns < 1_000) return `${ns.toFixed(0)} ns`;
-  if (ns < 1_000_000) return `${(ns / 1_000).toFixed(ns < 10_000 ? 2 : 1)} µs`;
-  if (ns < 1_000_000_000) return `${(ns / 1_000_000).toFixed(ns < 10_000_000 ? 2 : 1)} ms`;
-  return `${(ns / 1e9).toFixed(2)} s`;
 }
 
 function formatRatio(ratio: number | null): string {
@@ -83,7 +75,7 @@ export function judgeGoals(report: BenchReport): GoalResult[] {
   const median = (contender: string, size: string): number | undefined => find(rows, contender, size)?.ns.median;
   const floor8 = median('cFloorMemory', '8x0');
   const goals: GoalResult[] = [];
-  goals.push(goal('simulator cost per memory read (C loop, one handle)', report.memoryReadNs, '≤ 100 ns', (v) => v <= 100, formatNs));
+  goals.push(goal('simulator cost per memory read (C loop, one handle)', report.memoryReadNs, '≤ 100 ns', (v) => v <= 100, formatNanoseconds));
   goals.push(goal('native memory read of 8 devices vs C floor', ratio(median('nativeRead', '8x0'), floor8), '≤ 3×', (v) => v <= 3, formatRatio));
   goals.push(goal('snapshotSync() memory only, 8 devices, vs C floor', ratio(median('snapshotSyncMemory', '8x0'), floor8), '≤ 10×', (v) => v <= 10, formatRatio));
   // A memory-only snapshot reads no process list, so the three 8-GPU processes time the same call:
@@ -175,7 +167,7 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
     const floorRatio = isFloor ? null : ratio(row.ns.median, floorFor(report.rows, row)?.ns.median);
     const subprocessRatio = row.contender.startsWith('subprocess') ? null : ratio(subprocessFor(report.rows, row)?.ns.median, row.ns.median);
     lines.push(
-      `| ${LABELS[row.contender] ?? row.contender} | ${row.devices} × ${row.processesPerDevice} | ${formatNs(row.ns.median)} | ${formatNs(row.ns.p99)} | ${isFloor ? '1×' : formatRatio(floorRatio)} | ${formatRatio(subprocessRatio)} |`,
+      `| ${LABELS[row.contender] ?? row.contender} | ${row.devices} × ${row.processesPerDevice} | ${formatNanoseconds(row.ns.median)} | ${formatNanoseconds(row.ns.p99)} | ${isFloor ? '1×' : formatRatio(floorRatio)} | ${formatRatio(subprocessRatio)} |`,
     );
   }
   lines.push('');
@@ -191,9 +183,9 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
   for (const stat of report.rows.filter((row) => row.contender === 'threadPoolStat')) {
     const cells = ASYNC_CONTENDERS.flatMap((contender) => {
       const row = find(report.rows, contender, stat.size);
-      return row === undefined ? ['–', '–'] : [formatNs(row.ns.median), formatRatio(threadPoolRatio(report, contender, stat.size))];
+      return row === undefined ? ['–', '–'] : [formatNanoseconds(row.ns.median), formatRatio(threadPoolRatio(report, contender, stat.size))];
     });
-    lines.push(`| ${stat.devices} × ${stat.processesPerDevice} | ${formatNs(stat.ns.median)} | ${cells.join(' | ')} |`);
+    lines.push(`| ${stat.devices} × ${stat.processesPerDevice} | ${formatNanoseconds(stat.ns.median)} | ${cells.join(' | ')} |`);
   }
   lines.push('');
   lines.push('Each awaited call is a hand-off to a thread and back; its cost swings with the machine\'s idle state (waking a');
@@ -240,7 +232,7 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
       ['`gpugate check --stale ignore` (no /proc scan)', start.gpugateCheckNoStaleNs],
       ['one nvidia-smi-style run (stand-in)', start.standinNs],
     ] as const) {
-      lines.push(`| ${label} | ${formatNs(ns.median)} | ${formatNs(ns.p99)} | ${formatRatio(ns.median / start.nodeEmptyNs.median)} |`);
+      lines.push(`| ${label} | ${formatNanoseconds(ns.median)} | ${formatNanoseconds(ns.p99)} | ${formatRatio(ns.median / start.nodeEmptyNs.median)} |`);
     }
     if (start.checkRatio !== null) {
       const { samples, median, min, max } = start.checkRatio;

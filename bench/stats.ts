@@ -1,8 +1,9 @@
 /**
- * Timing and summary helpers of the benchmark harness: nearest-rank percentiles, and batch
+ * Timing and summary helpers of the benchmark harness: nearest-rank summaries, and batch
  * timing of a sync or async operation (a sample is a batch of calls timed together, divided by
  * the batch size, so the clock's own cost does not swamp a sub-microsecond call).
  */
+import { nearestRankPercentile } from '../src/latency-figures';
 
 /** Median / p99 / max / mean of per-operation times, in nanoseconds. */
 export interface LatencySummaryNs {
@@ -15,13 +16,6 @@ export interface LatencySummaryNs {
   mean: number;
 }
 
-/** Nearest-rank percentile (0 < p <= 1) of an ascending array. */
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) throw new RangeError('percentile of an empty sample');
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(p * sorted.length)));
-  return sorted[rank - 1] as number;
-}
-
 /** Summarise per-operation times (ns) measured with batches of `batch` calls. */
 export function summarize(valuesNs: readonly number[], batch: number): LatencySummaryNs {
   const sorted = [...valuesNs].sort((a, b) => a - b);
@@ -29,8 +23,8 @@ export function summarize(valuesNs: readonly number[], batch: number): LatencySu
   return {
     samples: sorted.length,
     batch,
-    median: percentile(sorted, 0.5),
-    p99: percentile(sorted, 0.99),
+    median: nearestRankPercentile(sorted, 0.5),
+    p99: nearestRankPercentile(sorted, 0.99),
     max: sorted[sorted.length - 1] as number,
     mean: total / sorted.length,
   };
@@ -133,7 +127,7 @@ export async function measureAsyncInterleaved(
   const ratiosToYardstick: Record<string, number> = {};
   for (let index = 1; index < names.length; index++) {
     const ratios = (values[index] as number[]).map((v, s) => v / (yardstick[s] as number)).sort((a, b) => a - b);
-    ratiosToYardstick[names[index] as string] = percentile(ratios, 0.5);
+    ratiosToYardstick[names[index] as string] = nearestRankPercentile(ratios, 0.5);
   }
   return {
     summaries: Object.fromEntries(names.map((name, index) => [name, summarize(values[index] as number[], batches[index] as number)])),

@@ -70,10 +70,13 @@ export interface ProcessListSource {
   strideBytes: number | null;
 }
 
-/** One GPU as seen in one snapshot. */
-export interface GpuDevice {
+/**
+ * What identifies a GPU for a whole session, read once when the session opens: declared once
+ * here, carried by the session's {@link GpuIdentity} and by every snapshot's {@link GpuDevice}.
+ */
+export interface GpuIdentityFields {
   index: number;
-  /** Null when NVML could not identify the GPU (lost before the session opened: `error` says why). */
+  /** Null when NVML could not identify the GPU (lost before the session opened: `error` says why); never an empty string. */
   uuid: string | null;
   /** Null as `uuid`. */
   name: string | null;
@@ -83,8 +86,12 @@ export interface GpuDevice {
   minorNumber: number | null;
   /** e.g. '12.0', or null when unreadable. */
   computeCapability: string | null;
-  /** The driver's recovery action, read once when the session opened; null when unreadable (drivers before r570; see fieldErrors.recoveryAction). */
+  /** The driver's recovery action (field 230), read once when the session opened; null when unreadable (drivers before r570; a snapshot's fieldErrors.recoveryAction says why). */
   recoveryAction: RecoveryAction | null;
+}
+
+/** One GPU as seen in one snapshot. */
+export interface GpuDevice extends GpuIdentityFields {
   memory: GpuMemory | null;
   /** Present when the snapshot asked for processes (null when the list could not be read). */
   processes?: GpuProcess[] | null;
@@ -209,16 +216,7 @@ export interface NvmlSession {
 }
 
 /** What identifies a GPU for a whole session: read once when the session opens. */
-export interface GpuIdentity {
-  index: number;
-  /** Null when NVML could not report it (see `error`); never an empty string. */
-  uuid: string | null;
-  name: string | null;
-  pciBusId: string | null;
-  minorNumber: number | null;
-  computeCapability: string | null;
-  /** The driver's recovery action (field 230); null when unreadable. */
-  recoveryAction: RecoveryAction | null;
+export interface GpuIdentity extends GpuIdentityFields {
   /** Set when even the device handle could not be obtained: every snapshot reports this error for it. */
   error: FieldError | null;
 }

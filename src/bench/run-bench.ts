@@ -11,6 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { openNvml } from '../nvml/session';
 import type { NvmlSession, OpenNvmlOptions, SnapshotOptions } from '../types';
+import { nearestRankPercentile } from '../latency-figures';
 import { UsageError } from '../usage-error';
 import { checkedWhereUsed, checkOptionKeys, type OptionTable } from '../option-keys';
 
@@ -105,12 +106,11 @@ function checkDuration(value: number): void {
 /** Nearest-rank summary of timings given in nanoseconds. */
 function summarizeNs(valuesNs: readonly number[]): LatencyStats {
   const sorted = [...valuesNs].sort((a, b) => a - b);
-  const at = (p: number): number => sorted[Math.min(sorted.length, Math.max(1, Math.ceil(p * sorted.length))) - 1] as number;
   const total = sorted.reduce((sum, v) => sum + v, 0);
   return {
     samples: sorted.length,
-    medianUs: at(0.5) / 1000,
-    p99Us: at(0.99) / 1000,
+    medianUs: nearestRankPercentile(sorted, 0.5) / 1000,
+    p99Us: nearestRankPercentile(sorted, 0.99) / 1000,
     maxUs: (sorted[sorted.length - 1] as number) / 1000,
     meanUs: total / sorted.length / 1000,
   };

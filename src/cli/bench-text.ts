@@ -3,12 +3,11 @@
  */
 
 import type { BenchResult, LatencyStats } from '../bench/run-bench';
+import { formatNanoseconds } from '../latency-figures';
 import { escapeForTerminal } from './terminal-text';
 
 function formatUs(us: number): string {
-  if (us < 1) return `${(us * 1000).toFixed(0)} ns`;
-  if (us < 1000) return `${us.toFixed(us < 10 ? 2 : 1)} µs`;
-  return `${(us / 1000).toFixed(us < 10_000 ? 2 : 1)} ms`;
+  return formatNanoseconds(us * 1000);
 }
 
 /** The human-readable table `gpugate bench` prints. */

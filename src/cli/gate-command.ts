@@ -17,7 +17,7 @@ import { ExitCode, exitCodeForResult } from './exit-codes';
 import { InterruptWatch } from './interrupt-watch';
 import { errorJson } from './json-error';
 import { gpuJson, staleJson, type ResultJson } from './json-result';
-import { jsonDocument } from './json-document';
+import { commandDocument, type JsonEnvelope } from './json-envelope';
 import { logEvent } from './logfmt';
 import { outcomeEvent } from './outcome-event';
 import type { Logger } from './logger';
@@ -201,10 +201,7 @@ function renderOutcome(
   if (publish !== undefined) publish(exitCode === ExitCode.ok ? '' : `gpugate gave up: ${outcome.reason}`);
   if (settings.format === 'json') {
     const holders = evaluation !== null ? evaluation.devices.flatMap((gpu) => gpu.holders) : outcome.stale.holders;
-    const document: ResultJson = {
-      command: kind,
-      result: outcome.result,
-      exitCode,
+    const fields: Omit<ResultJson, keyof JsonEnvelope> = {
       reason: outcome.reason,
       elapsedMs: Math.round(outcome.elapsedMs),
       polls: evaluation?.polls ?? 0,
@@ -218,6 +215,6 @@ function renderOutcome(
       actions: { signals: outcome.actions.signals, shm: outcome.actions.shm },
       error: errorJson(outcome.error),
     };
-    context.stdout.write(jsonDocument(document));
+    context.stdout.write(commandDocument({ command: kind, result: outcome.result, exitCode }, fields));
   }
 }

@@ -7,21 +7,20 @@
 
 import { withCallBackstop } from '../nvml/call-backstop';
 import type { NvmlSession } from '../types';
-import { CliError } from './cli-error';
-import { ExitCode } from './exit-codes';
 
-/** Open NVML (lazily loading the addon). Rejects with the NvmlError, or a CliError (69) from the backstop. */
+/** Open NVML (lazily loading the addon). Rejects with the NvmlError (exit 69), the backstop's included. */
 export async function openSession(libraryPath: string | undefined, callTimeoutMs: number): Promise<NvmlSession> {
   const { openNvml } = require('../nvml/session') as typeof import('../nvml/session');
   const opening = Promise.resolve(openNvml({ ...(libraryPath !== undefined ? { libraryPath } : {}), callTimeoutMs }));
   return withBackstop(opening, callTimeoutMs, 'opening NVML');
 }
 
-/** Settle with `promise`, or reject with exit 69 once the call backstop has passed. */
+/**
+ * Settle with `promise`, or reject once the call backstop has passed with its NvmlError
+ * (GPUGATE_TIMEOUT, exit 69), naming --nvml-timeout, where the command's deadline was set.
+ */
 export function withBackstop<T>(promise: Promise<T>, callTimeoutMs: number, what: string): Promise<T> {
-  return withCallBackstop(promise, callTimeoutMs, () =>
-    new CliError(`${what}: NVML did not answer within ${callTimeoutMs} ms (--nvml-timeout); the driver may be hung`, ExitCode.unavailable, 'unavailable'),
-  );
+  return withCallBackstop(promise, callTimeoutMs, what, '--nvml-timeout');
 }
 
 /** Close the session; never waits more than a second (a poisoned session may hold a stuck thread). */

@@ -14,7 +14,7 @@ import { isOsError } from '../host/os-error';
 import { readProcess } from '../host/procfs';
 import { reapStale } from './reap';
 import { cleanShm, DEFAULT_SHM_PATTERNS } from '../host/shm';
-import { GPUGATE_TIMEOUT, NvmlError } from '../nvml/nvml-error';
+import { NvmlError } from '../nvml/nvml-error';
 import { withCallBackstop } from '../nvml/call-backstop';
 import type { Snapshot } from '../types';
 import { formatBytes, formatDuration } from '../units';
@@ -67,13 +67,6 @@ function indicesOf(evaluation: Evaluation): string {
   return evaluation.devices.filter((gpu) => gpu.ok).map((gpu) => gpu.index).join(',') || '(none selected)';
 }
 
-/** Races `promise` against the call backstop: a session that never settles still ends the gate. */
-function withBackstop<T>(promise: Promise<T>, callTimeoutMs: number, what: string): Promise<T> {
-  return withCallBackstop(promise, callTimeoutMs, () =>
-    new NvmlError({ code: GPUGATE_TIMEOUT, nvmlReturn: null, fn: what, message: `${what}: NVML did not answer within ${callTimeoutMs} ms (callTimeoutMs); the driver may be hung` }),
-  );
-}
-
 /**
  * Runs one gate with the semantics of `gpugate wait` (default) or `gpugate check` and resolves
  * with its outcome. Rejects only for a malformed option (before NVML is opened): a ConfigError
@@ -120,7 +113,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     // Options that can never work are a config-error before NVML is opened.
     checkDurationLimits(options);
     resolveCriteria(waitOptions);
-    const acquired = await withBackstop(acquireSession(options), callTimeoutMs, 'opening NVML');
+    const acquired = await withCallBackstop(acquireSession(options), callTimeoutMs, 'opening NVML', 'callTimeoutMs');
     release = acquired.release;
     const session = acquired.session;
     const library = session.library;
@@ -134,7 +127,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
       throw new Verdict('ready', 'GPUs (none selected) free');
     }
     const readFirst = (prepared: WaitState): Promise<{ snapshot: Snapshot; receivedAtMs: number }> =>
-      withBackstop(readOnce(session, prepared, confirmingPlan(prepared)), callTimeoutMs, 'reading the GPUs');
+      withCallBackstop(readOnce(session, prepared, confirmingPlan(prepared)), callTimeoutMs, 'reading the GPUs', 'callTimeoutMs');
     let first: { snapshot: Snapshot; receivedAtMs: number } | undefined;
     // The scan (every process's fds and maps, /dev/shm) costs a few hundred ms: worth it once
     // before a wait; for a one-sample check only when an action or stale 'fail' needs it.

@@ -9,7 +9,7 @@ import { nvmlCodeName } from './nvml-error';
 import type { NativeCallError, NativeDeviceIdentity, NativeEncodedSnapshot } from './native-binding';
 import type { RecordPositions, WireLayout } from './wire-layout';
 import { recoveryActionName } from './recovery-action';
-import type { FieldError, GpuDevice, GpuIdentity, GpuMemory, GpuProcess, MigDevice, ProcessKind, Snapshot } from '../types';
+import type { FieldError, GpuDevice, GpuIdentity, GpuIdentityFields, GpuMemory, GpuProcess, MigDevice, ProcessKind, Snapshot } from '../types';
 
 /** Code used when a process list was returned but failed the plausibility check at every stride. */
 export const IMPLAUSIBLE_PROCESS_LIST = 'GPUGATE_PROCESS_LIST_IMPLAUSIBLE';
@@ -63,14 +63,7 @@ function memoryAt(reader: Reader, at: MemoryPositions): GpuMemory | null {
 }
 
 /** What never changes for a device during a session, formatted once. */
-interface ConstantDeviceFields {
-  index: number;
-  uuid: string | null;
-  name: string | null;
-  pciBusId: string | null;
-  minorNumber: number | null;
-  computeCapability: string | null;
-  recoveryAction: GpuDevice['recoveryAction'];
+interface ConstantDeviceFields extends GpuIdentityFields {
   /** The identity-time field errors, copied into each snapshot's fieldErrors (a loop: cheaper than a spread). */
   fieldErrors: ReadonlyArray<readonly [string, FieldError]>;
   /** False when even the device handle failed at open (the general path reports why). */

@@ -8,7 +8,7 @@ import { UsageError } from '../../usage-error';
 import { parseDuration } from '../../units';
 import { formatBenchResult } from '../bench-text';
 import type { CommandContext } from '../command-context';
-import { jsonDocument } from '../json-document';
+import { commandDocument } from '../json-envelope';
 
 /** The flags of `gpugate bench` as the command line gives them (strings as typed). */
 export interface BenchCommandValues {
@@ -69,7 +69,7 @@ export async function runBenchCommand(values: BenchCommandValues, out: { write(t
   const library = flagText(values, 'library');
   if (library !== undefined) options.libraryPath = library;
   const result = await measureBench(options);
-  if (values.json === true) out.write(jsonDocument({ command: 'bench', result: 'ok', exitCode: 0, ...result }));
+  if (values.json === true) out.write(commandDocument({ command: 'bench', result: 'ok', exitCode: 0 }, result));
   else out.write(formatBenchResult(result));
   return 0;
 }

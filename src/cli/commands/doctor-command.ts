@@ -16,7 +16,7 @@ import { CliError } from '../cli-error';
 import { booleanFlag, stringFlag, type CommandContext } from '../command-context';
 import { doctorText } from '../doctor-text';
 import { ExitCode, exitCodeForDoctorStatus } from '../exit-codes';
-import { jsonDocument } from '../json-document';
+import { commandDocument } from '../json-envelope';
 import { colourEnabled } from '../terminal-style';
 
 function usage(message: string): CliError {
@@ -63,10 +63,7 @@ export async function runDoctorCommand(context: CommandContext): Promise<number>
   });
   const exitCode = exitCodeForDoctorStatus(report.status);
   if (json) {
-    context.stdout.write(jsonDocument({
-      command: 'doctor',
-      result: report.status,
-      exitCode,
+    context.stdout.write(commandDocument({ command: 'doctor', result: report.status, exitCode }, {
       takenAt: report.takenAt,
       library: report.library === null ? null : {
         path: report.library.path, driverVersion: report.library.driverVersion,

@@ -16,7 +16,7 @@ import { shortBusId } from '../bus-id';
 import { shortCommand } from '../holder-text';
 import { describeOwner } from '../../gate/owner-text';
 import { holderMemoryUnknownReason, holdersUnknownReason } from '../../gate/holders-unknown';
-import { jsonDocument } from '../json-document';
+import { commandDocument } from '../json-envelope';
 import { holderJson, holderOnGpuJson, ownerJson } from '../json-result';
 import { logEvent } from '../logfmt';
 import { closeSession, openSession } from '../nvml-session';
@@ -70,10 +70,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
       return ExitCode.ok;
     }
     if (settings.format === 'json') {
-      context.stdout.write(jsonDocument({
-        command: 'holders',
-        result: 'ok',
-        exitCode: ExitCode.ok,
+      context.stdout.write(commandDocument({ command: 'holders', result: 'ok', exitCode: ExitCode.ok }, {
         takenAt: snapshot.takenAt,
         selection: { source: selection.source, warnings: selection.warnings },
         unitCgroup: report.unitCgroup,

@@ -17,7 +17,7 @@ import { criteriaOptionsOf } from '../criteria-settings';
 import type { CommandContext } from '../command-context';
 import { ExitCode, exitCodeForError } from '../exit-codes';
 import { InterruptWatch } from '../interrupt-watch';
-import { jsonDocument } from '../json-document';
+import { commandDocument } from '../json-envelope';
 import { errorJson } from '../json-error';
 import { gpuJson, type GpuJson, type ResultJson } from '../json-result';
 import { logEvent } from '../logfmt';
@@ -247,10 +247,7 @@ function finalReport(context: CommandContext, settings: SelectSettings, outcome:
   }
   const cudaVisibleDevices = outcome.exitCode === ExitCode.ok ? selection?.cudaVisibleDevices ?? null : null;
   if (settings.selectFormat === 'json') {
-    context.stdout.write(jsonDocument({
-      command: 'select',
-      result: outcome.result,
-      exitCode: outcome.exitCode,
+    context.stdout.write(commandDocument({ command: 'select', result: outcome.result, exitCode: outcome.exitCode }, {
       reason: outcome.reason,
       elapsedMs: Math.round(elapsedMs),
       polls: selection?.polls ?? 0,

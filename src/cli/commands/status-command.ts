@@ -13,7 +13,7 @@ import { parseSessionSettings, type SessionSettings } from '../criteria-settings
 import { ExitCode, exitCodeName } from '../exit-codes';
 import { shortBusId } from '../bus-id';
 import { memoryImplausibleReason, statusProblems } from '../status-problems';
-import { jsonDocument } from '../json-document';
+import { commandDocument } from '../json-envelope';
 import { closeSession, openSession } from '../nvml-session';
 import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
 import { prometheusText } from '../prometheus-text';
@@ -58,10 +58,7 @@ async function status(context: CommandContext, settings: SessionSettings): Promi
         lastKnownUuids: lastKnownUuids(settings),
       }));
     } else if (settings.format === 'json') {
-      context.stdout.write(jsonDocument({
-        command: 'status',
-        result: exitCode === ExitCode.ok ? 'ok' : 'unavailable',
-        exitCode,
+      context.stdout.write(commandDocument({ command: 'status', result: exitCode === ExitCode.ok ? 'ok' : 'unavailable', exitCode }, {
         takenAt: snapshot.takenAt,
         selection: { source: selection.source, warnings: selection.warnings },
         library: { path: library.path, driverVersion: library.driverVersion, nvmlVersion: library.nvmlVersion, cudaDriverVersion: library.cudaDriverVersion },

@@ -14,7 +14,7 @@ import { normaliseUnitName } from '../../host/systemd-unit-name';
 import type { CommandContext } from '../command-context';
 import { booleanFlag, stringFlag } from '../command-context';
 import { ExitCode } from '../exit-codes';
-import { jsonDocument } from '../json-document';
+import { commandDocument } from '../json-envelope';
 import { usageError } from '../parse-command-line';
 import { readHostGpuSizes } from '../gpu-sizes';
 import { resolveGateProgram } from '../gate-program';
@@ -67,10 +67,7 @@ async function systemd(context: CommandContext, json: boolean): Promise<number> 
   let outcome: string | null = null;
   if (write) outcome = writeOwnedFile(target, dropIn.text, DROP_IN_MARKER);
   if (json) {
-    context.stdout.write(jsonDocument({
-      command: 'systemd',
-      result: 'ok',
-      exitCode: ExitCode.ok,
+    context.stdout.write(commandDocument({ command: 'systemd', result: 'ok', exitCode: ExitCode.ok }, {
       unit: { name: unit.name, source: unit.source, fragmentPath: unit.fragmentPath, dropInPaths: unit.dropInPaths },
       path: target,
       written: outcome,
