@@ -5,12 +5,7 @@
  * keys once, as an {@link OptionTable}; the compiler holds the table to the options' interface.
  */
 import { ConfigError } from './config-error';
-import type * as NearestWord from './nearest-word';
-
-/** Lazy: the suggestion code loads only when a word is mistyped (startup of a correct command line). */
-function nearestWord(...args: Parameters<typeof NearestWord.nearestWord>): ReturnType<typeof NearestWord.nearestWord> {
-  return (require('./nearest-word') as typeof NearestWord).nearestWord(...args);
-}
+import { nearestWord } from './nearest-word';
 
 /** Checks one option's value: null when it fits, else the complaint (a ConfigError's message). */
 export type OptionCheck = (value: unknown, name: string) => string | null;

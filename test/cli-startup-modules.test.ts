@@ -21,7 +21,7 @@ writeFileSync(
 afterAll(() => rmSync(probeDir, { recursive: true, force: true }));
 
 /** Modules a plain `check` never needs: each is for a flag or a failure `check` did not have. */
-const NOT_FOR_A_PLAIN_CHECK = ['gate/reap', 'host/shm', 'cli/json-result', 'cli/run-wrapped', 'cli/report-file', 'cli/status-notifier', 'nearest-word'];
+const NOT_FOR_A_PLAIN_CHECK = ['gate/reap', 'host/shm', 'cli/json-result', 'cli/run-wrapped', 'cli/report-file', 'cli/status-notifier'];
 
 let runs = 0;
 
@@ -58,11 +58,5 @@ describe('gpugate check start-up', () => {
     expect(code).toBe(0);
     expect(modules).toContain('cli/json-result');
     expect(modules).not.toContain('cli/run-wrapped');
-  });
-
-  it('loads the suggestion code for a mistyped command', async () => {
-    const { code, modules } = await loadedBy(['chek']);
-    expect(code).toBe(64);
-    expect(modules).toContain('nearest-word');
   });
 });

@@ -7,13 +7,8 @@
 import { parseArgs } from 'node:util';
 import { CliError } from './cli-error';
 import { ExitCode } from './exit-codes';
-import type * as NearestWord from '../nearest-word';
+import { nearestWord } from '../nearest-word';
 import { COMMAND_ARGUMENTS, COMMAND_NAMES, OPTION_TABLE, optionsFor, type CommandName } from './option-table';
-
-/** Lazy: the suggestion code loads only when a word is mistyped (startup of a correct command line). */
-function nearestWord(...args: Parameters<typeof NearestWord.nearestWord>): ReturnType<typeof NearestWord.nearestWord> {
-  return (require('../nearest-word') as typeof NearestWord).nearestWord(...args);
-}
 
 /** Flag values by long name: strings, booleans, or string lists for repeatable flags. */
 export type FlagValues = Record<string, string | boolean | string[] | undefined>;

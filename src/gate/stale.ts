@@ -26,7 +26,6 @@ import {
 } from '../host/procfs';
 import { pidNamespaceObstacle, procHidepid } from '../host/proc-visibility';
 import { ownerOf, PASSWD_PATH, readUserNames, type ProcessOwner, type UserNames } from '../host/process-owner';
-import type * as Shm from '../host/shm';
 import type { ShmEntry } from '../host/shm';
 import { DEFAULT_STABLE_TOLERANCE_BYTES, usedExcludingReserved } from './criteria';
 import { sharedInspectContext, type ContextSource } from './inspect-context-cache';
@@ -676,8 +675,9 @@ export async function inspectHolders(snapshot: Snapshot, options: InspectOptions
   const unexplainedGpus = devices.filter((device) => !memoryExplained(device)).map((device) => device.index);
   const runs = (when: ScanWhen): boolean => (when === 'unexplained' ? unexplainedGpus.length > 0 : when);
   const scanHidden = runs(options.scanHidden ?? 'unexplained');
-  // Lazy: the /dev/shm code loads only for a scan that searches it.
-  const patterns = options.shmPatterns ?? [...(require('../host/shm') as typeof Shm).DEFAULT_SHM_PATTERNS];
+  // The /dev/shm code loads only for a scan that runs (import(), see gate.ts's staleScan).
+  const shmModule = await import('../host/shm.js');
+  const patterns = options.shmPatterns ?? [...shmModule.DEFAULT_SHM_PATTERNS];
   const scanShm = patterns.length > 0 && runs(options.scanShm ?? 'unexplained');
   // The shm search reads open files itself, and only when a file matches: read them here only for hidden holders.
   const openFiles = scanHidden ? await scanOpenFiles(ctx.procRoot).catch(() => [] as OpenFiles[]) : [];
@@ -704,7 +704,7 @@ export async function inspectHolders(snapshot: Snapshot, options: InspectOptions
   let shm: HolderReport['shm'] = { leaked: [], tmpfsFreeBytes: null, tmpfsTotalBytes: null };
   let openFilesRead = scanHidden;
   if (scanShm) {
-    const found = await (require('../host/shm') as typeof Shm).findLeakedShm({ shmRoot: options.shmRoot ?? '/dev/shm', procRoot: ctx.procRoot, patterns, ...(scanHidden ? { openFiles } : {}) });
+    const found = await shmModule.findLeakedShm({ shmRoot: options.shmRoot ?? '/dev/shm', procRoot: ctx.procRoot, patterns, ...(scanHidden ? { openFiles } : {}) });
     shm = { leaked: found.leaked, tmpfsFreeBytes: found.tmpfsFreeBytes, tmpfsTotalBytes: found.tmpfsTotalBytes };
     openFilesRead ||= found.openFilesRead;
   }
