@@ -59,4 +59,11 @@ describe('gpugate check start-up', () => {
     expect(modules).toContain('cli/json-result');
     expect(modules).not.toContain('cli/run-wrapped');
   });
+
+  it('loads the /dev/shm code (by import()) when the stale scan runs: --stale fail', async () => {
+    const { code, modules } = await loadedBy(['check', '--stale', 'fail']);
+    expect(code).toBe(0);
+    expect(modules).toContain('host/shm');
+    expect(modules).not.toContain('gate/reap');
+  });
 });

@@ -210,7 +210,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
 async function staleScan(snapshot: Snapshot, state: WaitState, options: GateOptions, outcome: GateOutcome, emit: (event: GateEvent) => void): Promise<boolean> {
   const cleanGlobs = options.cleanShm ?? [];
   const dryRun = options.dryRun ?? false;
-  // Loaded here, not at start-up: a check that finds no holder runs no scan (`import()`, not
+  // Loaded here, not at start-up: a plain check runs no scan (`import()`, not
   // `require`: the tests load src/ as ES modules, where a relative `require` finds no .ts file).
   const { cleanShm, DEFAULT_SHM_PATTERNS } = await import('../host/shm.js');
   const report = await inspectHolders(snapshot, {
