@@ -112,7 +112,8 @@ export function judgeGoals(report: BenchReport): GoalResult[] {
   });
   const start = report.startup;
   // Judged pair by pair (the two spawned back to back), not as a ratio of two medians taken over a drifting machine.
-  goals.push(goal("`gpugate check` whole process vs `node -e ''` (median of pairs)", start?.checkRatio?.median ?? null, '≤ 1.3×', (v) => v <= 1.3, formatRatio));
+  // The goal is set for Node 24 (its start-up is the yardstick); the label names the Node measured.
+  goals.push(goal(`\`gpugate check\` whole process vs \`node -e ''\` on Node ${report.machine.node} (median of pairs)`, start?.checkRatio?.median ?? null, '≤ 1.2×', (v) => v <= 1.2, formatRatio));
   const calls = report.nvmlCalls;
   // 100 as set when the wait read only what it decides on, plus the recovery-action read each GPU's session adds (one per GPU, at open).
   goals.push(goal('NVML calls for one idle `gpugate wait --stable 0s`, 8 GPUs', calls?.idleWait?.total ?? null, '≤ 108', (v) => v <= 108, String));

@@ -16,23 +16,28 @@ import { criteriaOptionsOf, type CriteriaSettings, type WaitSettings } from './c
 import { ExitCode, exitCodeForResult } from './exit-codes';
 import { InterruptWatch } from './interrupt-watch';
 import { errorJson } from './json-error';
-import { gpuJson, staleJson, type ResultJson } from './json-result';
+import type * as JsonResult from './json-result';
+import type { ResultJson } from './json-result';
 import { commandDocument, type JsonEnvelope } from './json-envelope';
 import { logEvent } from './logfmt';
 import { outcomeEvent } from './outcome-event';
 import type { Logger } from './logger';
 import { gpuLine } from './progress-line';
 import { ProgressReporter } from './progress-reporter';
-import { writeReportFile } from './report-file';
-import { runWrapped } from './run-wrapped';
-import { createStatusNotifier, type StatusPublisher } from './status-notifier';
+import type * as ReportFile from './report-file';
+import type * as RunWrapped from './run-wrapped';
+import type * as StatusNotifier from './status-notifier';
+import type { StatusPublisher } from './status-notifier';
+
+// Lazy (require at the use): --json, --report-file, --notify and `wait -- CMD` code loads only
+// for a run that asks for it, so a plain `check` starts close to a bare `node`.
 
 /** Run `wait` (settings with timing) or `check` (one sample). Resolves to the exit code. */
 export async function runGateCommand(kind: 'wait' | 'check', context: CommandContext, settings: CriteriaSettings | WaitSettings): Promise<number> {
   const { logger, env } = context;
   const startMs = performance.now();
   const timing = 'timeoutMs' in settings ? settings : null;
-  const publish: StatusPublisher | undefined = settings.notify ? createStatusNotifier(env, logger) : undefined;
+  const publish: StatusPublisher | undefined = settings.notify ? (require('./status-notifier') as typeof StatusNotifier).createStatusNotifier(env, logger) : undefined;
   const reporter = new ProgressReporter({
     logger,
     ...(timing !== null ? { timeoutMs: timing.timeoutMs, stableMs: timing.stableMs } : {}),
@@ -98,7 +103,7 @@ export async function runGateCommand(kind: 'wait' | 'check', context: CommandCon
   }
   logger.info(logEvent('running', [['command', context.wrapped.join(' ')]]));
   // The wrapper's listeners are in place before the watch's go: no moment without a handler.
-  const status = runWrapped(context.wrapped, logger, env);
+  const status = (require('./run-wrapped') as typeof RunWrapped).runWrapped(context.wrapped, logger, env);
   watch.dispose();
   return status;
 }
@@ -195,12 +200,13 @@ function renderOutcome(
     }
     logger.error(outcomeEvent(outcome.result, outcome.reason, exitCode));
   }
-  if (settings.reportFile !== undefined) writeReportFile(settings.reportFile, outcome.reason, logger);
+  if (settings.reportFile !== undefined) (require('./report-file') as typeof ReportFile).writeReportFile(settings.reportFile, outcome.reason, logger);
   // Success clears the status: the text would otherwise stay on the unit for the service's whole
   // life (systemd keeps the last STATUS= until someone sends another). A failure's reason stays.
   if (publish !== undefined) publish(exitCode === ExitCode.ok ? '' : `gpugate gave up: ${outcome.reason}`);
   if (settings.format === 'json') {
     const holders = evaluation !== null ? evaluation.devices.flatMap((gpu) => gpu.holders) : outcome.stale.holders;
+    const { gpuJson, staleJson } = require('./json-result') as typeof JsonResult;
     const fields: Omit<ResultJson, keyof JsonEnvelope> = {
       reason: outcome.reason,
       elapsedMs: Math.round(outcome.elapsedMs),

@@ -12,8 +12,6 @@ import { performance } from 'node:perf_hooks';
 import { ConfigError } from '../config-error';
 import { isOsError } from '../host/os-error';
 import { readProcess } from '../host/procfs';
-import { reapStale } from './reap';
-import { cleanShm, DEFAULT_SHM_PATTERNS } from '../host/shm';
 import { NvmlError } from '../nvml/nvml-error';
 import { withCallBackstop } from '../nvml/call-backstop';
 import type { Snapshot } from '../types';
@@ -205,6 +203,9 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
 async function staleScan(snapshot: Snapshot, state: WaitState, options: GateOptions, outcome: GateOutcome, emit: (event: GateEvent) => void): Promise<boolean> {
   const cleanGlobs = options.cleanShm ?? [];
   const dryRun = options.dryRun ?? false;
+  // Loaded here, not at start-up: a plain check runs no scan (`import()`, not
+  // `require`: the tests load src/ as ES modules, where a relative `require` finds no .ts file).
+  const { cleanShm, DEFAULT_SHM_PATTERNS } = await import('../host/shm.js');
   const report = await inspectHolders(snapshot, {
     scanShm: true, // leaked files are stale resources whatever the GPUs' memory says
     ...(typeof options.inspectHolders === 'object' ? options.inspectHolders : {}),
@@ -226,6 +227,7 @@ async function staleScan(snapshot: Snapshot, state: WaitState, options: GateOpti
     if (leftovers.length > 0 && !dryRun) emit({ kind: 'kill-stale-starting', leftovers, graceMs });
     // Each action is recorded the moment it happens, so an interrupted grace still reports every signal already sent.
     const signals = outcome.actions.signals;
+    const { reapStale } = await import('./reap.js');
     const actions = await reapStale(report, {
       dryRun,
       graceMs,

@@ -9,7 +9,6 @@ import type { GpuDevice, Snapshot } from '../types';
 import { scanOpenFiles, type OpenFiles } from '../host/proc-open-files';
 import { readProcess } from '../host/procfs';
 import { ownerOf } from '../host/process-owner';
-import { DEFAULT_SHM_PATTERNS, findLeakedShm } from '../host/shm';
 import { checkOptionKeys } from '../option-keys';
 import { classifyHolder } from './classify-holder';
 import { DEFAULT_STABLE_TOLERANCE_BYTES, usedExcludingReserved } from './criteria';
@@ -88,7 +87,9 @@ export async function inspectHolders(snapshot: Snapshot, options: InspectOptions
   const unexplainedGpus = devices.filter((device) => !memoryExplained(device)).map((device) => device.index);
   const runs = (when: ScanWhen): boolean => (when === 'unexplained' ? unexplainedGpus.length > 0 : when);
   const scanHidden = runs(options.scanHidden ?? 'unexplained');
-  const patterns = options.shmPatterns ?? [...DEFAULT_SHM_PATTERNS];
+  // The /dev/shm code loads only for a scan that runs (import(), see gate.ts's staleScan).
+  const shmModule = await import('../host/shm.js');
+  const patterns = options.shmPatterns ?? [...shmModule.DEFAULT_SHM_PATTERNS];
   const scanShm = patterns.length > 0 && runs(options.scanShm ?? 'unexplained');
   // The shm search reads open files itself, and only when a file matches: read them here only for hidden holders.
   const openFiles = scanHidden ? await scanOpenFiles(ctx.procRoot).catch(() => [] as OpenFiles[]) : [];
@@ -115,7 +116,7 @@ export async function inspectHolders(snapshot: Snapshot, options: InspectOptions
   let shm: HolderReport['shm'] = { leaked: [], tmpfsFreeBytes: null, tmpfsTotalBytes: null };
   let openFilesRead = scanHidden;
   if (scanShm) {
-    const found = await findLeakedShm({ shmRoot: options.shmRoot ?? '/dev/shm', procRoot: ctx.procRoot, patterns, ...(scanHidden ? { openFiles } : {}) });
+    const found = await shmModule.findLeakedShm({ shmRoot: options.shmRoot ?? '/dev/shm', procRoot: ctx.procRoot, patterns, ...(scanHidden ? { openFiles } : {}) });
     shm = { leaked: found.leaked, tmpfsFreeBytes: found.tmpfsFreeBytes, tmpfsTotalBytes: found.tmpfsTotalBytes };
     openFilesRead ||= found.openFilesRead;
   }
