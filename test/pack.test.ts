@@ -172,7 +172,8 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     writeFileSync(join(consumer, 'consumer-esm.mts'), `
       import { openNvml, type GpuDevice } from 'gpugate';
       export const open: typeof openNvml = openNvml;
-      export const names = (devices: GpuDevice[]): string[] => devices.map((d) => d.name);
+      // A GPU NVML cannot identify (lost) has a null name: the type says so, and a consumer must handle it.
+      export const names = (devices: GpuDevice[]): string[] => devices.map((d) => d.name ?? 'unknown');
     `);
     writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify({
       compilerOptions: {
