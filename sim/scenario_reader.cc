@@ -28,7 +28,29 @@ struct ScenarioError {
 
 [[noreturn]] void fail(const SourcePos& pos, const std::string& message) { throw ScenarioError{pos, message}; }
 
-std::string quoted(const std::string& key) { return "\"" + key + "\""; }
+// A key as JSON would write it: a member name can hold any character after unescaping ("\name" is a
+// newline and "ame"), and an error line must stay one line that names it unambiguously.
+std::string quoted(const std::string& key) {
+  std::string out = "\"";
+  for (unsigned char c : key) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
 
 void expectKind(const JsonValue& v, Kind kind, const std::string& what) {
   if (v.kind != kind) fail(v.pos, std::string("expected ") + describeKind(kind) + " for " + what + ", found " + describeKind(v.kind));
@@ -698,7 +720,7 @@ std::vector<SimFault> readFaults(const JsonValue& v, size_t deviceCount, int pro
     }
     if (!any) {
       fail(fn->pos, std::string("expected an NVML symbol the simulator exports in the ") + profileName(profile) +
-                        " driver profile (or a prefix ending in '*') for \"function\", found \"" + name + "\"");
+                        " driver profile (or a prefix ending in '*') for \"function\", found " + quoted(name));
     }
     if (const JsonValue* d = item->find("device")) {
       f.device = static_cast<int>(readInteger(*d, "device", 0, static_cast<int64_t>(deviceCount) - 1));
@@ -742,7 +764,7 @@ SimTimelineEntry readTimelineEntry(const JsonValue& v, const std::vector<SimDevi
     e.function = symbolByName(name.c_str());
     if (!profileExports(profile, e.function)) {
       fail(fn->pos, std::string("expected an NVML symbol the simulator exports in the ") + profileName(profile) +
-                        " driver profile for \"function\", found \"" + name + "\"");
+                        " driver profile for \"function\", found " + quoted(name));
     }
   }
   const JsonValue* set = v.find("set");

@@ -425,6 +425,16 @@ describe('malformed scenarios', () => {
     expect(line).toContain('expected one of name, uuid, pciBusId');
   });
 
+  it('an unknown key holding control characters or quotes is named escaped, on one line', async () => {
+    // "\name" in the file is a newline and "ame" once unescaped (the fuzz property found it).
+    const file = writeScenario({ devices: [simDevice(0, { '\name': {}, 'q"\\\u0007': 1 })] });
+    const { line, stderr } = await initError(file);
+    expect(line).toContain('found unknown key "\\name"');
+    expect(stderr.trimEnd().split('\n')).toHaveLength(1);
+    const second = writeScenario({ devices: [simDevice(0, { 'q"\\\u0007': 1 })] });
+    expect((await initError(second)).line).toContain('found unknown key "q\\"\\\\\\u0007"');
+  });
+
   it('missing file and unset GPUGATE_SIM_SCENARIO are clear errors, not crashes', async () => {
     const missing = path.join(dir, 'does-not-exist.json');
     const a = await initError(missing);
