@@ -5,6 +5,7 @@
 import type { BenchResult, LatencyStats } from '../bench/run-bench';
 import { formatNanoseconds } from '../latency-figures';
 import { escapeForTerminal } from './terminal-text';
+import { textTable } from './text-table';
 
 function formatUs(us: number): string {
   return formatNanoseconds(us * 1000);
@@ -21,10 +22,9 @@ export function formatBenchResult(result: BenchResult): string {
   add('gpugate snapshot, with processes', result.withProcesses.perSnapshot);
   add('  per device', result.withProcesses.perDevice);
   if (result.nvidiaSmi !== null) add('nvidia-smi --query-gpu=memory.used', result.nvidiaSmi.perRun);
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
   const lines = [
     escapeForTerminal(`gpugate bench: ${result.deviceCount} GPU(s), library ${result.libraryPath}${result.driverVersion === null ? '' : `, driver ${result.driverVersion}`}`),
-    ...rows.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')),
+    textTable(rows, { alignRight: [1, 2, 3, 4] }),
   ];
   if (result.nvidiaSmi === null) lines.push('nvidia-smi: not found on PATH (no comparison)');
   else if (result.nvidiaSmi.error !== null) lines.push(escapeForTerminal(`nvidia-smi: ${result.nvidiaSmi.error}`));

@@ -8,6 +8,7 @@
 import { CliError } from './cli-error';
 import type { ErrorJson } from './error-json';
 import { ExitCode } from './exit-codes';
+import { commandDocument, type JsonEnvelope } from './json-envelope';
 import type { ResultJson } from './json-result';
 import { COMMAND_NAMES, optionsFor, type CommandName } from './option-table';
 
@@ -61,15 +62,12 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The document of `command` when `error` ended it with `exitCode` before it printed its own. */
-export function failureDocument(command: CommandName, error: unknown, exitCode: number): object {
+/** The fields after the envelope of `command`'s document when `error` ended it before its outcome. */
+function failureFields(command: CommandName, error: unknown): object {
   switch (command) {
     case 'wait':
     case 'check': {
-      const document: ResultJson = {
-        command,
-        result: resultWord(error, exitCode),
-        exitCode,
+      const fields: Omit<ResultJson, keyof JsonEnvelope> = {
         reason: messageOf(error),
         elapsedMs: 0,
         polls: 0,
@@ -80,13 +78,10 @@ export function failureDocument(command: CommandName, error: unknown, exitCode: 
         actions: { signals: [], shm: [] },
         error: errorJson(error),
       };
-      return document;
+      return fields;
     }
     case 'select':
       return {
-        command,
-        result: resultWord(error, exitCode),
-        exitCode,
         reason: messageOf(error),
         elapsedMs: 0,
         polls: 0,
@@ -100,6 +95,12 @@ export function failureDocument(command: CommandName, error: unknown, exitCode: 
         error: errorJson(error),
       };
     default:
-      return { command, result: 'error', exitCode, error: errorJson(error) };
+      return { error: errorJson(error) };
   }
+}
+
+/** The document (one line) of `command` when `error` ended it with `exitCode` before it printed its own. */
+export function failureDocument(command: CommandName, error: unknown, exitCode: number): string {
+  const result = command === 'wait' || command === 'check' || command === 'select' ? resultWord(error, exitCode) : 'error';
+  return commandDocument({ command, result, exitCode }, failureFields(command, error));
 }

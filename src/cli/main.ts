@@ -16,7 +16,6 @@ import type { CommandContext, CommandRunner } from './command-context';
 import { ExitCode, exitCodeForError } from './exit-codes';
 import { isJournalStream } from './journal-stream';
 import { failureDocument, jsonRequested } from './json-error';
-import { jsonDocument } from './json-document';
 import { Logger, type Verbosity } from './logger';
 import type { CommandName } from './option-table';
 import { parseCommandLine, usageError } from './parse-command-line';
@@ -77,7 +76,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     },
   };
   const failed = (error: unknown, code: number): number => {
-    if (jsonCommand !== null && !printed) stdout.write(jsonDocument(failureDocument(jsonCommand, error, code)));
+    if (jsonCommand !== null && !printed) stdout.write(failureDocument(jsonCommand, error, code));
     return code;
   };
   let parsed;

@@ -20,6 +20,8 @@ export interface TableLayout {
   wrap?: readonly number[];
   /** Columns that may leave the table for a line under their row, the first listed first. */
   fold?: readonly number[];
+  /** Columns aligned to the right (figures); the others align left. */
+  alignRight?: readonly number[];
 }
 
 /** How far under its row a folded line starts, and its continuation lines. */
@@ -82,7 +84,12 @@ export function textTableBlocks(given: ReadonlyArray<ReadonlyArray<string>>, lay
     const height = Math.max(1, ...cells.map((lines) => lines.length));
     const lines: string[] = [];
     for (let line = 0; line < height; line++) {
-      lines.push(cells.map((lines, k) => (k === cells.length - 1 ? (lines[line] ?? '') : (lines[line] ?? '').padEnd(widths[kept[k] ?? 0] ?? 0))).join('  ').trimEnd());
+      lines.push(cells.map((lines, k) => {
+        const text = lines[line] ?? '';
+        const width = widths[kept[k] ?? 0] ?? 0;
+        if (layout.alignRight?.includes(kept[k] ?? -1) === true) return text.padStart(width);
+        return k === cells.length - 1 ? text : text.padEnd(width);
+      }).join('  ').trimEnd());
     }
     const foldedText = rowIndex === 0 ? '' : folded
       .filter((i) => row[i] !== undefined && row[i] !== '' && row[i] !== '-')
