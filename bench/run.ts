@@ -196,7 +196,7 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
   const floorBin = path.join(binDir, 'floor');
   const standinBin = path.join(binDir, 'nvidia-smi');
   await compileC(path.join(root, 'bench', 'c', 'floor.c'), floorBin);
-  await compileC(path.join(root, 'bench', 'c', 'nvidia-smi-standin.c'), standinBin);
+  await compileC(path.join(root, 'scripts', 'gpu-validate', 'nvidia-smi-standin.c'), standinBin);
   const workerJs = path.join(__dirname, 'worker.js');
 
   const rows: LatencyRow[] = [];

@@ -58,7 +58,8 @@ Options:
                       uses this checkout's build (dist/cli/main.js, build/Release/gpugate_sim.so)
   --sim-library PATH  the simulator library for --simulate (default: build/Release/gpugate_sim.so)
   --nvidia-smi CMD    the nvidia-smi to compare with (default: nvidia-smi on PATH; the stand-in
-                      scripts/gpu-validate/nvidia-smi with --simulate)
+                      scripts/gpu-validate/nvidia-smi-standin.c,
+                      compiled with cc, with --simulate)
   --gpu INDEX         NVML index of the GPU used for the process and race steps (default 0)
   --hold-mib N        memory the CUDA holder allocates (default: 20% of that GPU's total)
   --tolerance-mib N   allowed difference of a process's memory, gpugate vs nvidia-smi (default 4)
@@ -350,8 +351,12 @@ setup_simulator() {
   mkdir -p "$SCRATCH/nvml"
   ln -s "$SIM_LIBRARY" "$SCRATCH/nvml/libnvidia-ml.so.1"
   if [[ -z $NVSMI ]]; then
-    command -v python3 >/dev/null || die 69 "--simulate needs python3 for the stand-in nvidia-smi (or pass --nvidia-smi CMD)"
-    NVSMI="$HELPERS/nvidia-smi"
+    # The stand-in nvidia-smi, compiled from its one source (the benchmark uses the same).
+    command -v cc >/dev/null || die 69 "--simulate needs cc to build the stand-in nvidia-smi (or pass --nvidia-smi CMD)"
+    NVSMI="$SCRATCH/standin/nvidia-smi"
+    mkdir -p "$SCRATCH/standin"
+    cc -O2 -I "$REPO_ROOT/native" -o "$NVSMI" "$HELPERS/nvidia-smi-standin.c" -ldl >"$LOGS/nvidia-smi-standin.build" 2>&1 ||
+      die 69 "--simulate: building the stand-in nvidia-smi failed (see $LOGS/nvidia-smi-standin.build)"
   fi
 }
 

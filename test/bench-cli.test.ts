@@ -22,7 +22,7 @@ describe('gpugate bench (CLI)', () => {
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
     const root = repoRoot();
-    await run('cc', ['-O2', '-I', path.join(root, 'native'), '-o', path.join(bin, 'nvidia-smi'), path.join(root, 'bench', 'c', 'nvidia-smi-standin.c'), '-ldl']);
+    await run('cc', ['-O2', '-I', path.join(root, 'native'), '-o', path.join(bin, 'nvidia-smi'), path.join(root, 'scripts', 'gpu-validate', 'nvidia-smi-standin.c'), '-ldl']);
     env = {
       ...process.env,
       PATH: `${bin}${path.delimiter}${process.env['PATH'] ?? ''}`,

@@ -28,7 +28,7 @@ beforeAll(async () => {
   smiDir = path.join(dir, 'bin');
   fs.mkdirSync(smiDir);
   const root = repoRoot();
-  await run('cc', ['-O2', '-I', path.join(root, 'native'), '-o', path.join(smiDir, 'nvidia-smi'), path.join(root, 'bench', 'c', 'nvidia-smi-standin.c'), '-ldl']);
+  await run('cc', ['-O2', '-I', path.join(root, 'native'), '-o', path.join(smiDir, 'nvidia-smi'), path.join(root, 'scripts', 'gpu-validate', 'nvidia-smi-standin.c'), '-ldl']);
   scenario = writeBenchScenario(dir, { devices: 4, processesPerDevice: 2 });
   statsFile = path.join(dir, 'stats.json');
   // The addon reads the simulator through GPUGATE_NVML_LIBRARY, like users point it at a driver.

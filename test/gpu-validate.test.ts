@@ -31,6 +31,7 @@ interface Run {
 }
 
 let work: string;
+let standin: string;
 
 /** The pynvml subset pynvml-query.py uses, over ctypes, as nvidia-ml-py implements it. */
 const PYNVML_STAND_IN = `
@@ -114,6 +115,11 @@ beforeAll(() => {
     }
   }
   work = mkdtempSync(join(tmpdir(), 'gpu-validate-test-'));
+  // The stand-in nvidia-smi, compiled from its one source as gpu-validate.sh --simulate does.
+  standin = join(work, 'standin', 'nvidia-smi');
+  spawnSync('mkdir', ['-p', join(work, 'standin')]);
+  const cc = spawnSync('cc', ['-O2', '-I', join(repo, 'native'), '-o', standin, join(helpers, 'nvidia-smi-standin.c'), '-ldl'], { encoding: 'utf8' });
+  if (cc.status !== 0) throw new Error(`compiling the stand-in nvidia-smi failed: ${cc.stderr}`);
 });
 
 afterAll(() => {
@@ -239,7 +245,7 @@ describe('gpu-validate.sh --simulate', () => {
     rmSync(bin, { recursive: true, force: true });
     spawnSync('mkdir', ['-p', bin]);
     const wrapper = join(bin, 'nvidia-smi');
-    writeFileSync(wrapper, `#!/bin/sh\n"${join(helpers, 'nvidia-smi')}" "$@" | sed 's/GPU-b24f9d13-7e6a-4c21-8f05-93d1c6a4e702/GPU-00000000-0000-0000-0000-000000000bad/'\n`);
+    writeFileSync(wrapper, `#!/bin/sh\n"${standin}" "$@" | sed 's/GPU-b24f9d13-7e6a-4c21-8f05-93d1c6a4e702/GPU-00000000-0000-0000-0000-000000000bad/'\n`);
     chmodSync(wrapper, 0o755);
     const reportPath = join(bin, 'report.json');
     const run = await runScript(['--simulate', '--nvidia-smi', wrapper, '--report', reportPath, '--skip', 'processes,race,latency,doctor,select']);
@@ -330,7 +336,7 @@ describe('gpu-validate.sh without a GPU or a driver', () => {
 
   it('fails the identity step when gpugate cannot load NVML, with gpugate\'s own reason', async () => {
     const reportPath = join(work, 'no-driver', 'report.json');
-    const run = await runScript(['--gpugate', join(repo, 'dist', 'cli', 'main.js'), '--nvidia-smi', join(helpers, 'nvidia-smi'), '--report', reportPath], {
+    const run = await runScript(['--gpugate', join(repo, 'dist', 'cli', 'main.js'), '--nvidia-smi', standin, '--report', reportPath], {
       GPUGATE_NVML_LIBRARY: join(work, 'no-such-libnvidia-ml.so.1'),
     });
     expect(run.code).toBe(1);
@@ -361,7 +367,7 @@ describe('gpu-validate.sh without a GPU or a driver', () => {
     expect(spawnSync(process.execPath, [join(helpers, 'sim-scenario.cjs'), 'write-base', scenario]).status).toBe(0);
     const reportPath = join(dir, 'report.json');
     const run = await runScript(
-      ['--gpugate', join(repo, 'dist', 'cli', 'main.js'), '--node', process.execPath, '--nvidia-smi', join(helpers, 'nvidia-smi'), '--skip', 'latency', '--report', reportPath],
+      ['--gpugate', join(repo, 'dist', 'cli', 'main.js'), '--node', process.execPath, '--nvidia-smi', standin, '--skip', 'latency', '--report', reportPath],
       { PATH: path, GPUGATE_NVML_LIBRARY: join(repo, 'build', 'Release', 'gpugate_sim.so'), GPUGATE_SIM_SCENARIO: scenario },
     );
     expect(run.code, run.stdout).toBe(0);
@@ -387,7 +393,7 @@ describe('gpu-validate.sh without a GPU or a driver', () => {
     const scenario = join(dir, 'scenario.json');
     expect(spawnSync(process.execPath, [join(helpers, 'sim-scenario.cjs'), 'write-base', scenario]).status).toBe(0);
     const reportPath = join(dir, 'report.json');
-    const run = await runScript(['--gpugate', wrapper, '--nvidia-smi', join(helpers, 'nvidia-smi'), '--skip', 'processes,race,latency', '--report', reportPath],
+    const run = await runScript(['--gpugate', wrapper, '--nvidia-smi', standin, '--skip', 'processes,race,latency', '--report', reportPath],
       { GPUGATE_NVML_LIBRARY: join(repo, 'build', 'Release', 'gpugate_sim.so'), GPUGATE_SIM_SCENARIO: scenario });
     expect(run.code, run.stdout).toBe(0);
     const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
@@ -426,7 +432,7 @@ describe('gpu-validate.sh without a GPU or a driver', () => {
 
 describe('gpu-validate.sh holders on a host without a GPU', () => {
   it('the Python helpers compile', () => {
-    for (const file of ['holder.py', 'pynvml-query.py', 'nvidia-smi']) {
+    for (const file of ['holder.py', 'pynvml-query.py']) {
       const result = spawnSync('python3', ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])', join(helpers, file)], { encoding: 'utf8' });
       expect(result.status, result.stderr).toBe(0);
     }

@@ -24,7 +24,7 @@ beforeAll(() => {
   if (reason !== null) return;
   tools = mkdtempSync(join(tmpdir(), 'gpugate-e2e-tools-'));
   smi = join(tools, 'nvidia-smi');
-  const cc = spawnSync('cc', ['-O2', '-I', join(repo, 'native'), '-o', smi, join(repo, 'bench', 'c', 'nvidia-smi-standin.c'), '-ldl'], { encoding: 'utf8' });
+  const cc = spawnSync('cc', ['-O2', '-I', join(repo, 'native'), '-o', smi, join(repo, 'scripts', 'gpu-validate', 'nvidia-smi-standin.c'), '-ldl'], { encoding: 'utf8' });
   if (cc.status !== 0) throw new Error(`cannot build the nvidia-smi stand-in: ${cc.stderr}`);
 });
 
