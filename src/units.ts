@@ -190,6 +190,20 @@ export function formatBytes(bytes: number): string {
   return `${sign}${Math.round(magnitude)}B`;
 }
 
+/**
+ * `3 min`, `42 s`, `5 h`, `3 days`: how long ago something started, at the precision a person
+ * reads it (a holder's age). formatDuration below is the exact form, for windows and deadlines.
+ */
+export function formatAge(ms: number): string {
+  const seconds = Math.floor(Math.max(0, ms) / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h`;
+  return `${Math.floor(hours / 24)} days`;
+}
+
 /** Formats milliseconds for humans: `250ms`, `1.5s`, `12s`, `2m30s`, `1h5m`. */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return String(ms);

@@ -5,7 +5,8 @@
 
 import { escapeForTerminal } from './terminal-text';
 
-export { describeOwner, formatAge } from '../gate/owner-text';
+export { describeOwner } from '../gate/owner-text';
+export { formatAge } from '../units';
 
 /** How long a command line a table shows. */
 export const COMMAND_TEXT_CHARS = 60;

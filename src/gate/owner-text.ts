@@ -5,20 +5,10 @@
  */
 
 import type { ProcessOwner } from '../host/process-owner';
+import { formatAge } from '../units';
 
 /** How many characters of a container id people are shown (what `docker ps` prints). */
 const SHORT_ID_CHARS = 12;
-
-/** `3 min`, `42 s`, `5 h`, `3 days`: how long ago, at the precision a person reads it. */
-export function formatAge(ms: number): string {
-  const seconds = Math.floor(Math.max(0, ms) / 1000);
-  if (seconds < 60) return `${seconds} s`;
-  const minutes = Math.floor(seconds / 60);
-  if (minutes < 60) return `${minutes} min`;
-  const hours = Math.floor(minutes / 60);
-  if (hours < 48) return `${hours} h`;
-  return `${Math.floor(hours / 24)} days`;
-}
 
 /** Where it lives: its pod and container, else its container, else its unit; null when none is known. */
 function whereOf(owner: ProcessOwner): string | null {
