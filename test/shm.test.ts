@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { cleanShm, findLeakedShm, globToRegExp } from '../src/host/shm';
@@ -135,4 +135,26 @@ describe('findLeakedShm / cleanShm', () => {
     expect(results).toEqual([{ path: path.join(dir, 'nccl-a'), sizeBytes: 4096, result: 'skipped', reason: expect.stringMatching(/cannot prove it unused/) }]);
     expect(existsSync(path.join(dir, 'nccl-a'))).toBe(true);
   });
+
+  it('removes nothing from a directory another user may change, and removes a name that is not UTF-8 from a safe one', async () => {
+    // A shm root that uid 65534 owns and may write (no sticky bit): it could swap names between
+    // the judgement and the unlink, so the one module that removes files refuses it.
+    const unsafe = shmDir();
+    writeFileSync(path.join(unsafe, 'nccl-leak'), Buffer.alloc(4096));
+    chownSync(unsafe, 65534, 65534);
+    chmodSync(unsafe, 0o777);
+    const proc = mirrorProcRoot([process.pid]);
+    dirs.push(proc.root);
+    const refused = await cleanShm(['nccl-*'], { shmRoot: unsafe, procRoot: proc.root });
+    expect(refused).toEqual([{ path: path.join(unsafe, 'nccl-leak'), sizeBytes: 4096, result: 'skipped', reason: expect.stringMatching(/writable|owned/) }]);
+    expect(existsSync(path.join(unsafe, 'nccl-leak'))).toBe(true);
+
+    const safe = shmDir();
+    const raw = Buffer.concat([Buffer.from(path.join(safe, 'nccl-')), Buffer.from([0xff, 0xfe])]);
+    writeFileSync(raw, Buffer.alloc(4096));
+    const removed = await cleanShm(['nccl-*'], { shmRoot: safe, procRoot: proc.root });
+    expect(removed.map((r) => r.result)).toEqual(['removed']);
+    expect(readdirSync(safe)).toEqual([]);
+  });
 });
+

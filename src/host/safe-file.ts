@@ -375,16 +375,37 @@ export function readRegularFile(file: string, maxBytes: number): ReadFile | null
 /** Remove `file` only while its name still refers to the regular file `identity`; true when removed (or already gone). */
 export function removeFileIfSame(file: string, identity: FileIdentity): boolean {
   const target = path.resolve(file);
-  prepareDirectory(path.dirname(target));
-  const current = lstatOrNull(target);
-  if (current === null) return true;
+  return removeEntryIfSame(path.dirname(target), Buffer.from(path.basename(target)), identity);
+}
+
+/**
+ * Remove the entry `name` (raw bytes: a name need not be UTF-8, as in /dev/shm) of the directory
+ * `dir`, proved safe as every directory gpugate writes through, only while it still refers to the
+ * regular file `identity`; true when removed (or already gone), false when the name now refers to
+ * something else.
+ */
+export function removeEntryIfSame(dir: string, name: Buffer, identity: FileIdentity): boolean {
+  if (name.length === 0 || name.includes(0x2f) || name.includes(0) || name.equals(Buffer.from('.')) || name.equals(Buffer.from('..'))) {
+    throw new UnsafePathError(dir, `refusing to remove ${JSON.stringify(name.toString('latin1'))} from ${dir}: not a plain name in that directory`);
+  }
+  const directory = path.resolve(dir);
+  prepareDirectory(directory);
+  const target = Buffer.concat([Buffer.from(directory === '/' ? '/' : `${directory}/`), name]);
+  const shown = target.toString('utf8');
+  let current: BigIntStats | null;
+  try {
+    current = lstatSync(target, { bigint: true });
+  } catch (error) {
+    if (errnoOf(error) === 'ENOENT') return true;
+    throw osFailure(error, shown, 'inspect');
+  }
   if (!current.isFile() || current.dev !== identity.dev || current.ino !== identity.ino) return false;
   try {
     unlinkSync(target);
     return true;
   } catch (error) {
     if (errnoOf(error) === 'ENOENT') return true;
-    throw osFailure(error, target, 'remove');
+    throw osFailure(error, shown, 'remove');
   }
 }
 

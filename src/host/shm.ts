@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { hiddenProcessesReason } from './proc-visibility';
 import { scanOpenFiles, type OpenFiles } from './proc-open-files';
 import { identityOfStat, type FileIdentity } from './procfs';
+import { FileSystemError, removeEntryIfSame, UnsafePathError } from './safe-file';
 
 /** The engines' shared-memory names (NCCL, PSM, vLLM, SGLang). */
 export const DEFAULT_SHM_PATTERNS: readonly string[] = ['psm_*', 'nccl-*', 'vllm_offload_*', 'VLLM_OBJECT_STORAGE_SHM_BUFFER_*', 'sgl_shm_mm_*'];
@@ -268,26 +269,30 @@ export async function cleanShm(
     } else if (options.dryRun) {
       results.push({ path: filePath, sizeBytes: size, result: 'would-remove', reason: 'unowned leftover' });
     } else {
-      results.push(await unlinkJudged(name.fullPath, filePath, stats));
+      results.push(unlinkJudged(realRoot, name, filePath, stats));
     }
   }
   return results;
 }
 
-/** Unlinks `fullPath` if it still names the file judged (same device and inode, still a regular file). */
-async function unlinkJudged(fullPath: Buffer, shown: string, judged: BigIntStats): Promise<ShmCleanResult> {
+/**
+ * Unlinks the entry `name` of `root` if it still names the file judged (same device and inode,
+ * still a regular file), through safe-file: the one module that removes files, which also proves
+ * the directory safe at that moment.
+ */
+function unlinkJudged(root: string, name: ShmName, shown: string, judged: BigIntStats): ShmCleanResult {
   const size = Number(judged.size);
   try {
-    const now = await fsp.lstat(fullPath, { bigint: true });
-    if (!now.isFile() || now.dev !== judged.dev || now.ino !== judged.ino) {
+    if (!removeEntryIfSame(root, name.raw, { dev: judged.dev, ino: judged.ino })) {
       return { path: shown, sizeBytes: size, result: 'skipped', reason: 'replaced by another file since it was judged' };
     }
-    await fsp.unlink(fullPath);
     return { path: shown, sizeBytes: size, result: 'removed', reason: 'unowned leftover' };
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EACCES' || code === 'EPERM') return { path: shown, sizeBytes: size, result: 'no-permission', reason: `unlink failed: ${code}` };
-    if (code === 'ENOENT') return { path: shown, sizeBytes: null, result: 'skipped', reason: 'no longer exists' };
-    return { path: shown, sizeBytes: size, result: 'skipped', reason: `unlink failed: ${code ?? String(error)}` };
+    if (error instanceof FileSystemError && (error.errno === 'EACCES' || error.errno === 'EPERM')) {
+      return { path: shown, sizeBytes: size, result: 'no-permission', reason: `unlink failed: ${error.errno}` };
+    }
+    if (error instanceof FileSystemError) return { path: shown, sizeBytes: size, result: 'skipped', reason: `unlink failed: ${error.errno}` };
+    if (error instanceof UnsafePathError) return { path: shown, sizeBytes: size, result: 'skipped', reason: error.message };
+    throw error;
   }
 }
