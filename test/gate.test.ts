@@ -139,6 +139,14 @@ describe('gate() on the simulator', () => {
     expect(zero.error).toMatchObject({ code: 'GPUGATE_CONFIG', option: 'callTimeoutMs' });
   });
 
+  it('config-error: a poll interval of 0 ms (it would spin), as --interval 0 is a usage error', async () => {
+    useScenario({ devices: [gpu(0, 0)] });
+    await expect(waitForGpusFree({ libraryPath: freshSimulator(), intervalMs: 0 })).rejects.toMatchObject({ name: 'ConfigError', option: 'intervalMs', message: expect.stringContaining('expected a duration above 0 ms') });
+    const spin = await gate({ libraryPath: freshSimulator(), intervalMs: 0, env: {} });
+    expect(spin).toMatchObject({ result: 'config-error', polls: 0, library: null });
+    expect(spin.error).toMatchObject({ name: 'ConfigError', code: 'GPUGATE_CONFIG', option: 'intervalMs' });
+  });
+
   it('config-error: minFree of the whole GPU (fraction 1) can never be met, the same class and code as the command line', async () => {
     useScenario({ devices: [gpu(0, 0)] });
     const outcome = await gate({ libraryPath: freshSimulator(), minFree: { fraction: 1 }, env: {} });

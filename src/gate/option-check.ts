@@ -122,6 +122,8 @@ const DURATION_OPTIONS = ['timeoutMs', 'intervalMs', 'stableMs', 'killGraceMs', 
  * timeout of 1e20 ms would end the wait at once) with a ConfigError naming the option.
  */
 export function checkDurationLimits(options: { [name in (typeof DURATION_OPTIONS)[number]]?: number | undefined }): void {
+  // A poll interval of 0 would spin on the driver (the command line refuses --interval 0 too).
+  if (options.intervalMs === 0) throw new ConfigError('intervalMs', 'option intervalMs 0 would poll NVML without a pause: expected a duration above 0 ms');
   for (const name of DURATION_OPTIONS) {
     const value = options[name];
     if (name === 'timeoutMs' && value === Infinity) continue;
