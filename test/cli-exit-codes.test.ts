@@ -129,6 +129,15 @@ describe('gpugate exit codes', () => {
       expect(output).not.toContain('(, )');
       expect(output).not.toContain('"uuid":""');
     }
+    // holders lists every GPU too, and ends with 69 for the same reading: the lost GPU's holders cannot be known.
+    const holders = await runCli(['holders', '--json'], { env });
+    expect(holders.code, holders.stderr).toBe(69);
+    expect(parseJsonOutput(holders)).toMatchObject({ command: 'holders', result: 'unavailable', exitCode: 69, problems: [{ index: 5, code: 'NVML_ERROR_GPU_IS_LOST' }] });
+    expect((parseJsonOutput(holders).gpus as unknown[]).length).toBe(8);
+    const holdersText = await runCli(['holders', '--gpus', '4,5'], { env });
+    expect(holdersText.code).toBe(69);
+    expect(logText(holdersText.stderr)).toContain('GPU 5 (identity unknown): GPU is lost (NVML_ERROR_GPU_IS_LOST)');
+    expect((await runCli(['holders', '--gpus', '4'], { env })).code).toBe(0);
     // The gate's message names the lost GPU the same way.
     const check = await runCli(['check', '--json'], { env });
     expect(check.code).toBe(69);

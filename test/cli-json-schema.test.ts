@@ -170,6 +170,7 @@ describe('every --json document validates against its schema', () => {
     await documentOf(['holders'], cliEnv(scenario), 0);
     await documentOf(['holders'], cliEnv(race()), 0);
     await documentOf(['holders', '--library', missingLibrary], cliEnv(null), 69);
+    expect((await documentOf(['holders'], cliEnv(bundledScenario('lost-gpu')), 69))['problems']).toEqual([expect.objectContaining({ index: 5 })]);
   });
 
   it('wait: ready, timed out with holders, a selector that matches nothing, NVML missing', async () => {

@@ -8,7 +8,7 @@ import type { NvmlSession } from '../../types';
 import { formatBytes } from '../../units';
 import type { CommandContext } from '../command-context';
 import { parseSessionSettings, type SessionSettings } from '../criteria-settings';
-import { ExitCode } from '../exit-codes';
+import { ExitCode, exitCodeName } from '../exit-codes';
 import { holderName } from '../../gate/failure-text';
 import { isStaleHolder } from '../../gate/stale-holders';
 import { usedBytesOn } from '../../gate/stale';
@@ -23,6 +23,7 @@ import { closeSession, openSession } from '../nvml-session';
 import { lastKnownUuids, withPrometheusFailure, writeExposition } from '../prometheus-output';
 import { prometheusText } from '../prometheus-text';
 import { readSelectedSnapshot } from '../selected-snapshot';
+import { statusProblems } from '../status-problems';
 import { escapeForTerminal } from '../terminal-text';
 import { terminalWidth, wrapLine } from '../terminal-style';
 import { textTable } from '../text-table';
@@ -52,6 +53,15 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
     // A command run to look: it searches everything, whatever the memory figures say.
     const report = await inspectHolders(snapshot, { devices: selection.indices, scanHidden: true, scanShm: true });
     const unattributed = new Map(report.perGpu.map((entry) => [entry.index, entry.unattributedBytes]));
+    // As status: every GPU is listed, but a lost one or impossible memory figures end the command
+    // with 69 (its holders cannot be known), each named on stderr after the output.
+    const problems = statusProblems(devices);
+    const exitCode = problems.length === 0 ? ExitCode.ok : ExitCode.unavailable;
+    const finish = (): number => {
+      for (const problem of problems) logger.error(`${problem.message} (${problem.code})`);
+      if (problems.length > 0) logger.error(`${problems.length} of ${devices.length} selected GPU(s) cannot be used (exit ${exitCode}/${exitCodeName(exitCode)})`);
+      return exitCode;
+    };
     for (const holder of report.holders) {
       if (isStaleHolder(holder)) {
         logger.warning(logEvent('stale', [['gpu', holder.gpus.join(',')], ['pid', holder.pid], ['class', holder.class], ['name', holderName(holder)], ['owner', describeOwner(holder.owner)], ['reason', holder.reason]]));
@@ -67,10 +77,10 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
         shm: report.shm,
         timestampSeconds: snapshot.takenAt / 1000,
       }));
-      return ExitCode.ok;
+      return finish();
     }
     if (settings.format === 'json') {
-      context.stdout.write(commandDocument({ command: 'holders', result: 'ok', exitCode: ExitCode.ok }, {
+      context.stdout.write(commandDocument({ command: 'holders', result: exitCode === ExitCode.ok ? 'ok' : 'unavailable', exitCode }, {
         takenAt: snapshot.takenAt,
         selection: { source: selection.source, warnings: selection.warnings },
         unitCgroup: report.unitCgroup,
@@ -97,8 +107,9 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
           holders: report.holders.filter((holder) => isStaleHolder(holder)).map(holderJson),
           shm: report.shm,
         },
+        problems,
       }));
-      return ExitCode.ok;
+      return finish();
     }
     const width = terminalWidth(context.stdout, context.env);
     const rows: string[][] = [HOLDER_COLUMNS];
@@ -145,7 +156,7 @@ async function holders(context: CommandContext, settings: SessionSettings): Prom
     text += '\n';
     for (const entry of shm.leaked) text += `${wrapLine(`  ${escapeForTerminal(entry.path)}  ${formatBytes(entry.allocatedBytes)}  (no process has it open or mapped)`, width)}\n`;
     context.stdout.write(text);
-    return ExitCode.ok;
+    return finish();
   } finally {
     await closeSession(session);
   }
