@@ -5,7 +5,9 @@
  * loop mount, so it sleeps in state D until the file system is thawed (SIGKILL does not end it).
  * The finder sees it; the policy counts it only when its call is old enough or its session killed
  * it, and only when it runs as root or as us; the CLI (`check`, `status`, `doctor`) and the
- * library's gate(), run from the package copy whose helper it is, refuse before opening NVML.
+ * library's gate(), run from the package copy whose helper it is, refuse before opening NVML;
+ * `doctor` reports the NVML checks as not responding and the rest in full. Without a helper, a
+ * doctor whose own call hangs names that call, its GPU and its deadline.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -283,5 +285,18 @@ describe.skipIf(!isRoot)('`gpugate doctor` when NVML hangs', () => {
     expect(snapshot?.summary).toMatch(/^reading the GPUs: not responding \(stuck in the kernel for 0\.5 s in nvmlDeviceGetMemoryInfo_v2 on GPU 0: no answer within its 500 ms deadline\)$/);
     expect(document.checks.find((check) => check.id === 'kernel.xid-79')?.status).toBe('fail');
     expect(document.checks.some((check) => check.id === 'host.device-nodes')).toBe(true);
+  });
+});
+
+describe('`gpugate doctor` when a health query hangs in its own session', () => {
+  it('names the hung call and GPU with its deadline, for that GPU and for the GPUs after it whose calls the hang closed', async () => {
+    const scenario = writeScenario({ devices: [simDevice(0), simDevice(1), simDevice(2)], faults: [{ function: 'nvmlDeviceGetRemappedRows', device: 1, hang: true }] });
+    const run = await runCli(['doctor', '--json', '--nvml-timeout', '500ms'], { env: cliEnv(scenario) });
+    expect(run.code).toBe(69);
+    const document = parseJsonOutput(run) as { checks: Array<{ id: string; subject: string; status: string; summary: string }> };
+    const health = document.checks.filter((check) => check.id === 'gpu.health').map((check) => [check.subject.slice(0, 5), check.status, check.summary]);
+    const text = 'the health readings: not responding (stuck in the kernel for 0.5 s in nvmlDeviceGetRemappedRows on GPU 1: no answer within its 500 ms deadline)';
+    expect(health).toEqual([['GPU 1', 'fail', text], ['GPU 2', 'fail', text]]);
+    expect(document.checks.some((check) => check.id === 'gpu.remapped-rows' && check.subject.startsWith('GPU 0 '))).toBe(true);
   });
 });
