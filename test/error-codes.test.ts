@@ -25,7 +25,7 @@ import { loadNativeAddon } from '../src/nvml/load-native-addon';
 import { NativeLoadError } from '../src/nvml/native-load-error';
 import { NvmlError } from '../src/nvml/nvml-error';
 import { MAX_PENDING_CALLS, openNvml } from '../src/nvml/session';
-import { refuseIfDriverStuck } from '../src/nvml/stuck-driver';
+import { refuseIfDriverStuck } from '../src/gate/stuck-driver';
 import { findSimLibrary, SimLibraryNotFoundError } from '../src/simulator/sim-library';
 import { parseSize } from '../src/units';
 import { UsageError } from '../src/usage-error';

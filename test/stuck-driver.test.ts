@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { findStuckNvmlHelpers } from '../src/host/stuck-nvml-helper';
 import { parseStat, parseStatus } from '../src/host/procfs';
-import { findStuckDriver, refuseIfDriverStuck } from '../src/nvml/stuck-driver';
+import { findStuckDriver, refuseIfDriverStuck } from '../src/gate/stuck-driver';
 import { nvmlHelperPath } from '../src/nvml/helper-path';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
 import { until } from './helpers/processes';

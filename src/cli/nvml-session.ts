@@ -13,7 +13,7 @@ import type { NvmlSession } from '../types';
  * included, or at once with a DriverStuckError when an earlier NVML helper is stuck in the kernel.
  */
 export async function openSession(libraryPath: string | undefined, callTimeoutMs: number): Promise<NvmlSession> {
-  const { refuseIfDriverStuck } = require('../nvml/stuck-driver') as typeof import('../nvml/stuck-driver');
+  const { refuseIfDriverStuck } = require('../gate/stuck-driver') as typeof import('../gate/stuck-driver');
   await refuseIfDriverStuck({ stuckAfterMs: callTimeoutMs });
   const { openNvml } = require('../nvml/session') as typeof import('../nvml/session');
   const opening = Promise.resolve(openNvml({ ...(libraryPath !== undefined ? { libraryPath } : {}), callTimeoutMs }));

@@ -11,7 +11,7 @@ import { loadBinding } from '../nvml/binding';
 import { resolveLibraryPath } from '../nvml/library-path';
 import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
 import { GPUGATE_SESSION_CLOSED, GPUGATE_TIMEOUT, NvmlError } from '../nvml/nvml-error';
-import { DriverStuckError, findStuckDriver, secondsText, stuckCallText } from '../nvml/stuck-driver';
+import { DriverStuckError, findStuckDriver, secondsText, stuckCallText } from '../gate/stuck-driver';
 import { openNvml } from '../nvml/session';
 import type { GpuDevice, LibraryInfo, NvmlMemoryReader } from '../types';
 import { type DoctorCheck, type DoctorStatus, worstStatus } from './doctor-check';

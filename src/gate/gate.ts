@@ -14,7 +14,7 @@ import { isOsError } from '../host/os-error';
 import { readProcess } from '../host/procfs';
 import { NvmlError } from '../nvml/nvml-error';
 import { withCallBackstop } from '../nvml/call-backstop';
-import { refuseIfDriverStuck } from '../nvml/stuck-driver';
+import { refuseIfDriverStuck } from './stuck-driver';
 import type { Snapshot } from '../types';
 import { formatBytes, formatDuration } from '../units';
 import { DeviceSelectionError } from './device-selection-error';

@@ -5,8 +5,8 @@
  * pile another stuck process on top; the gate refuses at once instead, naming the stuck call.
  */
 import { findStuckNvmlHelpers, type StuckNvmlHelper } from '../host/stuck-nvml-helper';
-import { nvmlHelperPath } from './helper-path';
-import { GPUGATE_DRIVER_STUCK, NvmlError } from './nvml-error';
+import { nvmlHelperPath } from '../nvml/helper-path';
+import { GPUGATE_DRIVER_STUCK, NvmlError } from '../nvml/nvml-error';
 
 /** How to look for a stuck helper. */
 export interface StuckDriverOptions {
