@@ -35,6 +35,11 @@ export const ErrorCode = {
   libraryNotFound: 'GPUGATE_LIBRARY_NOT_FOUND',
   /** NvmlError: an NVML call missed its deadline; the session is poisoned. */
   timeout: 'GPUGATE_TIMEOUT',
+  /**
+   * DriverStuckError (an NvmlError): an earlier NVML helper is asleep in the kernel (state D) in a
+   * call older than the deadline, so every NVML call would hang behind it: refused before opening NVML.
+   */
+  driverStuck: 'GPUGATE_DRIVER_STUCK',
   /** NvmlError: the session was closed (or poisoned earlier). */
   sessionClosed: 'GPUGATE_SESSION_CLOSED',
   /** NvmlError: a session already holds its limit of pending calls; this one was refused at once (the session is fine). */

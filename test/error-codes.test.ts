@@ -6,7 +6,7 @@
  * error table and the exported list are one fact: compared both ways.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -25,10 +25,12 @@ import { loadNativeAddon } from '../src/nvml/load-native-addon';
 import { NativeLoadError } from '../src/nvml/native-load-error';
 import { NvmlError } from '../src/nvml/nvml-error';
 import { MAX_PENDING_CALLS, openNvml } from '../src/nvml/session';
+import { refuseIfDriverStuck } from '../src/gate/stuck-driver';
 import { findSimLibrary, SimLibraryNotFoundError } from '../src/simulator/sim-library';
 import { parseSize } from '../src/units';
 import { UsageError } from '../src/usage-error';
 import { cliEnv, parseJsonOutput, runCli } from './helpers/cli';
+import { makeStat } from './helpers/proc-root';
 import { bundledScenario, simDevice, writeScenario } from './helpers/sim';
 import { freshSimulator, GiB, repoRoot, useScenario } from './session-helpers';
 
@@ -156,6 +158,21 @@ const TRIGGERS: Record<GpugateErrorCode, { owner: abstract new (...args: never[]
       const result = await caught(() => session.snapshot());
       await session.close();
       return result;
+    },
+  },
+  [ErrorCode.driverStuck]: {
+    // A procfs tree holding one helper asleep in the kernel for an hour (a real one on a frozen
+    // file system is in test/stuck-driver.test.ts).
+    owner: NvmlError,
+    trigger: () => {
+      const proc = scratchDir();
+      const helper = path.join(proc, 'gpugate-nvml-helper');
+      mkdirSync(path.join(proc, '4242'));
+      symlinkSync(helper, path.join(proc, '4242', 'exe'));
+      writeFileSync(path.join(proc, '4242', 'stat'), makeStat(4242, 'gpugate-nvml-he', { 3: 'D' }));
+      writeFileSync(path.join(proc, '4242', 'status'), 'Uid:\t0\t0\t0\t0\n');
+      writeFileSync(path.join(proc, '4242', 'cmdline'), `gpugate-nvml-helper in nvmlDeviceGetMemoryInfo_v2 gpu 0 since ${Date.now() - 3_600_000}\0`);
+      return caught(() => refuseIfDriverStuck({ helperPath: helper, procRoot: proc, stuckAfterMs: 10_000 }));
     },
   },
   [ErrorCode.sessionClosed]: {

@@ -47,6 +47,7 @@ const EXIT_CODE_OF_ERROR: Record<Exclude<GpugateErrorCode, typeof ErrorCode.comm
   [ErrorCode.simLibraryNotFound]: ExitCode.unavailable,
   [ErrorCode.libraryNotFound]: ExitCode.unavailable,
   [ErrorCode.timeout]: ExitCode.unavailable,
+  [ErrorCode.driverStuck]: ExitCode.unavailable,
   [ErrorCode.sessionClosed]: ExitCode.unavailable,
   [ErrorCode.queueFull]: ExitCode.unavailable,
   [ErrorCode.nativeFailure]: ExitCode.unavailable,

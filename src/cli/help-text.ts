@@ -73,7 +73,7 @@ interface CommandSummary {
 const REPORT_EXIT_CODES = `Exit codes:
   0    the report was printed
   64   usage error (unknown flag, bad size or duration)
-  69   NVML unavailable: library missing, init failure, driver/library mismatch, GPU lost, NVML call hung
+  69   NVML unavailable: library missing, init failure, driver/library mismatch, GPU lost, NVML call hung, driver already stuck in the kernel (run gpugate doctor)
   70   internal error (a bug: please report it)
   71   OS error: /proc or cgroupfs unreadable where required
   78   impossible configuration: --gpus matches nothing
@@ -114,7 +114,7 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
     exitCodes: `Exit codes:
   0    N GPUs chosen (and leased); the result is on stdout
   64   usage error (unknown flag, no --count, bad size or duration)
-  69   NVML unavailable: library missing, init failure, driver/library mismatch, GPU lost, NVML call hung
+  69   NVML unavailable: library missing, init failure, driver/library mismatch, GPU lost, NVML call hung, driver already stuck in the kernel (run gpugate doctor)
   70   internal error (a bug: please report it)
   71   OS error: the lease directory or /proc unreadable
   75   fewer than N GPUs eligible now (without --wait) or until --timeout (with it); or another selector held the lease lock too long
@@ -215,7 +215,7 @@ const SUMMARIES: Record<CommandName, CommandSummary> = {
 const EXIT_CODES = `Exit codes:
   0    every selected GPU meets the criteria and is stable
   64   usage error (unknown flag, bad size or duration)
-  69   NVML unavailable: library missing, init failure, driver/library mismatch, GPU lost, NVML call hung
+  69   NVML unavailable: library missing, init failure, driver/library mismatch, GPU lost, NVML call hung, driver already stuck in the kernel (run gpugate doctor)
   70   internal error (a bug: please report it)
   71   OS error: /proc or cgroupfs unreadable where required
   75   timed out: still busy or not yet stable (the reason is in the log and --json)

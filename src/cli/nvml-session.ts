@@ -8,8 +8,13 @@
 import { withCallBackstop } from '../nvml/call-backstop';
 import type { NvmlSession } from '../types';
 
-/** Open NVML (lazily loading the addon). Rejects with the NvmlError (exit 69), the backstop's included. */
+/**
+ * Open NVML (lazily loading the addon). Rejects with the NvmlError (exit 69), the backstop's
+ * included, or at once with a DriverStuckError when an earlier NVML helper is stuck in the kernel.
+ */
 export async function openSession(libraryPath: string | undefined, callTimeoutMs: number): Promise<NvmlSession> {
+  const { refuseIfDriverStuck } = require('../gate/stuck-driver') as typeof import('../gate/stuck-driver');
+  await refuseIfDriverStuck({ stuckAfterMs: callTimeoutMs });
   const { openNvml } = require('../nvml/session') as typeof import('../nvml/session');
   const opening = Promise.resolve(openNvml({ ...(libraryPath !== undefined ? { libraryPath } : {}), callTimeoutMs }));
   return withBackstop(opening, callTimeoutMs, 'opening NVML');

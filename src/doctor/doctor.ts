@@ -9,7 +9,9 @@ import * as path from 'node:path';
 import { readKernelLog } from '../host/kernel-log';
 import { loadBinding } from '../nvml/binding';
 import { resolveLibraryPath } from '../nvml/library-path';
-import { NvmlError } from '../nvml/nvml-error';
+import { DEFAULT_CALL_TIMEOUT_MS } from '../nvml/call-timeout';
+import { GPUGATE_SESSION_CLOSED, GPUGATE_TIMEOUT, NvmlError } from '../nvml/nvml-error';
+import { DriverStuckError, findStuckDriver, secondsText, stuckCallText } from '../gate/stuck-driver';
 import { openNvml } from '../nvml/session';
 import type { GpuDevice, LibraryInfo, NvmlMemoryReader } from '../types';
 import { type DoctorCheck, type DoctorStatus, worstStatus } from './doctor-check';
@@ -53,8 +55,24 @@ export interface DoctorReport {
   takenAt: number;
 }
 
-function failureOf(error: unknown): NvmlOpenFailure {
-  if (error instanceof NvmlError) return { code: error.code, nvmlReturn: error.nvmlReturn, fn: error.fn, message: error.message };
+/** What a missed deadline says: the call, and that it has been stuck at least the deadline. */
+function timedOutText(error: NvmlError, deadlineMs: number, cause: NvmlError | null): string {
+  const call = cause ?? error;
+  const gpu = call.device === null ? '' : ` on GPU ${call.device}`;
+  return `stuck in the kernel for ${secondsText(deadlineMs)} s in ${call.fn ?? 'an NVML call'}${gpu}: no answer within its ${deadlineMs} ms deadline`;
+}
+
+function failureOf(error: unknown, deadlineMs: number): NvmlOpenFailure {
+  if (error instanceof DriverStuckError) {
+    return { code: error.code, nvmlReturn: null, fn: error.fn, message: error.message, notResponding: stuckCallText({ helper: error.helper, others: 0, stuckForMs: error.stuckForMs }) };
+  }
+  if (error instanceof NvmlError) {
+    const failure: NvmlOpenFailure = { code: error.code, nvmlReturn: error.nvmlReturn, fn: error.fn, message: error.message };
+    // A later call of a session poisoned by a hung one is closed: the hung call (its cause) is what to name.
+    const cause = error.code === GPUGATE_SESSION_CLOSED && error.cause instanceof NvmlError && error.cause.code === GPUGATE_TIMEOUT ? error.cause : null;
+    if (error.code === GPUGATE_TIMEOUT || cause !== null) failure.notResponding = timedOutText(error, deadlineMs, cause);
+    return failure;
+  }
   const e = error as { code?: unknown; message?: unknown };
   return { code: typeof e.code === 'string' ? e.code : 'GPUGATE_NATIVE_FAILURE', nvmlReturn: null, fn: null, message: typeof e.message === 'string' ? e.message : String(error) };
 }
@@ -94,7 +112,7 @@ function readKernelModule(file: string): DriverFacts['kernelModule'] {
 }
 
 /** The GPUs from one full snapshot, then one health call per reachable GPU, in turn. */
-async function readGpus(session: NvmlMemoryReader): Promise<{ devices: GpuDevice[]; health: HealthOutcome[] }> {
+async function readGpus(session: NvmlMemoryReader, deadlineMs: number): Promise<{ devices: GpuDevice[]; health: HealthOutcome[] }> {
   const snapshot = await session.snapshot();
   const health: HealthOutcome[] = [];
   for (const device of snapshot.devices) {
@@ -105,7 +123,7 @@ async function readGpus(session: NvmlMemoryReader): Promise<{ devices: GpuDevice
     try {
       health.push({ kind: 'ok', health: await session.health(device.index) });
     } catch (error) {
-      health.push({ kind: 'failed', failure: failureOf(error) });
+      health.push({ kind: 'failed', failure: failureOf(error, deadlineMs) });
     }
   }
   return { devices: snapshot.devices, health };
@@ -131,14 +149,20 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorRepo
   const env = options.env ?? process.env;
   let session: NvmlMemoryReader | null = options.session ?? null;
   let openFailure: NvmlOpenFailure | null = null;
+  const deadlineMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
   if (session === null) {
+    // An earlier helper stuck in the driver: opening NVML would hang behind it; report it instead.
+    const stuck = await findStuckDriver({ stuckAfterMs: deadlineMs, ...(options.procRoot !== undefined ? { procRoot: options.procRoot } : {}) });
+    if (stuck !== null) openFailure = failureOf(new DriverStuckError(stuck), deadlineMs);
+  }
+  if (session === null && openFailure === null) {
     try {
       session = await openNvml({
         ...(options.libraryPath !== undefined ? { libraryPath: options.libraryPath } : {}),
         ...(options.callTimeoutMs !== undefined ? { callTimeoutMs: options.callTimeoutMs } : {}),
       });
     } catch (error) {
-      openFailure = failureOf(error);
+      openFailure = failureOf(error, deadlineMs);
     }
   }
   try {
@@ -149,9 +173,9 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorRepo
     let readFailure: NvmlOpenFailure | null = null;
     if (session !== null) {
       try {
-        ({ devices, health } = await readGpus(session));
+        ({ devices, health } = await readGpus(session, deadlineMs));
       } catch (error) {
-        readFailure = failureOf(error);
+        readFailure = failureOf(error, deadlineMs);
       }
     }
     checks.push(...driverChecks({
@@ -161,7 +185,12 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<DoctorRepo
       kernelModule: readKernelModule(options.kernelModuleVersionPath ?? KERNEL_MODULE_VERSION_PATH),
       computeCapabilities: devices.map((d) => ({ index: d.index, capability: d.computeCapability })),
     }));
-    if (readFailure !== null) {
+    // NVML hung (while opening, or reading): the GPUs it would have listed are not responding either.
+    const hung = readFailure?.notResponding ?? openFailure?.notResponding;
+    if (hung !== undefined) {
+      checks.push({ id: 'gpu.snapshot', subject: 'GPUs', status: 'fail', summary: `reading the GPUs: not responding (${hung})`,
+        evidence: { ...(readFailure ?? openFailure) }, advice: 'an NVML call hung in the driver: the kernel log checks below and the Xid errors in it say why; nvidia-smi will hang too; a GPU reset or a reboot clears it' });
+    } else if (readFailure !== null) {
       checks.push({ id: 'gpu.snapshot', subject: 'GPUs', status: 'fail', summary: `reading the GPUs failed: ${readFailure.code}`,
         evidence: { ...readFailure }, advice: 'an NVML call failed or hung: check the kernel log for Xid errors and whether nvidia-smi answers' });
     }

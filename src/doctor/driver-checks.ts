@@ -34,6 +34,8 @@ export interface NvmlOpenFailure {
   nvmlReturn: number | null;
   fn: string | null;
   message: string;
+  /** NVML hung: "stuck in the kernel for N s in F" (an earlier helper found stuck, or this session's deadline passed). */
+  notResponding?: string;
 }
 
 /** What the driver checks judge. */
@@ -94,6 +96,16 @@ function nvmlCheck(facts: DriverFacts, moduleVersion: string | null): DoctorChec
       id: 'driver.nvml', subject: SUBJECT, status: 'pass',
       summary: `NVML ${facts.library.nvmlVersion ?? '?'} initialised (driver ${facts.library.driverVersion ?? '?'})`,
       evidence: { libraryPath: facts.library.path, libraryFile: facts.libraryFile, driverVersion: facts.library.driverVersion, nvmlVersion: facts.library.nvmlVersion },
+    };
+  }
+  if (failure?.notResponding !== undefined) {
+    return {
+      id: 'driver.nvml', subject: SUBJECT, status: 'fail',
+      summary: `NVML not responding (${failure.notResponding})`,
+      evidence: { code: failure.code, fn: failure.fn, message: failure.message, libraryFile: facts.libraryFile, kernelModuleVersion: moduleVersion },
+      advice: failure.code === 'GPUGATE_DRIVER_STUCK'
+        ? 'an earlier gpugate NVML helper is stuck in the driver, so NVML was not opened (it would hang too): look for Xid errors below and in the kernel log; nvidia-smi will hang as well; a GPU reset (nvidia-smi -r) or a reboot clears it'
+        : 'an NVML call hung in the driver: look for Xid errors below and in the kernel log; nvidia-smi will hang as well; a GPU reset (nvidia-smi -r) or a reboot clears it',
     };
   }
   const mismatch = failure?.code === 'NVML_ERROR_LIB_RM_VERSION_MISMATCH';

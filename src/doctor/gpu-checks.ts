@@ -200,7 +200,10 @@ function fabric(context: Context): DoctorCheck {
 }
 
 function healthFailed(context: Context, failure: NvmlOpenFailure): DoctorCheck {
-  return check(context, 'health', 'fail', `the health readings failed: ${failure.code}${failure.fn === null ? '' : ` (${failure.fn})`}`, { ...failure },
+  const summary = failure.notResponding !== undefined
+    ? `the health readings: not responding (${failure.notResponding})`
+    : `the health readings failed: ${failure.code}${failure.fn === null ? '' : ` (${failure.fn})`}`;
+  return check(context, 'health', 'fail', summary, { ...failure },
     // A session closed under doctor was closed by a hung call on an earlier GPU.
     failure.code === 'GPUGATE_TIMEOUT' || failure.code === 'GPUGATE_SESSION_CLOSED'
       ? 'an NVML call hung in the driver: check the kernel log for Xid errors and whether nvidia-smi -q also hangs; a reset or reboot clears it'

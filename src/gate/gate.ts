@@ -14,6 +14,7 @@ import { isOsError } from '../host/os-error';
 import { readProcess } from '../host/procfs';
 import { NvmlError } from '../nvml/nvml-error';
 import { withCallBackstop } from '../nvml/call-backstop';
+import { refuseIfDriverStuck } from './stuck-driver';
 import type { Snapshot } from '../types';
 import { formatBytes, formatDuration } from '../units';
 import { DeviceSelectionError } from './device-selection-error';
@@ -111,6 +112,8 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     // Options that can never work are a config-error before NVML is opened.
     checkDurationLimits(options);
     resolveCriteria(waitOptions);
+    // A session of our own would queue behind a helper already stuck in the driver: refuse at once.
+    if (options.session === undefined) await refuseIfDriverStuck({ stuckAfterMs: callTimeoutMs });
     const acquired = await withCallBackstop(acquireSession(options), callTimeoutMs, 'opening NVML', 'callTimeoutMs');
     release = acquired.release;
     const session = acquired.session;

@@ -12,6 +12,8 @@ export type { NvmlErrorName, NvmlReturnName } from '../nvml-return-names';
 export const GPUGATE_LIBRARY_NOT_FOUND = ErrorCode.libraryNotFound;
 /** An NVML call missed its deadline; the session is poisoned. */
 export const GPUGATE_TIMEOUT = ErrorCode.timeout;
+/** An earlier NVML helper is stuck in the kernel: refused before opening NVML (DriverStuckError). */
+export const GPUGATE_DRIVER_STUCK = ErrorCode.driverStuck;
 /** The session was closed (or poisoned earlier). */
 export const GPUGATE_SESSION_CLOSED = ErrorCode.sessionClosed;
 /** A session already holds its limit of pending calls; this one was refused at once (the session is fine). */
@@ -34,6 +36,7 @@ export function nvmlCodeName(nvmlReturn: number): NvmlReturnName {
 export type NvmlLayerCode =
   | typeof ErrorCode.libraryNotFound
   | typeof ErrorCode.timeout
+  | typeof ErrorCode.driverStuck
   | typeof ErrorCode.sessionClosed
   | typeof ErrorCode.queueFull
   | typeof ErrorCode.nativeFailure
@@ -95,6 +98,7 @@ const FATAL_CODES: ReadonlySet<string> = new Set<NvmlErrorCode>([
   'NVML_ERROR_UNINITIALIZED',
   GPUGATE_LIBRARY_NOT_FOUND,
   GPUGATE_TIMEOUT,
+  GPUGATE_DRIVER_STUCK,
   GPUGATE_SESSION_CLOSED,
 ]);
 
