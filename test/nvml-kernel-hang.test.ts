@@ -37,6 +37,8 @@ const DEADLINE_MS = 1000;
 const EXIT_SLACK_MS = 6000;
 /** How long a state (D, a pending signal, an exit) may take to appear on a loaded machine. */
 const EVENT_BOUND_MS = 20_000;
+/** A test may wait for a few such events in a row (the doctor test: a stuck check, then doctor). */
+const TEST_BOUND_MS = 120_000;
 const ENTRY = packageEntryLiteral();
 
 /** Where the helper exists, sessions run NVML in it unless asked otherwise; before it, every session was in-process. */
@@ -70,7 +72,7 @@ afterEach(async () => {
   if (errors.length > 0) throw errors[0];
 });
 
-/** Leaves nothing of `scenario`'s processes behind after the test (a stuck one ends once thawed). */
+/** Leaves nothing of `scenario`'s processes behind after the test (a stuck host's cleanup does this itself, after its thaw). */
 function cleanUpProcesses(scenario: string): void {
   cleanups.push(() => killProcessesUsingScenario(scenario));
 }
@@ -87,7 +89,7 @@ function stuckHost(): StuckHost {
   cleanups.push(async () => {
     try {
       if (mounted.frozen) mounted.thaw();
-      if (scenario !== '') await killProcessesUsingScenario(scenario);
+      if (scenario !== '') await killProcessesUsingScenario(scenario, blockFile);
     } finally {
       mounted.dispose();
     }
@@ -115,8 +117,8 @@ async function exitOf(cli: CliProcess): Promise<CliRun & { exitedAfterMs: number
 
 /** The one NVML helper left using the scenario, checked to be stuck in the kernel in the faulty call. */
 function stuckHelper(host: StuckHost, since: number): number {
-  const helpers = nvmlHelpersUsingScenario(host.scenario);
-  expect(helpers, `helpers using ${host.scenario}: ${processesUsingScenario(host.scenario).map((pid) => `${pid} ${executableOf(pid) ?? '?'}`).join(', ')}`).toHaveLength(1);
+  const helpers = nvmlHelpersUsingScenario(host.scenario, host.blockFile);
+  expect(helpers, `helpers using ${host.scenario}: ${processesUsingScenario(host.scenario, host.blockFile).map((pid) => `${pid} ${executableOf(pid) ?? '?'}`).join(', ')}`).toHaveLength(1);
   const pid = helpers[0]!;
   expect(procState(pid)).toBe('D');
   const shown = shownCommandLine(pid) ?? '';
@@ -136,7 +138,7 @@ async function firstStuckCheck(host: StuckHost): Promise<{ run: CliRun; helperPi
   return { run, helperPid: stuckHelper(host, since) };
 }
 
-describe.skipIf(unavailable !== null)(`a call stuck in the kernel, in process (the session's own NVML thread)${skipped}`, () => {
+describe.skipIf(unavailable !== null)(`a call stuck in the kernel, in process (the session's own NVML thread)${skipped}`, { timeout: TEST_BOUND_MS }, () => {
   it('the NVML thread of a Node program sleeps in state D while the filesystem is frozen, and the snapshot completes after the thaw', async () => {
     const host = stuckHost();
     host.mounted.freeze();
@@ -144,7 +146,6 @@ describe.skipIf(unavailable !== null)(`a call stuck in the kernel, in process (t
       `const g = require(${ENTRY});` +
       `g.openNvml(${inProcessOptions({ callTimeoutMs: 600_000 })}).then(async (s) => { const snap = await s.snapshot(); console.log('devices ' + snap.devices.length); await s.close(); });`;
     const program = startNodeScript(script, cliEnv(host.scenario), 120_000);
-    cleanUpProcesses(host.scenario);
     await until(`a thread of ${program.pid} to sleep in the kernel (state D)`, () => threadStates(program.pid).includes('D'), EVENT_BOUND_MS);
     expect(program.stdout()).toBe(''); // the snapshot is waiting for that thread
     host.mounted.thaw();
@@ -160,7 +161,6 @@ describe.skipIf(unavailable !== null)(`a call stuck in the kernel, in process (t
       `const g = require(${ENTRY});` +
       `g.openNvml(${inProcessOptions({ callTimeoutMs: DEADLINE_MS })}).then((s) => s.snapshot()).then(() => console.log('resolved'), (e) => console.log('rejected ' + e.code));`;
     const program = startNodeScript(script, cliEnv(host.scenario), 120_000);
-    cleanUpProcesses(host.scenario);
     let ended = false;
     void program.exited.then(() => (ended = true));
     await program.printed(/rejected GPUGATE_TIMEOUT\n/);
@@ -175,7 +175,7 @@ describe.skipIf(unavailable !== null)(`a call stuck in the kernel, in process (t
   });
 });
 
-describe('a crashing library, in process', () => {
+describe('a crashing library, in process', { timeout: TEST_BOUND_MS }, () => {
   it.each(['SIGSEGV', 'SIGABRT'] as const)('the crash fault kills a Node program that reads a snapshot in process with %s', async (signal) => {
     const scenario = writeScenario(matrixScenario([{ function: 'nvmlDeviceGetMemoryInfo*', device: TARGET_DEVICE, crash: signal }]));
     cleanUpProcesses(scenario);
@@ -186,7 +186,7 @@ describe('a crashing library, in process', () => {
   });
 });
 
-describe.skipIf(unavailable !== null)(`a call stuck in the kernel, through the NVML helper (issue 24)${skipped}`, () => {
+describe.skipIf(unavailable !== null)(`a call stuck in the kernel, through the NVML helper (issue 24)${skipped}`, { timeout: TEST_BOUND_MS }, () => {
   it.each([
     { command: 'check', args: ['check'] },
     { command: 'wait', args: ['wait', '--timeout', '60s', '--stable', '0s', '--interval', '100ms', '--stale', 'ignore'] },
@@ -244,7 +244,7 @@ describe.skipIf(unavailable !== null)(`a call stuck in the kernel, through the N
     expect(second.code, second.stderr).toBe(69);
     expect(second.stderr).toMatch(/gpugate doctor/);
     expect(second.stderr).toMatch(/nvmlDeviceGetMemoryInfo/);
-    expect(nvmlHelpersUsingScenario(host.scenario)).toEqual([helperPid]);
+    expect(nvmlHelpersUsingScenario(host.scenario, host.blockFile)).toEqual([helperPid]);
   });
 
   it('`gpugate doctor` on the stuck host completes and exits 69, its NVML checks "not responding", the rest of the report there', async () => {
@@ -276,7 +276,7 @@ describe.skipIf(unavailable !== null)(`a call stuck in the kernel, through the N
   });
 });
 
-describe('a crashing library, through the NVML helper (issue 24)', () => {
+describe('a crashing library, through the NVML helper (issue 24)', { timeout: TEST_BOUND_MS }, () => {
   it('`gpugate check` exits 69 naming the signal, and no process of it is left', async () => {
     expectHelperBuilt();
     const scenario = writeScenario(matrixScenario([{ function: 'nvmlDeviceGetMemoryInfo*', device: TARGET_DEVICE, crash: 'SIGSEGV' }]));

@@ -13,20 +13,40 @@ export function nvmlHelperPath(): string {
   return path.join(repoRoot(), 'build', 'Release', 'gpugate-nvml-helper');
 }
 
-function usesScenario(pid: number, scenario: string): boolean {
+/** True when `fd` of `pid` is open on `file`. */
+function holds(pid: number, file: string): boolean {
   try {
-    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`GPUGATE_SIM_SCENARIO=${scenario}`);
+    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`) === file;
+      } catch {
+        return false;
+      }
+    });
   } catch {
-    return false; // gone, or a kernel thread
+    return false;
   }
 }
 
-/** Pids of the live processes (not zombies) whose environment names `scenario`, this one excluded. */
-export function processesUsingScenario(scenario: string): number[] {
+/**
+ * Whether `pid` reads `scenario`: its environment names it, or (a process may rewrite its command
+ * line over its environment) it holds `holding` open, a file only that scenario's calls write.
+ */
+function usesScenario(pid: number, scenario: string, holding?: string): boolean {
+  try {
+    if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`GPUGATE_SIM_SCENARIO=${scenario}`)) return true;
+  } catch {
+    return false; // gone, or a kernel thread
+  }
+  return holding !== undefined && holds(pid, holding);
+}
+
+/** Pids of the live processes (not zombies) using `scenario` (see usesScenario), this one excluded. */
+export function processesUsingScenario(scenario: string, holding?: string): number[] {
   return readdirSync('/proc')
     .filter((name) => /^\d+$/.test(name))
     .map(Number)
-    .filter((pid) => pid !== process.pid && isAlive(pid) && usesScenario(pid, scenario));
+    .filter((pid) => pid !== process.pid && isAlive(pid) && usesScenario(pid, scenario, holding));
 }
 
 /** The executable of `pid` (/proc/PID/exe), or null when it cannot be read. */
@@ -39,8 +59,8 @@ export function executableOf(pid: number): string | null {
 }
 
 /** The NVML helpers (by executable) among the processes using `scenario`. */
-export function nvmlHelpersUsingScenario(scenario: string): number[] {
-  return processesUsingScenario(scenario).filter((pid) => executableOf(pid) === nvmlHelperPath());
+export function nvmlHelpersUsingScenario(scenario: string, holding?: string): number[] {
+  return processesUsingScenario(scenario, holding).filter((pid) => executableOf(pid) === nvmlHelperPath());
 }
 
 /** What /proc/PID/cmdline shows, its NUL separators read as spaces; null when gone. */
@@ -57,10 +77,10 @@ export function shownCommandLine(pid: number): string | null {
  * its signal, so a reused pid is spared) and waits until they are gone. Thaw first: a process
  * stuck in the kernel ends only once its call returns.
  */
-export async function killProcessesUsingScenario(scenario: string, timeoutMs = 20_000): Promise<void> {
-  const pids = processesUsingScenario(scenario);
+export async function killProcessesUsingScenario(scenario: string, holding?: string, timeoutMs = 20_000): Promise<void> {
+  const pids = processesUsingScenario(scenario, holding);
   for (const pid of pids) {
-    if (!usesScenario(pid, scenario)) continue;
+    if (!usesScenario(pid, scenario, holding)) continue;
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
