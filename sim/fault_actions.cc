@@ -36,11 +36,14 @@ bool writeThroughKernel(const std::string& path, std::string& error) {
     return false;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, O_APPEND) != 0) {
-    int saved = errno;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    error = "kernelBlock: " + path + " is not a regular file" + (saved != 0 ? std::string(" (") + strerror(saved) + ")" : "") +
-            "; the call answers NVML_ERROR_UNKNOWN";
+    error = "kernelBlock: " + path + " is not a regular file; the call answers NVML_ERROR_UNKNOWN";
+    return false;
+  }
+  if (fcntl(fd, F_SETFL, O_APPEND) != 0) {  // the write itself must block, as a driver's would
+    error = "kernelBlock: cannot make " + path + " blocking (" + strerror(errno) + "); the call answers NVML_ERROR_UNKNOWN";
+    close(fd);
     return false;
   }
   const char byte = 'k';
@@ -51,7 +54,7 @@ bool writeThroughKernel(const std::string& path, std::string& error) {
   int saved = errno;
   close(fd);
   if (written != 1) {
-    error = "kernelBlock: cannot write to " + path + " (" + strerror(written < 0 ? saved : EIO) + "); the call answers NVML_ERROR_UNKNOWN";
+    error = "kernelBlock: cannot write to " + path + " (" + (written < 0 ? strerror(saved) : "nothing written") + "); the call answers NVML_ERROR_UNKNOWN";
     return false;
   }
   return true;

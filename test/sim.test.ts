@@ -573,6 +573,10 @@ describe('timeline, faults, reload and statistics', () => {
       expect(result.stderr).toMatch(new RegExp(`^gpugate-sim: kernelBlock: cannot open ${unwritable.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(.+\\); the call answers NVML_ERROR_UNKNOWN\n$`));
     }
     expect(fs.readFileSync(target, 'utf8')).toBe('');
+    const device = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', kernelBlock: '/dev/null' }] });
+    const refused = await runClient(['--lib', simLibraryPath(), 'dump'], simEnv(device));
+    expect((JSON.parse(refused.stdout) as Dump).devices[0]?.memoryRc).toBe(999);
+    expect(refused.stderr).toBe('gpugate-sim: kernelBlock: /dev/null is not a regular file; the call answers NVML_ERROR_UNKNOWN\n');
   });
 
   it('crash kills the calling process with the named signal instead of answering', async () => {
