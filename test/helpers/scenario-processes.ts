@@ -63,10 +63,10 @@ export function nvmlHelpersUsingScenario(scenario: string, holding?: string): nu
   return processesUsingScenario(scenario, holding).filter((pid) => executableOf(pid) === nvmlHelperPath());
 }
 
-/** What /proc/PID/cmdline shows, its NUL separators read as spaces; null when gone. */
+/** What /proc/PID/cmdline shows, its NUL separators read as spaces, trimmed; null when gone. */
 export function shownCommandLine(pid: number): string | null {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').replace(/\0/g, ' ');
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
   } catch {
     return null;
   }
