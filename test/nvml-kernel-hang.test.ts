@@ -100,7 +100,10 @@ function stuckHost(): StuckHost {
   return { mounted, blockFile, scenario };
 }
 
-/** Awaits the command's exit (not its output: a helper holding the pipes open would hold that), then its output. */
+/**
+ * Awaits the command's exit (not its output: a helper holding the pipes open would hold that), then
+ * its output; `exitedAfterMs` counts from this call, made right after the start.
+ */
 async function exitOf(cli: CliProcess): Promise<CliRun & { exitedAfterMs: number }> {
   const started = performance.now();
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => {
@@ -108,11 +111,16 @@ async function exitOf(cli: CliProcess): Promise<CliRun & { exitedAfterMs: number
     else cli.child.once('exit', (c, s) => resolve([c, s]));
   });
   const exitedAfterMs = performance.now() - started;
-  const bound = new Promise<never>((_, reject) =>
-    setTimeout(() => reject(new Error(`the command exited (${String(code ?? signal)}) but its output stayed open: a child (the NVML helper?) holds its stdout/stderr`)), EVENT_BOUND_MS).unref(),
-  );
-  const run = await Promise.race([cli.done, bound]);
-  return { ...run, code, signal, exitedAfterMs };
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the command exited (${String(code ?? signal)}) but its output stayed open: a child (the NVML helper?) holds its stdout/stderr`)), EVENT_BOUND_MS);
+  });
+  try {
+    const run = await Promise.race([cli.done, bound]);
+    return { ...run, code, signal, exitedAfterMs };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The one NVML helper left using the scenario, checked to be stuck in the kernel in the faulty call. */
