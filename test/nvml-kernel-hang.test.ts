@@ -280,7 +280,7 @@ describe.skipIf(unavailable !== null)(`a call stuck in the kernel, through the N
       expect(check.summary).toMatch(/not responding \(stuck in the kernel for [\d.]+ s in nvmlDeviceGetMemoryInfo/);
     }
     const ids = document.checks.map((c) => c.id);
-    for (const id of ['host.device-nodes', 'host.persistenced', 'kernel.log']) expect(ids).toContain(id);
+    for (const id of ['host.device-nodes', 'host.persistenced', 'kernel.xid']) expect(ids).toContain(id);
   });
 });
 
