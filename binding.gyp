@@ -11,6 +11,7 @@
       "sim/exports_system.cc",
       "sim/exports_telemetry.cc",
       "sim/extras.cc",
+      "sim/fault_actions.cc",
       "sim/gpu_models.cc",
       "sim/json.cc",
       "sim/lookup.cc",

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "fault_actions.h"
+
 namespace gpugate_sim {
 
 gpugateNvmlDevice g_gpuHandles[kMaxDevices];
@@ -255,6 +257,8 @@ struct FaultOutcome {
   int returnCode = 0;
   int64_t delayMs = 0;
   bool hang = false;
+  std::string kernelBlock;  // the first matching fault's file
+  int crashSignal = 0;      // the first matching fault's signal
 };
 
 FaultOutcome evaluateFaults(const Runtime& rt, int sym, int device, long long callIndex, int64_t now) {
@@ -267,6 +271,8 @@ FaultOutcome evaluateFaults(const Runtime& rt, int sym, int device, long long ca
     if (ms < f.atMs || ms >= f.untilMs) continue;
     out.delayMs += f.delayMs;
     out.hang = out.hang || f.hang;
+    if (out.kernelBlock.empty()) out.kernelBlock = f.kernelBlock;
+    if (out.crashSignal == 0) out.crashSignal = f.crashSignal;
     if (f.hasReturn && !out.hasReturn) {
       out.hasReturn = true;
       out.returnCode = f.returnCode;
@@ -275,7 +281,19 @@ FaultOutcome evaluateFaults(const Runtime& rt, int sym, int device, long long ca
   return out;
 }
 
+// In the order a driver would meet them: stuck in the kernel first, then dead, hung, slow or failing.
 bool applyOutcome(const FaultOutcome& o, nvmlReturn_t* rc) {
+  if (!o.kernelBlock.empty()) {
+    std::string error;
+    if (!writeThroughKernel(o.kernelBlock, error)) {
+      Runtime& rt = runtime();
+      std::lock_guard<std::mutex> lock(rt.mu);
+      reportError(rt, error);
+      *rc = NVML_ERROR_UNKNOWN;
+      return true;
+    }
+  }
+  if (o.crashSignal != 0) crashWith(o.crashSignal);
   if (o.hang) {
     for (;;) sleepMs(3600 * 1000);
   }

@@ -199,6 +199,8 @@ struct SimFault {
   int returnCode = 0;
   int64_t delayMs = 0;
   bool hang = false;
+  std::string kernelBlock;    // non-empty: write a byte to this file first (blocks on a frozen filesystem)
+  int crashSignal = 0;        // non-zero: the call kills the process with this signal
   int64_t fromCall = 0;       // active for the call whose 0-based index (of its function) is in [fromCall, untilCall)
   int64_t untilCall = kNever;
   int64_t atMs = 0;           // and while the time since the first init is in [atMs, untilMs)

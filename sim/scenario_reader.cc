@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "fault_actions.h"
 #include "gpu_models.h"
 #include "json.h"
 #include "scenario.h"
@@ -688,8 +689,25 @@ void checkMigSlots(const SimDevice& d, const JsonValue& where) {
   }
 }
 
-const char* const kFaultKeys[] = {"function", "device", "return", "delayMs", "hang",
-                                  "fromCall", "untilCall", "atMs", "untilMs", nullptr};
+const char* const kFaultKeys[] = {"function", "device",   "return",    "delayMs", "hang",    "kernelBlock",
+                                  "crash",    "fromCall", "untilCall", "atMs",    "untilMs", nullptr};
+
+/** "kernelBlock": the absolute path of the file the call writes to (PATH_MAX - 1 bytes at most). */
+std::string readKernelBlockPath(const JsonValue& v) {
+  std::string path = readString(v, "kernelBlock", 4095);
+  if (path.empty() || path[0] != '/' || path.find('\0') != std::string::npos) {
+    fail(v.pos, "expected an absolute file path for \"kernelBlock\", found " + quoted(path));
+  }
+  return path;
+}
+
+/** "crash": a signal name from the table in fault_actions.cc. */
+int readCrashSignal(const JsonValue& v) {
+  std::string name = readString(v, "crash", 200);
+  int number = crashSignalNumber(name);
+  if (number == 0) fail(v.pos, "expected one of " + crashSignalNames() + " for \"crash\", found " + quoted(name));
+  return number;
+}
 
 std::vector<SimFault> readFaults(const JsonValue& v, size_t deviceCount, int profile) {
   expectKind(v, Kind::Array, quoted("faults"));
@@ -731,8 +749,10 @@ std::vector<SimFault> readFaults(const JsonValue& v, size_t deviceCount, int pro
     }
     if (const JsonValue* d = item->find("delayMs")) f.delayMs = readInteger(*d, "delayMs", 0, 3600000);
     if (const JsonValue* h = item->find("hang")) f.hang = readBool(*h, "hang");
-    if (!f.hasReturn && f.delayMs == 0 && !f.hang) {
-      fail(item->pos, "expected \"return\", \"delayMs\" or \"hang\": true in a fault");
+    if (const JsonValue* k = item->find("kernelBlock")) f.kernelBlock = readKernelBlockPath(*k);
+    if (const JsonValue* c = item->find("crash")) f.crashSignal = readCrashSignal(*c);
+    if (!f.hasReturn && f.delayMs == 0 && !f.hang && f.kernelBlock.empty() && f.crashSignal == 0) {
+      fail(item->pos, "expected \"return\", \"delayMs\", \"hang\": true, \"kernelBlock\" or \"crash\" in a fault");
     }
     if (const JsonValue* x = item->find("fromCall")) f.fromCall = readInteger(*x, "fromCall", 0, INT64_MAX);
     if (const JsonValue* x = item->find("untilCall")) f.untilCall = readInteger(*x, "untilCall", 0, INT64_MAX);

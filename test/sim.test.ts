@@ -5,6 +5,7 @@
  * get the real library's answers to misuse (UNINITIALIZED, INVALID_ARGUMENT, INSUFFICIENT_SIZE...).
  */
 import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
@@ -444,6 +445,34 @@ describe('malformed scenarios', () => {
     const c = await initError(writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlNoSuchThing', return: 3 }] }));
     expect(c.line).toContain('expected an NVML symbol the simulator exports');
   });
+
+  it('a kernelBlock that is not an absolute file path is a one-line error at its value', async () => {
+    for (const bad of ['relative/block', '', 'nul\u0000/x']) {
+      const file = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', kernelBlock: bad }] });
+      const { line, stderr } = await initError(file);
+      expect(line).toMatch(/:\d+:\d+: expected an absolute file path for "kernelBlock", found "/);
+      expect(stderr.trimEnd().split('\n')).toHaveLength(1);
+    }
+    const notString = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', kernelBlock: true }] });
+    expect((await initError(notString)).line).toContain('expected a string for "kernelBlock", found');
+  });
+
+  it('a crash that names no signal of its table is an error listing the names it takes', async () => {
+    for (const bad of ['SIGFOO', 'segv', '11', '']) {
+      const file = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', crash: bad }] });
+      const { line } = await initError(file);
+      expect(line).toContain(`expected one of SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE, SIGTRAP, SIGKILL for "crash", found ${JSON.stringify(bad)}`);
+    }
+  });
+
+  it('a fault with the new keys still rejects an unknown key, and one with no action at all is an error naming all five', async () => {
+    const misspelt = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', kernelBlock: '/tmp/x', crsah: 'SIGSEGV' }] });
+    const a = await initError(misspelt);
+    expect(a.line).toContain('found unknown key "crsah"');
+    expect(a.line).toMatch(/expected one of .*kernelBlock, crash.* in a fault/);
+    const empty = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', fromCall: 1 }] });
+    expect((await initError(empty)).line).toContain('expected "return", "delayMs", "hang": true, "kernelBlock" or "crash" in a fault');
+  });
 });
 
 describe('timeline, faults, reload and statistics', () => {
@@ -521,6 +550,45 @@ describe('timeline, faults, reload and statistics', () => {
     const hung = writeScenario({ devices: [simDevice(0), simDevice(1)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, hang: true }] });
     const result = await runClient(['--lib', simLibraryPath(), 'threads', '1'], simEnv(hung));
     expect(result.stdout.trim()).toBe('main-thread-reads-ok=100 side-thread-done=0');
+  });
+
+  it('kernelBlock writes one byte per call it hits and the call then answers normally; a file it cannot write answers UNKNOWN (999)', async () => {
+    const block = path.join(dir, 'kernel-block');
+    const file = writeScenario({ devices: [simDevice(0), simDevice(1)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, kernelBlock: block }] });
+    const snaps = await dump(file, ['--repeat', '3']);
+    expect(snaps.map((s) => s.devices.map((d) => d.memoryRc))).toEqual([[0, 0], [0, 0], [0, 0]]);
+    expect(fs.readFileSync(block, 'utf8')).toHaveLength(3);
+    expect(fs.statSync(block).mode & 0o777).toBe(0o600);
+
+    // A symbolic link at the path is never followed, and a missing directory is no crash either.
+    const target = path.join(dir, 'link-target');
+    fs.writeFileSync(target, '');
+    const link = path.join(dir, 'kernel-block-link');
+    fs.symlinkSync(target, link);
+    for (const unwritable of [link, path.join(dir, 'no-such-dir', 'block')]) {
+      const scenario = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', kernelBlock: unwritable }] });
+      const result = await runClient(['--lib', simLibraryPath(), 'dump'], simEnv(scenario));
+      expect(result.code).toBe(0);
+      expect((JSON.parse(result.stdout) as Dump).devices[0]?.memoryRc).toBe(999);
+      expect(result.stderr).toMatch(new RegExp(`^gpugate-sim: kernelBlock: cannot open ${unwritable.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(.+\\); the call answers NVML_ERROR_UNKNOWN\n$`));
+    }
+    expect(fs.readFileSync(target, 'utf8')).toBe('');
+    const device = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', kernelBlock: '/dev/null' }] });
+    const refused = await runClient(['--lib', simLibraryPath(), 'dump'], simEnv(device));
+    expect((JSON.parse(refused.stdout) as Dump).devices[0]?.memoryRc).toBe(999);
+    expect(refused.stderr).toBe('gpugate-sim: kernelBlock: /dev/null is not a regular file; the call answers NVML_ERROR_UNKNOWN\n');
+  });
+
+  it('crash kills the calling process with the named signal instead of answering', async () => {
+    for (const signal of ['SIGSEGV', 'SIGABRT', 'SIGBUS'] as const) {
+      const file = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', crash: signal }] });
+      const child = spawn(client, ['--lib', simLibraryPath(), 'dump'], { env: simEnv(file), stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      const [code, killedBy] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+      expect({ code, killedBy }).toEqual({ code: null, killedBy: signal });
+      expect(stdout).toBe(''); // it died inside the first memory read, before printing the snapshot
+    }
   });
 
   it('re-reads the scenario when it is replaced by rename, keeping the old one when the new one is malformed', async () => {

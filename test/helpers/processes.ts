@@ -5,7 +5,7 @@
  * them all so no test leaves anything behind.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 const tracked = new Set<number>();
 const children = new Set<ChildProcess>();
@@ -21,6 +21,38 @@ export function procState(pid: number): string | null {
     return text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3);
   } catch {
     return null;
+  }
+}
+
+/** The state letter of each thread of `pid` (/proc/PID/task/TID/stat); empty when it is gone. */
+export function threadStates(pid: number): string[] {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  return tids.flatMap((tid) => {
+    try {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      return [text.slice(text.lastIndexOf(')') + 2, text.lastIndexOf(')') + 3)];
+    } catch {
+      return []; // the thread ended meanwhile
+    }
+  });
+}
+
+/** Whether `signal` (a number) is pending for the process `pid` (ShdPnd or SigPnd of /proc/PID/status). */
+export function signalPending(pid: number, signal: number): boolean {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const bit = 1n << BigInt(signal - 1);
+    return ['ShdPnd', 'SigPnd'].some((field) => {
+      const hex = new RegExp(`^${field}:\\s*([0-9a-f]+)$`, 'm').exec(status)?.[1];
+      return hex !== undefined && (BigInt(`0x${hex}`) & bit) !== 0n;
+    });
+  } catch {
+    return false;
   }
 }
 

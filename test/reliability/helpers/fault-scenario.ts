@@ -20,6 +20,10 @@ export interface SimFault {
   return?: number;
   delayMs?: number;
   hang?: boolean;
+  /** Absolute path of a file the call writes a byte to (blocks in the kernel on a frozen filesystem). */
+  kernelBlock?: string;
+  /** A signal name ('SIGSEGV'...) the call kills its process with. */
+  crash?: string;
   fromCall?: number;
   untilCall?: number;
 }
