@@ -379,33 +379,27 @@ export function removeFileIfSame(file: string, identity: FileIdentity): boolean 
 }
 
 /**
- * Remove the entry `name` (raw bytes: a name need not be UTF-8, as in /dev/shm) of the directory
- * `dir`, proved safe as every directory gpugate writes through, only while it still refers to the
- * regular file `identity`; true when removed (or already gone), false when the name now refers to
- * something else.
+ * Remove the entry `name` (raw bytes: a /dev/shm name need not be UTF-8) of the directory `dir`,
+ * proved safe first, only while it still refers to the regular file `identity`; true when removed
+ * (or already gone), false when the name now refers to something else.
  */
 export function removeEntryIfSame(dir: string, name: Buffer, identity: FileIdentity): boolean {
-  if (name.length === 0 || name.includes(0x2f) || name.includes(0) || name.equals(Buffer.from('.')) || name.equals(Buffer.from('..'))) {
+  if (name.length === 0 || name.includes(0x2f) || name.includes(0) || /^\.\.?$/.test(name.toString('latin1'))) {
     throw new UnsafePathError(dir, `refusing to remove ${JSON.stringify(name.toString('latin1'))} from ${dir}: not a plain name in that directory`);
   }
   const directory = path.resolve(dir);
   prepareDirectory(directory);
   const target = Buffer.concat([Buffer.from(directory === '/' ? '/' : `${directory}/`), name]);
-  const shown = target.toString('utf8');
-  let current: BigIntStats | null;
+  let step = 'inspect';
   try {
-    current = lstatSync(target, { bigint: true });
-  } catch (error) {
-    if (errnoOf(error) === 'ENOENT') return true;
-    throw osFailure(error, shown, 'inspect');
-  }
-  if (!current.isFile() || current.dev !== identity.dev || current.ino !== identity.ino) return false;
-  try {
+    const current = lstatSync(target, { bigint: true });
+    if (!current.isFile() || current.dev !== identity.dev || current.ino !== identity.ino) return false;
+    step = 'remove';
     unlinkSync(target);
     return true;
   } catch (error) {
     if (errnoOf(error) === 'ENOENT') return true;
-    throw osFailure(error, shown, 'remove');
+    throw osFailure(error, target.toString('utf8'), step);
   }
 }
 
