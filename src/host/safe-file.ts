@@ -378,11 +378,7 @@ export function removeFileIfSame(file: string, identity: FileIdentity): boolean 
   return removeEntryIfSame(path.dirname(target), Buffer.from(path.basename(target)), identity);
 }
 
-/**
- * Remove the entry `name` (raw bytes: a /dev/shm name need not be UTF-8) of the directory `dir`,
- * proved safe first, only while it still refers to the regular file `identity`; true when removed
- * (or already gone), false when the name now refers to something else.
- */
+/** removeFileIfSame for the entry `name` of `dir`, as raw bytes (a /dev/shm name need not be UTF-8); false: it names another file now. */
 export function removeEntryIfSame(dir: string, name: Buffer, identity: FileIdentity): boolean {
   if (name.length === 0 || name.includes(0x2f) || name.includes(0) || /^\.\.?$/.test(name.toString('latin1'))) {
     throw new UnsafePathError(dir, `refusing to remove ${JSON.stringify(name.toString('latin1'))} from ${dir}: not a plain name in that directory`);
