@@ -30,7 +30,7 @@ function simulatorLibrary() {
 }
 
 async function bundle() {
-  const { BUNDLE_FILE, CACHE_FILE } = require(join(cliDir, 'code-cache.js'));
+  const { BUNDLE_FILE, BUNDLE_HEAD, BUNDLE_TAIL, CACHE_FILE } = require(join(cliDir, 'code-cache.js'));
   // A cache of an earlier bundle must never sit beside a new one.
   rmSync(join(cliDir, CACHE_FILE), { force: true });
   const esbuild = await import('esbuild');
@@ -44,7 +44,23 @@ async function bundle() {
     // The bundle runs from dist/cli/, a folder deeper than the tsc output's root (src/package-root.ts).
     define: { GPUGATE_BUNDLED_CLI: 'true' },
   };
-  await esbuild.build({ ...common, entryPoints: [join(root, 'src', 'cli', 'main.ts')], outfile: join(cliDir, BUNDLE_FILE) });
+  // ASCII only, without comments or indentation: V8 then holds the source in one byte a character
+  // and has less of it to read (names stay, for readable stack traces).
+  const bundleFile = join(cliDir, BUNDLE_FILE);
+  await esbuild.build({
+    ...common,
+    entryPoints: [join(root, 'src', 'cli', 'main.ts')],
+    outfile: bundleFile,
+    charset: 'ascii',
+    minifyWhitespace: true,
+    banner: { js: BUNDLE_HEAD },
+    footer: { js: BUNDLE_TAIL },
+  });
+  // The entry's shebang line comes first in esbuild's output; this file is no program of its own.
+  writeFileSync(bundleFile, readFileSync(bundleFile, 'latin1').replace(/^#!.*\n/, ''), 'latin1');
+  const nonAscii = /[^\x00-\x7f]/.exec(readFileSync(bundleFile, 'latin1'));
+  if (nonAscii !== null) throw new Error(`bundle-cli: ${bundleFile} holds a non-ASCII character at offset ${nonAscii.index} (write it as an escape in src/)`);
+  chmodSync(bundleFile, 0o644);
   await esbuild.build({
     ...common,
     entryPoints: [join(root, 'src', 'cli', 'bundle-loader.ts')],

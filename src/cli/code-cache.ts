@@ -45,19 +45,17 @@ export function trustedCacheData(file: string, euid: number = process.geteuid?.(
 }
 
 /**
- * The bundle's source as V8 compiles it: in CommonJS's function wrapper, one line, so that line
- * numbers in stack traces stay the bundle's. The build makes the cache from this very string (V8
- * rejects a cache made from any other).
+ * The bundle is CommonJS's function wrapper around the command's code, written into the file by
+ * the build (esbuild's banner and footer), so that the file's bytes are the very script V8
+ * compiles, and the cache the build made from them matches.
  */
-export function wrappedSource(source: string): string {
-  // A shebang is a comment only on a script's first line; inside the wrapper it must go.
-  return `(function (exports, require, module, __filename, __dirname) {${source.replace(/^#!.*/, '')}\n})`;
-}
+export const BUNDLE_HEAD = '(function (exports, require, module, __filename, __dirname) {';
+export const BUNDLE_TAIL = '\n})';
 
 /** The bundle compiled, with the cache when it is trusted and V8 accepts it. */
 export function compileBundle(dir: string, useCache = true): { script: Script; file: string; cache: 'used' | 'rejected' | 'refused' | 'none' } {
   const file = join(dir, BUNDLE_FILE);
-  const source = wrappedSource(readFileSync(file, 'utf8'));
+  const source = readFileSync(file, 'utf8');
   const cached = useCache ? trustedCacheData(join(dir, CACHE_FILE)) : null;
   if (cached === null || 'refused' in cached) return { script: new Script(source, { filename: file }), file, cache: cached === null ? 'none' : 'refused' };
   const script = new Script(source, { filename: file, cachedData: cached.data });
