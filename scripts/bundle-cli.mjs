@@ -76,7 +76,13 @@ async function bundle() {
     env.GPUGATE_NVML_LIBRARY = library;
     env.GPUGATE_SIM_SCENARIO = join(root, 'scenarios', 'idle-8x-rtx-pro-6000.json');
   }
-  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--make-cache', library === null ? 'compile' : 'check'], { env, stdio: 'inherit' });
+  const makeCache = (how) => spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--make-cache', how], { env, stdio: 'inherit' });
+  let child = makeCache(library === null ? 'compile' : 'check');
+  if (child.status !== 0 && library !== null) {
+    // A cache from compiling alone still spares most of the parsing; a failed warm-up must not fail the install.
+    process.stderr.write(`bundle-cli: the check that warms the code cache failed (${child.signal ?? `exit ${child.status}`}); caching the compiled bundle alone\n`);
+    child = makeCache('compile');
+  }
   if (child.status !== 0) throw new Error(`bundle-cli: making the code cache failed (${child.signal ?? `exit ${child.status}`})`);
 }
 
