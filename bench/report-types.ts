@@ -91,6 +91,8 @@ export interface BenchReport {
      * so that a drift of the machine's speed between rounds cancels: the figure the goal judges.
      */
     checkRatio: { samples: number; median: number; min: number; max: number } | null;
+    /** Whether the runs compiled the bundled CLI with its build-time V8 code cache (src/cli/code-cache.ts), asked with this Node. */
+    codeCache: CodeCacheState | null;
     error: string | null;
   } | null;
   /** NVML calls of whole `gpugate wait` processes on 8 GPUs, idle and busy (null: dist/cli/main.js missing). */
@@ -101,3 +103,6 @@ export interface BenchReport {
   goals: GoalResult[];
   elapsedMs: number;
 }
+
+/** What became of the bundled CLI's code cache (src/cli/code-cache.ts's compileBundle). */
+export type CodeCacheState = 'used' | 'rejected' | 'refused' | 'none';

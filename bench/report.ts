@@ -239,6 +239,7 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
       const { samples, median, min, max } = start.checkRatio;
       lines.push('', `\`gpugate check\` ÷ \`node -e ''\` pair by pair (${samples} pairs spawned back to back): median ${formatRatio(median)}, least ${formatRatio(min)}, greatest ${formatRatio(max)}.`);
     }
+    if (start.codeCache !== null) lines.push('', `The bundled CLI's build-time code cache, for this Node: ${start.codeCache}.`);
   }
   lines.push('', '## NVML calls of one `gpugate wait` (8 simulated GPUs, simulator call counts)', '');
   const calls = report.nvmlCalls;

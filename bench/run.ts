@@ -16,7 +16,7 @@ import { cliEntry, packageEntry, repoRoot, resultsDir, scratchDir, simulatorLibr
 import { measureWaitCalls, readSimCalls } from './nvml-calls';
 import { measureEach, summarize, type LatencySummaryNs } from './stats';
 import { renderReport } from './report';
-import type { BenchReport, GoalResult, LatencyRow, SizeKey } from './report-types';
+import type { BenchReport, CodeCacheState, GoalResult, LatencyRow, SizeKey } from './report-types';
 
 const execFileAsync = promisify(execFile);
 
@@ -104,6 +104,14 @@ function simEnv(scenario: string, statsFile?: string): NodeJS.ProcessEnv {
   if (statsFile !== undefined) env['GPUGATE_SIM_STATS'] = statsFile;
   else delete env['GPUGATE_SIM_STATS'];
   return env;
+}
+
+/** Whether this Node compiles the bundled CLI with its code cache (as the timed `check` runs did), or null without a bundle. */
+function codeCacheState(root: string): CodeCacheState | null {
+  const cliDir = path.dirname(cliEntry(root));
+  const codeCache = path.join(cliDir, 'code-cache.js');
+  if (!fs.existsSync(codeCache)) return null;
+  return (require(codeCache) as { compileBundle(dir: string): { cache: CodeCacheState } }).compileBundle(cliDir).cache;
 }
 
 /** The ratios a[i] ÷ b[i] of runs timed as pairs: median, least and greatest. */
@@ -372,9 +380,10 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
             gpugateCheckNoStaleNs: summarize(checkNoStale, 1),
             standinNs: summarize(standin, 1),
             checkRatio: pairRatios(check, nodeEmpty),
+            codeCache: codeCacheState(root),
             error: null,
           }
-        : { nodeEmptyNs: null, gpugateCheckNs: null, gpugateCheckNoStaleNs: null, standinNs: null, checkRatio: null, error: checkError };
+        : { nodeEmptyNs: null, gpugateCheckNs: null, gpugateCheckNoStaleNs: null, standinNs: null, checkRatio: null, codeCache: null, error: checkError };
   }
 
   // NVML calls of whole `gpugate wait` processes, counted by the simulator.

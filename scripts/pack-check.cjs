@@ -21,6 +21,10 @@ const REQUIRED_FILES = [
   'dist/index.d.ts',
   'dist/index.mjs',
   'dist/index.d.mts',
+  // The command: the loader (bin), the bundle it runs, and the bundle's build-time code cache.
+  'dist/cli/main.js',
+  'dist/cli/gpugate-cli.js',
+  'dist/cli/gpugate-cli.v8-cache',
   'native/nvml_abi.h',
   // An operator validates a new GPU host with the tarball alone (docs/hardware.md).
   'scripts/gpu-validate.sh',

@@ -10,7 +10,7 @@ import { checkDocLinks, checkPackFiles } from '../scripts/pack-check.cjs';
 
 const GOOD = [
   'package.json', 'README.md', 'LICENSE', 'binding.gyp', 'CMakeLists.txt',
-  'dist/index.js', 'dist/index.d.ts', 'dist/index.mjs', 'dist/index.d.mts', 'dist/cli/main.js',
+  'dist/index.js', 'dist/index.d.ts', 'dist/index.mjs', 'dist/index.d.mts', 'dist/cli/main.js', 'dist/cli/gpugate-cli.js', 'dist/cli/gpugate-cli.v8-cache',
   'native/nvml_abi.h', 'native/addon.cc', 'sim/runtime.cc',
   'prebuilds/linux-x64/gpugate.glibc.node', 'prebuilds/linux-x64/gpugate_sim.so',
   'scenarios/idle-8x-rtx-pro-6000.json', 'schemas/gate.schema.json', 'contrib/systemd/vllm.service',
@@ -25,6 +25,12 @@ describe('pack-check rules', () => {
   it('rejects a package without the host validation script', () => {
     const problems = checkPackFiles(GOOD.filter((f) => f !== 'scripts/gpu-validate.sh'));
     expect(problems.join('\n')).toContain('scripts/gpu-validate.sh');
+  });
+
+  it('rejects a package without the bundled command or its code cache', () => {
+    for (const file of ['dist/cli/main.js', 'dist/cli/gpugate-cli.js', 'dist/cli/gpugate-cli.v8-cache']) {
+      expect(checkPackFiles(GOOD.filter((f) => f !== file)).join('\n'), file).toContain(file);
+    }
   });
 
   it('rejects build output', () => {

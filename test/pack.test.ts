@@ -11,6 +11,7 @@
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -224,6 +225,12 @@ describe('npm pack: the tarball installs without a compiler and works', () => {
     const text = JSON.stringify(json);
     for (const d of scenario.devices) expect(text).toContain(d.uuid);
   }, 120000);
+
+  it('installs the command as the bundle the pack built, compiled with its code cache (the same Node packed it)', () => {
+    const cliDir = join(consumer, 'node_modules', 'gpugate', 'dist', 'cli');
+    const { compileBundle } = createRequire(join(cliDir, 'main.js'))('./code-cache.js') as typeof import('../src/cli/code-cache');
+    expect(compileBundle(cliDir).cache).toBe('used');
+  });
 
   it('runs `npx gpugate demo` successfully', () => {
     const r = inConsumer('npx', ['--no-install', 'gpugate', 'demo']);

@@ -5,7 +5,7 @@
  * logs its events and renders its outcome.
  */
 
-import { performance } from 'node:perf_hooks';
+import { monotonicMs } from '../monotonic-clock';
 import type { GateEvent } from '../gate/gate';
 import type { GateOutcome } from '../gate/gate-outcome';
 import { formatBytes, formatDuration } from '../units';
@@ -35,7 +35,7 @@ import type { StatusPublisher } from './status-notifier';
 /** Run `wait` (settings with timing) or `check` (one sample). Resolves to the exit code. */
 export async function runGateCommand(kind: 'wait' | 'check', context: CommandContext, settings: CriteriaSettings | WaitSettings): Promise<number> {
   const { logger, env } = context;
-  const startMs = performance.now();
+  const startMs = monotonicMs();
   const timing = 'timeoutMs' in settings ? settings : null;
   const publish: StatusPublisher | undefined = settings.notify ? (require('./status-notifier') as typeof StatusNotifier).createStatusNotifier(env, logger) : undefined;
   const reporter = new ProgressReporter({
@@ -54,7 +54,7 @@ export async function runGateCommand(kind: 'wait' | 'check', context: CommandCon
   const watch = new InterruptWatch((signal) => {
     // The gate did not finish by itself within a second of the signal (NVML stuck): report now,
     // saying when the signal came (the command ends a grace period later).
-    const elapsedMs = performance.now() - startMs;
+    const elapsedMs = monotonicMs() - startMs;
     const evaluation = reporter.last;
     report(
       {

@@ -4,7 +4,7 @@
  * driver), run the caller's last words and exit anyway. A second signal exits at once.
  */
 
-import { performance } from 'node:perf_hooks';
+import { monotonicMs } from '../monotonic-clock';
 import { exitCodeForSignal, type InterruptSignal } from './exit-codes';
 import { InterruptedError } from './interrupted-error';
 
@@ -21,7 +21,7 @@ export class InterruptWatch {
   readonly controller = new AbortController();
   /** The signal received, if any. */
   received: InterruptSignal | null = null;
-  /** When it arrived (performance.now()), for a report that says when, not when the command ended. */
+  /** When it arrived (monotonicMs()), for a report that says when, not when the command ended. */
   receivedAtMs: number | null = null;
   private readonly lastWords: (signal: InterruptSignal) => void;
   private readonly handlers: Array<[InterruptSignal, () => void]> = [];
@@ -43,7 +43,7 @@ export class InterruptWatch {
 
   /** Milliseconds from `startMs` to the signal's arrival (to now while none came). */
   signalledAfterMs(startMs: number): number {
-    return (this.receivedAtMs ?? performance.now()) - startMs;
+    return (this.receivedAtMs ?? monotonicMs()) - startMs;
   }
 
   /** The exit code for the received signal. */
@@ -62,7 +62,7 @@ export class InterruptWatch {
       process.exit(this.exitCode());
     }
     this.received = signal;
-    this.receivedAtMs = performance.now();
+    this.receivedAtMs = monotonicMs();
     this.controller.abort(new InterruptedError(signal));
     const timer = setTimeout(() => {
       this.lastWords(signal);

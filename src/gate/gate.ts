@@ -8,7 +8,7 @@
  * timeout, a lost GPU or an interrupt are outcomes. waitForGpusFree and checkGpusOnce (wait.ts)
  * are gate() without the stale scan.
  */
-import { performance } from 'node:perf_hooks';
+import { monotonicMs } from '../monotonic-clock';
 import { ConfigError } from '../config-error';
 import { isOsError } from '../host/os-error';
 import { readProcess } from '../host/procfs';
@@ -73,7 +73,7 @@ function indicesOf(evaluation: Evaluation): string {
  * for minFree text that does not parse.
  */
 export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
-  const startMs = performance.now();
+  const startMs = monotonicMs();
   checkGateOptions(options);
   const mode = options.mode ?? 'wait';
   const stalePolicy = options.stale ?? 'report';
@@ -104,10 +104,10 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
   // (a read in flight, an NVML call stuck in the driver).
   let abortedAtMs: number | null = options.signal?.aborted === true ? startMs : null;
   const noteAbort = (): void => {
-    abortedAtMs ??= performance.now();
+    abortedAtMs ??= monotonicMs();
   };
   options.signal?.addEventListener('abort', noteAbort, { once: true });
-  const abortedAfter = (): string => formatDuration((abortedAtMs ?? performance.now()) - startMs);
+  const abortedAfter = (): string => formatDuration((abortedAtMs ?? monotonicMs()) - startMs);
   try {
     // Options that can never work are a config-error before NVML is opened.
     checkDurationLimits(options);
@@ -124,7 +124,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     outcome.selection = state.selection;
     emit({ kind: 'selection', selection: state.selection });
     if (state.units.length === 0) {
-      outcome.evaluation = { elapsedMs: performance.now() - startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
+      outcome.evaluation = { elapsedMs: monotonicMs() - startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
       throw new Verdict('ready', 'GPUs (none selected) free');
     }
     const readFirst = (prepared: WaitState): Promise<{ snapshot: Snapshot; receivedAtMs: number }> =>
@@ -167,7 +167,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     outcome.result = 'ready';
     outcome.reason = `GPUs ${indicesOf(result.evaluation)} free and stable after ${formatDuration(result.elapsedMs)} (${result.polls} polls)`;
   } catch (error) {
-    const elapsedMs = performance.now() - startMs;
+    const elapsedMs = monotonicMs() - startMs;
     if (error instanceof Verdict) {
       outcome.result = error.result;
       outcome.reason = error.reason;
@@ -192,7 +192,7 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     outcome.reason = `interrupted by ${abortedBy(options.signal)} after ${abortedAfter()}`;
   }
   options.signal?.removeEventListener('abort', noteAbort);
-  outcome.elapsedMs = performance.now() - startMs;
+  outcome.elapsedMs = monotonicMs() - startMs;
   outcome.polls = outcome.evaluation?.polls ?? 0;
   if (release !== null) await release().catch(() => undefined);
   return outcome;

@@ -8,7 +8,7 @@
  * their strength (src/gate/reap.ts proves each target's identity again at the moment it acts).
  */
 import { statSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
+import { monotonicMs } from '../monotonic-clock';
 import { readProcess } from '../host/procfs';
 import { ancestorsOf } from '../host/process-ancestors';
 import { PASSWD_PATH } from '../host/process-owner';
@@ -54,7 +54,7 @@ async function witnessOf(options: InspectOptions): Promise<string> {
 export async function sharedInspectContext(options: InspectOptions, prepare: () => Promise<InspectContext>): Promise<{ context: InspectContext; source: ContextSource }> {
   const key = keyOf(options);
   const witness = await witnessOf(options);
-  const now = performance.now();
+  const now = monotonicMs();
   if (kept !== null && kept.key === key && kept.witness === witness && now - kept.preparedAt < CONTEXT_REUSE_MS) {
     return { context: kept.context, source: 'reused' };
   }

@@ -4,7 +4,7 @@
  * "free" that rests on carried-over fields, and settles on success, the timeout, an abort or a
  * fatal NVML condition.
  */
-import { performance } from 'node:perf_hooks';
+import { monotonicMs } from '../monotonic-clock';
 import type { NvmlSession, Snapshot } from '../types';
 import { evaluateRead, type EvaluatedRead, type Evaluation, type WaitState } from './evaluation';
 import { SnapshotPoller, type PollResult, type ReadPlan } from './poller';
@@ -137,11 +137,11 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.timeoutMs !== undefined && options.timeoutMs !== Infinity) {
       const timeoutMs = options.timeoutMs;
-      timer = setTimeout(() => stop(() => reject(new GpuWaitTimeoutError(timeoutMs, state.last))), Math.max(0, timeoutMs - (performance.now() - state.startMs)));
+      timer = setTimeout(() => stop(() => reject(new GpuWaitTimeoutError(timeoutMs, state.last))), Math.max(0, timeoutMs - (monotonicMs() - state.startMs)));
     }
     if (state.units.length === 0) {
       // Nothing selected, and the caller said that is acceptable (allowEmptySelection).
-      const evaluation: Evaluation = { elapsedMs: performance.now() - state.startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
+      const evaluation: Evaluation = { elapsedMs: monotonicMs() - state.startMs, polls: 0, ok: true, devices: [], snapshot: { takenAt: Date.now(), devices: [] }, selection: state.selection };
       succeed(evaluation);
       return;
     }
@@ -171,7 +171,7 @@ export function pollUntilFree(session: NvmlSession, state: WaitState, options: P
       .then(
         (over) => {
           busy = false;
-          if (!over) subscribe(Math.max(0, options.intervalMs - (performance.now() - first.receivedAtMs)));
+          if (!over) subscribe(Math.max(0, options.intervalMs - (monotonicMs() - first.receivedAtMs)));
         },
         (error: unknown) => {
           busy = false;

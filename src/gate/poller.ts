@@ -8,7 +8,7 @@
  * with every field it decides on; concurrent requests share one read. Snapshot failures are
  * delivered to every subscriber.
  */
-import { performance } from 'node:perf_hooks';
+import { monotonicMs } from '../monotonic-clock';
 import type { NvmlSession, Snapshot, SnapshotOptions } from '../types';
 
 /** What one read of the GPUs includes besides memory. */
@@ -28,7 +28,7 @@ export type PollResult =
       snapshot: Snapshot;
       /** What the read included (the snapshot may hold more, e.g. from a session that reads everything). */
       plan: ReadPlan;
-      /** monotonic ms (performance.now()) when it arrived */
+      /** monotonic ms (monotonicMs()) when it arrived */
       receivedAtMs: number;
       /** the poll's sequence number */
       sequence: number;
@@ -155,7 +155,7 @@ export class SnapshotPoller {
   private async read(devices: number[], plan: ReadPlan, sequence: number): Promise<PollResult> {
     try {
       const snapshot = await this.session.snapshot(snapshotOptionsFor(plan, devices));
-      return { kind: 'snapshot', snapshot, plan, receivedAtMs: performance.now(), sequence };
+      return { kind: 'snapshot', snapshot, plan, receivedAtMs: monotonicMs(), sequence };
     } catch (error) {
       return { kind: 'error', error };
     }
@@ -164,7 +164,7 @@ export class SnapshotPoller {
   private async poll(): Promise<void> {
     if (this.stopped || this.subscriptions.size === 0) return;
     this.polling = true;
-    const startedMs = performance.now();
+    const startedMs = monotonicMs();
     const subscriptions = [...this.subscriptions];
     const devices = [...new Set(subscriptions.flatMap((s) => s.devices))].sort((a, b) => a - b);
     let plan: ReadPlan = { processes: false, computeMode: false, full: false };
@@ -184,6 +184,6 @@ export class SnapshotPoller {
       this.stop();
       return;
     }
-    if (this.subscriptions.size > 0) this.schedule(Math.max(0, this.intervalMs - (performance.now() - startedMs)));
+    if (this.subscriptions.size > 0) this.schedule(Math.max(0, this.intervalMs - (monotonicMs() - startedMs)));
   }
 }

@@ -5,7 +5,7 @@
  * it names are current; and a confirming read of every field before a verdict of "free" that
  * rests on fields carried over from an earlier read.
  */
-import { performance } from 'node:perf_hooks';
+import { monotonicMs } from '../monotonic-clock';
 import type { NvmlSession, Snapshot } from '../types';
 import { nothingLeftToFree, usedExcludingReserved } from './criteria';
 import { evaluateRead, movedSinceListRead, type EvaluatedRead, type Evaluation, type GpuEvaluation, type GpuFailureReason, type WaitState } from './evaluation';
@@ -90,7 +90,7 @@ export function holdersPlan(state: WaitState): ReadPlan {
 /** Reads the selected GPUs once per `plan` (outside the shared poll). */
 export async function readOnce(session: NvmlSession, state: WaitState, plan: ReadPlan): Promise<{ snapshot: Snapshot; receivedAtMs: number }> {
   const snapshot = await session.snapshot(snapshotOptionsFor(plan, state.selection.indices));
-  return { snapshot, receivedAtMs: performance.now() };
+  return { snapshot, receivedAtMs: monotonicMs() };
 }
 
 /**

@@ -7,7 +7,7 @@
  * whole GPU and the reverse, since both name the same silicon. gate() evaluates; that decision
  * is its `accept`, so a wait goes on polling while too few GPUs are eligible or unleased.
  */
-import { performance } from 'node:perf_hooks';
+import { monotonicMs } from '../monotonic-clock';
 import { ConfigError } from '../config-error';
 import { DEFAULT_LEASE_DIR, DEFAULT_LEASE_LOCK_TIMEOUT_MS, LEASE_DIR_ENV, LeaseDirectory, type LeaseRecord, type LeaseRelease, type LeaseState, type LeaseStatus, type OwnLease } from '../host/gpu-lease';
 import { DEFAULT_SYSFS_ROOT, SYSFS_ROOT_ENV, readPciPlacement, type PciPlacement } from '../host/pci-topology';
@@ -204,7 +204,7 @@ function shortfall(candidates: readonly SelectCandidate[], count: number): strin
  * bad options, and GpuWaitAbortError (name 'AbortError') when `signal` aborts.
  */
 export async function selectGpus(options: SelectOptions): Promise<SelectResult> {
-  const startMs = performance.now();
+  const startMs = monotonicMs();
   checkSelectOptions(options);
   const env = options.env ?? process.env;
   const count = options.count;
@@ -309,7 +309,7 @@ export async function selectGpus(options: SelectOptions): Promise<SelectResult> 
   const end = await gate(gateOptions);
   if (end.result === 'interrupted') throw new GpuWaitAbortError(end.evaluation, options.signal?.reason);
   if (end.result !== 'ready' && end.result !== 'busy' && end.result !== 'timeout') throw end.error ?? new Error(end.reason);
-  const elapsedMs = performance.now() - startMs;
+  const elapsedMs = monotonicMs() - startMs;
   const polls = end.polls;
   const lockTimeoutMs = options.leaseLockTimeoutMs ?? DEFAULT_LEASE_LOCK_TIMEOUT_MS;
   const release = (): Promise<LeaseRelease[]> => leases.release(end.result === 'ready' ? own : [], lockTimeoutMs);

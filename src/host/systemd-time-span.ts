@@ -17,7 +17,7 @@ const USEC_PER: Readonly<Record<string, number>> = {
   y: 31_557_600e6, year: 31_557_600e6, years: 31_557_600e6,
 };
 
-const PART_RE = /\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Zµμ]*)/y;
+const PART_RE = /\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z\u00b5\u03bc]*)/y; // µ and μ, written as escapes: the bundled CLI is ASCII only
 
 /**
  * Microseconds in `text`, `Infinity` for `infinity`, or null when systemd would reject it.

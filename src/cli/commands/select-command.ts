@@ -4,7 +4,7 @@
  * the decision on stderr, and exit 0, or 75 when too few GPUs were eligible.
  */
 
-import { performance } from 'node:perf_hooks';
+import { monotonicMs } from '../../monotonic-clock';
 import type { SelectCandidate, SelectResult, SelectedGpu } from '../../gate/select';
 import { GpuLeaseError } from '../../host/gpu-lease';
 import { FileSystemError, UnsafePathError } from '../../host/safe-file';
@@ -141,13 +141,13 @@ function resultWord(error: unknown, code: number): string {
 export async function runSelect(context: CommandContext): Promise<number> {
   const settings = parseSelectSettings(context.values);
   const { logger } = context;
-  const startMs = performance.now();
+  const startMs = monotonicMs();
   const outcome: SelectOutcome = { result: 'internal-error', exitCode: ExitCode.software, reason: '', selection: null, error: null, library: null };
   let reported = false;
   const report = (): void => {
     if (reported) return;
     reported = true;
-    finalReport(context, settings, outcome, performance.now() - startMs);
+    finalReport(context, settings, outcome, monotonicMs() - startMs);
   };
   const watch = new InterruptWatch((signal) => {
     outcome.result = 'interrupted';
