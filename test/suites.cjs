@@ -11,7 +11,7 @@
 
 'use strict';
 
-/** @typedef {{ name: string, why: string, files: string[] }} TestSuite */
+/** @typedef {{ name: string, why: string, files: string[], sequential?: boolean }} TestSuite */
 
 /** Every file vitest could run: the unit, native, CLI and slow tests, and the systemd end-to-end files. */
 const ALL_TEST_FILES = ['test/**/*.test.ts', 'test/**/*.e2e.ts'];
@@ -20,8 +20,11 @@ const ALL_TEST_FILES = ['test/**/*.test.ts', 'test/**/*.e2e.ts'];
 const SLOW_SUITES = [
   {
     name: 'pack',
-    why: 'npm pack (prebuildify rebuilds the addon) and npm install of the tarball into consumer projects',
-    files: ['test/pack.test.ts', 'test/pack-cache.test.ts'],
+    why: 'npm pack (prebuildify rebuilds the addon) and npm install of the tarball into consumer projects and a global prefix',
+    files: ['test/pack.test.ts', 'test/pack-cache.test.ts', 'test/pack-systemd-form.test.ts'],
+    // Its files share one prepared tarball (scripts/prepared-package.cjs): two preparing it at
+    // once, each rebuilding the addon on two cores, outran the setup's timeout.
+    sequential: true,
   },
   {
     name: 'multi-node',
