@@ -5,8 +5,11 @@
  * stable, ends with a summary (who held what, how long, how many polls) and the systemd lines,
  * colours its output only on a terminal (a real pty) without NO_COLOR, and leaves no process and
  * no temporary folder behind (also when interrupted).
+ *
+ * Each demo runs with a TMPDIR of its own, so that what it leaves there is its own alone; the two
+ * terminal runs, which spend their time waiting on the simulated host's timeline, run side by side.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -15,8 +18,22 @@ import { cliEnv, cliPath, runCli, startCli } from './helpers/cli';
 import { repoRoot } from './helpers/sim';
 import { isAlive } from './helpers/processes';
 
-function demoFolders(): string[] {
-  return readdirSync(tmpdir()).filter((name) => name.startsWith('gpugate-demo-'));
+/** Folders made for the demo runs' TMPDIR, removed after the file. */
+const ownTmpDirs: string[] = [];
+afterAll(() => {
+  for (const dir of ownTmpDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** An empty folder for one demo run's TMPDIR. */
+function ownTmpDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'gpugate-demo-test-'));
+  ownTmpDirs.push(dir);
+  return dir;
+}
+
+/** What a demo run left in its TMPDIR: its own folder (gpugate-demo-*) or the simulator's. */
+function demoFolders(dir: string): string[] {
+  return readdirSync(dir).filter((name) => name.startsWith('gpugate-demo-') || name.startsWith('gpugate-sim'));
 }
 
 // Colour codes (SGR sequences).
@@ -26,11 +43,21 @@ function longLines(text: string): string[] {
   return text.replace(ANSI, '').split(/\r?\n/).filter((line) => line.length > 80);
 }
 
-/** Runs the demo on a real pseudo-terminal (python's pty module); returns what the terminal showed. */
-function demoOnTerminal(extraEnv: NodeJS.ProcessEnv): { status: number | null; screen: string } {
-  const r = spawnSync('python3', ['-c', 'import os, pty, sys; sys.exit(os.waitstatus_to_exitcode(pty.spawn(sys.argv[1:])))', process.execPath, cliPath(), 'demo'],
-    { env: cliEnv(null, { TERM: 'xterm-256color', ...extraEnv }), encoding: 'utf8', timeout: 60_000 });
-  return { status: r.status, screen: r.stdout.replace(/\r\n/g, '\n') };
+/** Runs the demo on a real pseudo-terminal (python's pty module); resolves to what the terminal showed and what it left in its TMPDIR. */
+function demoOnTerminal(extraEnv: NodeJS.ProcessEnv): Promise<{ status: number | null; screen: string; left: string[] }> {
+  const tmp = ownTmpDir();
+  const child = spawn('python3', ['-c', 'import os, pty, sys; sys.exit(os.waitstatus_to_exitcode(pty.spawn(sys.argv[1:])))', process.execPath, cliPath(), 'demo'],
+    { env: cliEnv(null, { TERM: 'xterm-256color', TMPDIR: tmp, ...extraEnv }), stdio: ['ignore', 'pipe', 'inherit'] });
+  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  let screen = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { screen += chunk; });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (status) => {
+      clearTimeout(killer);
+      resolve({ status, screen: screen.replace(/\r\n/g, '\n'), left: demoFolders(tmp) });
+    });
+  });
 }
 
 function workerPid(stdout: string): number {
@@ -41,8 +68,8 @@ function workerPid(stdout: string): number {
 
 describe('gpugate demo', () => {
   it('replays the restart race and exits 0, leaving nothing behind', async () => {
-    const before = demoFolders();
-    const run = await runCli(['demo'], { env: cliEnv(null), killAfterMs: 60_000 });
+    const tmp = ownTmpDir();
+    const run = await runCli(['demo'], { env: cliEnv(null, { TMPDIR: tmp }), killAfterMs: 60_000 });
     expect(run.code).toBe(0);
     const pid = workerPid(run.stdout);
     expect(run.stderr).toMatch(new RegExp(`^gpugate: stale gpu=6 pid=${pid} class=orphan name=VLLM::Worker_TP6 `, 'm'));
@@ -75,24 +102,25 @@ describe('gpugate demo', () => {
     expect(unitLines).not.toContain('ExecStopPost=');
     expect(run.elapsedMs).toBeLessThan(50_000);
     expect(isAlive(pid)).toBe(false);
-    expect(demoFolders()).toEqual(before);
+    expect(demoFolders(tmp)).toEqual([]);
   }, 70_000);
 
-  it('colours its output on a terminal, not with NO_COLOR, and fits 80 columns there too', () => {
-    const coloured = demoOnTerminal({});
+  it('colours its output on a terminal, not with NO_COLOR, and fits 80 columns there too', async () => {
+    const [coloured, plain] = await Promise.all([demoOnTerminal({}), demoOnTerminal({ NO_COLOR: '1' })]);
     expect(coloured.status).toBe(0);
     expect(coloured.screen).toMatch(/\u001b\[[0-9;]*m/);
     expect(coloured.screen).toMatch(/\u001b\[[0-9;]*mgpugate:\u001b\[0m\u001b\[[0-9;]*m ready\u001b\[0m gpus=0,1,2,3,4,5,6,7/);
     expect(longLines(coloured.screen)).toEqual([]);
-    const plain = demoOnTerminal({ NO_COLOR: '1' });
+    expect(coloured.left).toEqual([]);
     expect(plain.status).toBe(0);
     expect(plain.screen).not.toMatch(ANSI);
     expect(plain.screen).toContain('Summary');
-  }, 130_000);
+    expect(plain.left).toEqual([]);
+  }, 70_000);
 
   it('cleans up its worker and folder when interrupted with SIGINT (exit 130)', async () => {
-    const before = demoFolders();
-    const demo = startCli(['demo'], { env: cliEnv(null), killAfterMs: 60_000 });
+    const tmp = ownTmpDir();
+    const demo = startCli(['demo'], { env: cliEnv(null, { TMPDIR: tmp }), killAfterMs: 60_000 });
     await demo.waitFor(/waiting gpu=6 /);
     const pid = workerPid(demo.stdout());
     expect(isAlive(pid)).toBe(true);
@@ -101,14 +129,11 @@ describe('gpugate demo', () => {
     expect(run.code).toBe(130);
     expect(run.stderr).toMatch(/^gpugate: interrupted gpu=6 /m);
     expect(isAlive(pid)).toBe(false);
-    expect(demoFolders()).toEqual(before);
+    expect(demoFolders(tmp)).toEqual([]);
   }, 70_000);
 });
 
 describe('gpugate demo interrupted at any moment', () => {
-  /** A folder of this test's own as TMPDIR, so that what the demo leaves there is the demo's alone. */
-  const temp = mkdtempSync(join(tmpdir(), 'gpugate-demo-signals-'));
-  afterAll(() => rmSync(temp, { recursive: true, force: true }));
 
   /** Processes started for `ownerPid` (a holder is `tail --pid=OWNER`): none may outlive the demo. */
   function holdersOf(ownerPid: number): number[] {
@@ -124,10 +149,6 @@ describe('gpugate demo interrupted at any moment', () => {
     return found;
   }
 
-  function leftovers(): string[] {
-    return readdirSync(temp).filter((name) => name.startsWith('gpugate-demo-') || name.startsWith('gpugate-sim'));
-  }
-
   async function until(what: string, predicate: () => boolean): Promise<void> {
     for (let i = 0; !predicate(); i += 1) {
       if (i > 3000) throw new Error(`timed out waiting for ${what}`);
@@ -138,17 +159,19 @@ describe('gpugate demo interrupted at any moment', () => {
   const EXIT = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 } as const;
 
   it.each(['SIGHUP', 'SIGINT', 'SIGTERM'] as const)('%s as soon as its simulated host exists (before its wait): exit 128+N, no folder, no process left', async (signal) => {
+    const temp = ownTmpDir();
     const demo = startCli(['demo'], { env: cliEnv(null, { TMPDIR: temp }), killAfterMs: 60_000 });
     const pid = demo.child.pid as number;
-    await until('the demo folder', () => leftovers().length > 0);
+    await until('the demo folder', () => demoFolders(temp).length > 0);
     demo.child.kill(signal);
     const run = await demo.done;
     expect(run.code, run.stderr).toBe(EXIT[signal]);
-    expect(leftovers()).toEqual([]);
+    expect(demoFolders(temp)).toEqual([]);
     expect(holdersOf(pid)).toEqual([]);
   }, 70_000);
 
   it('SIGHUP right after it is spawned: it ends by that signal, leaving nothing', async () => {
+    const temp = ownTmpDir();
     const demo = startCli(['demo'], { env: cliEnv(null, { TMPDIR: temp }), killAfterMs: 60_000 });
     const pid = demo.child.pid as number;
     demo.child.kill('SIGHUP');
@@ -156,11 +179,12 @@ describe('gpugate demo interrupted at any moment', () => {
     // Before Node has installed any handler the kernel ends it by the signal itself; either way
     // a shell sees status 129.
     expect(run.code === 129 || run.signal === 'SIGHUP', `code ${run.code}, signal ${run.signal}: ${run.stderr}`).toBe(true);
-    expect(leftovers()).toEqual([]);
+    expect(demoFolders(temp)).toEqual([]);
     expect(holdersOf(pid)).toEqual([]);
   }, 70_000);
 
   it('SIGHUP mid-run (while waiting): the last state, exit 129, nothing left', async () => {
+    const temp = ownTmpDir();
     const demo = startCli(['demo'], { env: cliEnv(null, { TMPDIR: temp }), killAfterMs: 60_000 });
     const pid = demo.child.pid as number;
     await demo.waitFor(/waiting gpu=6 /);
@@ -171,7 +195,7 @@ describe('gpugate demo interrupted at any moment', () => {
     expect(run.code, run.stderr).toBe(129);
     expect(run.stderr).toMatch(/^gpugate: interrupted gpu=6 /m);
     expect(isAlive(worker)).toBe(false);
-    expect(leftovers()).toEqual([]);
+    expect(demoFolders(temp)).toEqual([]);
     expect(holdersOf(pid)).toEqual([]);
   }, 70_000);
 });
