@@ -54,10 +54,27 @@ function flagsOf(command: CommandName): string[] {
   return optionsFor(command).flatMap((spec) => [`--${spec.name}`, ...(spec.short === undefined ? [] : [`-${spec.short}`])]).sort();
 }
 
+let bashScript: string | null = null;
+
+/**
+ * `gpugate completion bash`, printed once for the file into a file of its own: every completion
+ * below sources the same text, and one run of the command answers them all (loading it as users
+ * do, from `source <(gpugate completion bash)`, is tested on its own below).
+ */
+function bashScriptFile(): string {
+  if (bashScript !== null) return bashScript;
+  const r = spawnSync(process.execPath, [cliPath(), 'completion', 'bash'], { encoding: 'utf8', timeout: 30_000 });
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  bashScript = join(work, 'gpugate-completion.bash');
+  writeFileSync(bashScript, r.stdout);
+  return bashScript;
+}
+
 /** Completes `words` (the last one being completed) in a bash that sourced `gpugate completion bash`. */
 function bashComplete(words: string[]): string[] {
   const script = [
-    `source <(${JSON.stringify(process.execPath)} ${JSON.stringify(cliPath())} completion bash)`,
+    `source ${JSON.stringify(bashScriptFile())}`,
     'COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=()',
     '_gpugate',
     'printf "%s\\n" "${COMPREPLY[@]}"',
