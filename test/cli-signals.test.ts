@@ -450,12 +450,16 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
     const step = makeCgroup('named', `/gpugate-test-slurm-${process.pid}-${Date.now()}/job_1/step_0`, cleanups);
     const bin = mkdtempSync(join(tmpdir(), 'gpugate-slurm-'));
     cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
-    writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\necho "ProctrackType           = ${proctrack}"\n`, { mode: 0o755 });
+    // It leaves a mark once it has answered: the step daemon below signals only after that and
+    // after it has exited, since a signal to every process of the step would also end a scontrol
+    // still running, leaving gpugate without an answer (it then forwards, as for any unknown sender).
+    const answered = join(bin, 'scontrol-answered');
+    writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\necho "ProctrackType           = ${proctrack}"\n: > '${answered}'\n`, { mode: 0o755 });
     // The interpreter itself, not a wrapper script on PATH (a version manager's shim).
     const python = spawnSync('python3', ['-c', 'import os, sys; print(os.path.realpath(sys.executable))'], { encoding: 'utf8' }).stdout.trim();
     symlinkSync(python, join(bin, 'slurmstepd'));
     const stepd = [
-      'import os, sys',
+      'import os, sys, time',
       'procs, proctrack = sys.argv[1], sys.argv[2]',
       'r, w = os.pipe()',
       'task = os.fork()',
@@ -468,6 +472,13 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
       'out = b""',
       'while b"counting-5" not in out:',
       '    out += os.read(r, 4096)',
+      'def comm(pid):',
+      '    try:',
+      '        return open("/proc/%s/comm" % pid).read().strip()',
+      '    except OSError:',
+      '        return None',
+      `while not os.path.exists(${JSON.stringify(answered)}) or any(comm(pid) == "scontrol" for pid in open(procs).read().split()):`,
+      '    time.sleep(0.01)',
       'if proctrack == "proctrack/cgroup":',
       '    for pid in open(procs).read().split():',
       '        os.kill(int(pid), 15)',
