@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { matchesGlob, normalize } from 'node:path';
 import { configDefaults, defineConfig } from 'vitest/config';
 import suites from './test/suites.cjs';
@@ -15,6 +16,11 @@ for (const arg of process.argv.slice(2).map((a) => normalize(a))) {
 export default defineConfig({
   test: {
     pool: 'forks',
+    // Most of a test file's time is spent waiting (subprocesses, the simulated timeline, real
+    // signals), not on a CPU: vitest's default (one worker fewer than the CPUs) would run the
+    // files one at a time on two cores. Three workers per two CPUs keep both busy (a percentage
+    // would be capped at the CPU count).
+    maxWorkers: Math.ceil(availableParallelism() * 1.5),
     include: [...DEFAULT_SUITE.files],
     exclude: [...configDefaults.exclude, ...DEFAULT_SUITE_EXCLUDES],
     // Compiles dist/ once when src/ is newer (the CLI tests run the built command as a subprocess)

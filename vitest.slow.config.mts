@@ -10,6 +10,10 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    projects: SLOW_SUITES.map((suite) => ({ extends: true, test: { name: suite.name, include: [...suite.files] } })),
+    projects: SLOW_SUITES.map((suite) => ({
+      extends: true,
+      // A suite whose files share one preparation runs them one at a time.
+      test: { name: suite.name, include: [...suite.files], ...(suite.sequential === true ? { fileParallelism: false } : {}) },
+    })),
   },
 });

@@ -1,7 +1,7 @@
 // The addon's entry point: the one table of names JavaScript sees.
 //
 // Every name here also appears in src/nvml/native-binding.ts (NATIVE_EXPORT_NAMES and the
-// NativeBinding interface); test/native-contract.test.ts compares the two. The addon is
+// NativeBinding interface); test/nvml/native-contract.test.ts compares the two. The addon is
 // context-aware (no global JavaScript state), so it loads in worker_threads too.
 #include <napi.h>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// pack-check.cjs: the rules a packed gpugate tarball must follow (used by test/pack.test.ts, and by
+// pack-check.cjs: the rules a packed gpugate tarball must follow (used by test/pack/pack.test.ts, and by
 // hand: `node scripts/pack-check.cjs gpugate-x.y.z.tgz`). A user on a GPU host may have no compiler,
 // so the tarball must carry a prebuilt addon and the simulator library for linux-x64; it must carry
 // the sources and build files needed to build from source elsewhere; and it must not carry build

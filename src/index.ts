@@ -1,7 +1,7 @@
 /**
  * gpugate: the public API, exactly the names README.md's "The API" section lists. Every name here
  * is a semver promise; everything else in the package is internal and may change in any release.
- * test/package-exports.test.ts keeps this list, README's and the shipped declarations' JSDoc in step.
+ * test/pack/package-exports.test.ts keeps this list, README's and the shipped declarations' JSDoc in step.
  */
 
 // Reading NVML.

@@ -11,7 +11,7 @@
 
 'use strict';
 
-/** @typedef {{ name: string, why: string, files: string[] }} TestSuite */
+/** @typedef {{ name: string, why: string, files: string[], sequential?: boolean }} TestSuite */
 
 /** Every file vitest could run: the unit, native, CLI and slow tests, and the systemd end-to-end files. */
 const ALL_TEST_FILES = ['test/**/*.test.ts', 'test/**/*.e2e.ts'];
@@ -20,33 +20,36 @@ const ALL_TEST_FILES = ['test/**/*.test.ts', 'test/**/*.e2e.ts'];
 const SLOW_SUITES = [
   {
     name: 'pack',
-    why: 'npm pack (prebuildify rebuilds the addon) and npm install of the tarball into consumer projects',
-    files: ['test/pack.test.ts', 'test/pack-cache.test.ts'],
+    why: 'npm pack (prebuildify rebuilds the addon) and npm install of the tarball into consumer projects and a global prefix',
+    files: ['test/pack/pack.test.ts', 'test/pack/pack-cache.test.ts', 'test/pack/pack-systemd-form.test.ts'],
+    // Its files share one prepared tarball (scripts/prepared-package.cjs): two preparing it at
+    // once, each rebuilding the addon on two cores, outran the setup's timeout.
+    sequential: true,
   },
   {
     name: 'multi-node',
     why: 'the prepared package (prebuildify rebuilds the addon) loaded under Node 20, 22 and 24',
-    files: ['test/multi-node.test.ts'],
+    files: ['test/pack/multi-node.test.ts'],
   },
   {
     name: 'build',
     why: 'configures the CMake build from binding.gyp (cmake)',
-    files: ['test/build-config.test.ts'],
+    files: ['test/build/build-config.test.ts'],
   },
   {
     name: 'clients',
     why: 'third-party NVML clients built with cargo, go and cc read the simulator',
-    files: ['test/rust-reader.test.ts', 'test/go-client.test.ts', 'test/bench-c-programs.test.ts'],
+    files: ['test/clients/rust-reader.test.ts', 'test/clients/go-client.test.ts', 'test/bench/bench-c-programs.test.ts'],
   },
   {
     name: 'bench',
     why: 'the benchmark harness run as users run it (npm run bench -- --quick)',
-    files: ['test/bench-harness.test.ts'],
+    files: ['test/bench/bench-harness.test.ts'],
   },
   {
     name: 'gpu-validate',
     why: 'the GPU host validation script and its step programs, run whole against the simulator',
-    files: ['test/gpu-validate.test.ts', 'test/gpu-validate-judging.test.ts'],
+    files: ['test/gpu-validate/gpu-validate.test.ts', 'test/gpu-validate/gpu-validate-judging.test.ts'],
   },
 ];
 

@@ -6,6 +6,8 @@ export interface TestSuite {
   readonly why: string;
   /** Globs of its test files, relative to the repository root. */
   readonly files: readonly string[];
+  /** Its files share one preparation (the packed tarball), so they run one at a time. */
+  readonly sequential?: boolean;
 }
 /** Every file vitest could run: the unit, native, CLI and slow tests, and the systemd end-to-end files. */
 export declare const ALL_TEST_FILES: readonly string[];

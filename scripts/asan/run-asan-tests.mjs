@@ -30,7 +30,7 @@ import {
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sanitizerReport from './sanitizer-report.cjs';
 
@@ -40,6 +40,7 @@ const root = resolve(here, '..', '..');
 const require = createRequire(join(root, 'package.json'));
 const sanitizeDir = join(root, 'build', 'sanitize');
 const sanitizeRelease = join(sanitizeDir, 'build', 'Release');
+/** The native test files, by name, in whichever folder of test/ they live. */
 const TEST_FILE_RE = /^(native-.*|session-.*|sim.*)\.test\.ts$/;
 
 class RunFailure extends Error {}
@@ -214,9 +215,12 @@ function findTests(extraArgs) {
   const explicit = extraArgs.filter((a) => a.endsWith('.test.ts'));
   if (explicit.length > 0) return [];
   const testDir = join(root, 'test');
-  const files = readdirSync(testDir).filter((f) => TEST_FILE_RE.test(f)).map((f) => join('test', f));
+  const files = readdirSync(testDir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => TEST_FILE_RE.test(basename(f)) && !f.split('/').includes('node_modules'))
+    .sort()
+    .map((f) => join('test', f));
   if (files.length === 0) {
-    fail('no native test files (test/native-*.test.ts, test/session-*.test.ts, test/sim*.test.ts) found');
+    fail('no native test files (native-*.test.ts, session-*.test.ts, sim*.test.ts under test/) found');
   }
   return files;
 }

@@ -3,7 +3,7 @@
  * lists, whether it is stale, whether its memory is still coming back by itself, whether it is a
  * live process that stays, what it means and what gpugate does about it. The class type, the
  * sets the gate uses, `--help` and the Prometheus help derive from this list; the JSON schema's
- * enum and the docs' holders table are checked against it by test/holder-classes.test.ts.
+ * enum and the docs' holders table are checked against it by test/gate/holder-classes.test.ts.
  */
 
 /** One holder class. */

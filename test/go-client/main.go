@@ -1,4 +1,4 @@
-// A Go NVML client linked the way go-nvml links (test/go-client.test.ts builds and runs it): cgo
+// A Go NVML client linked the way go-nvml links (test/clients/go-client.test.ts builds and runs it): cgo
 // calls NVML functions by name, left unresolved at link time, and the dynamic loader resolves
 // them from libnvidia-ml.so.1 opened RTLD_LAZY|RTLD_GLOBAL. A function the library lacks ends the
 // program with the loader's "symbol lookup error" (exit 127) when it is first called, or, run with

@@ -13,7 +13,7 @@ import type { NvmlSession, Snapshot, SnapshotOptions } from '../../src/types';
 import { waitForGpusFree } from '../../src/gate/wait';
 import { cliEnv, parseJsonOutput, runCli } from '../helpers/cli';
 import { repoRoot, simDevice, writeScenario } from '../helpers/sim';
-import { freshSimulator } from '../session-helpers';
+import { freshSimulator } from '../helpers/session-helpers';
 
 const GiB = 1024 ** 3;
 const MiB = 2 ** 20;

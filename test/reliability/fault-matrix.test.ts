@@ -1,5 +1,5 @@
 /**
- * The fault-injection matrix (test/fault-table.ts): every NVML function gpugate calls × every
+ * The fault-injection matrix (test/helpers/fault-table.ts): every NVML function gpugate calls × every
  * plausible return code, injected through the simulator into the real addon (real dlopen, real
  * worker thread). For each row: nothing crashes, the error or the null lands on the right device
  * and field and nowhere else, and a representative subset runs the real `gpugate check` as a
@@ -17,10 +17,10 @@ import {
   MEMORY_V1_PREREQUISITE,
   type FaultExpectation,
   type FaultRow,
-} from '../fault-table';
+} from '../helpers/fault-table';
 import { cliEnv, runCli } from '../helpers/cli';
 import { writeScenario } from '../helpers/sim';
-import { freshSimulator } from '../session-helpers';
+import { freshSimulator } from '../helpers/session-helpers';
 import { matrixScenario, MATRIX_DEVICE_COUNT, TARGET_DEVICE, type SimFault } from './helpers/fault-scenario';
 
 const DEVICE_SCOPED = new Set(['handle', 'identity', 'memory', 'memory-v1', 'field', 'process-list', 'process-list-extra', 'mig-count', 'mig-handle', 'mig-instance-id', 'health']);

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openNvml } from '../../src/nvml/session';
 import { simDevice, writeScenario } from '../helpers/sim';
-import { freshSimulator } from '../session-helpers';
+import { freshSimulator } from '../helpers/session-helpers';
 import { describeRuns, fuzzParameters } from './helpers/fuzz-settings';
 
 const TEXT_RUNS = 300;

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { openNvml } from '../../src/nvml/session';
 import { cliEnv, runCli } from '../helpers/cli';
 import { repoRoot, writeScenario } from '../helpers/sim';
-import { freshSimulator } from '../session-helpers';
+import { freshSimulator } from '../helpers/session-helpers';
 import { matrixScenario, type SimFault } from './helpers/fault-scenario';
 
 const DEADLINE_MS = 400;

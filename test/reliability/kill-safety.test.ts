@@ -25,7 +25,7 @@ import { editStat, ProcRoot } from '../helpers/proc-root';
 import { deviceStandIn } from '../helpers/cgroups';
 import { isAlive, killSpawned, spawnSleeper, until } from '../helpers/processes';
 import { repoRoot, simDevice, writeScenario } from '../helpers/sim';
-import { freshSimulator } from '../session-helpers';
+import { freshSimulator } from '../helpers/session-helpers';
 
 const GiB = 1024 ** 3;
 const MiB = 2 ** 20;

@@ -1,5 +1,5 @@
 /**
- * A consumer's view of the error contract, compiled (never run) by test/error-types.test.ts with
+ * A consumer's view of the error contract, compiled (never run) by test/base/error-types.test.ts with
  * `strict`: on an error gpugate raised, `switch (error.code)` narrows to the class and its fields,
  * and a code gpugate does not have is a compile error. Each `@ts-expect-error` fails the
  * compilation if the line below it ever compiles.

@@ -1,0 +1,81 @@
+/**
+ * What a fresh clone's `npm install` builds (scripts/native-build.cjs): the addon and the simulator
+ * library `gpugate demo` loads, nothing else; the simulator's other driver profiles come from one
+ * target that never includes the addon, built only when a profile's file is missing.
+ */
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { QUICK_START_TARGETS, SIM_PROFILES_TARGET, buildSimProfiles, install, missingSimProfiles } from '../../scripts/native-build.cjs';
+import { demoScenario } from '../../src/cli/demo-scenario';
+import { simProfileForScenario } from '../../src/simulator/sim-library';
+import { repoRoot, testTempDir } from '../helpers/sim';
+
+interface GypTarget {
+  target_name: string;
+  dependencies?: string[];
+  defines?: string[];
+}
+
+const root = repoRoot();
+const targets = (JSON.parse(readFileSync(join(root, 'binding.gyp'), 'utf8')) as { targets: GypTarget[] }).targets;
+const profileTargets = targets.filter((t) => (t.defines ?? []).some((d) => d.startsWith('GPUGATE_SIM_LIBRARY_PROFILE='))).map((t) => t.target_name);
+const profileTable = require(join(root, 'sim', 'profile-table.cjs')) as {
+  readProfileTable(): { profiles: Array<{ token: string }> };
+  driverNamePaths(token: string): string[];
+};
+
+/** A package tree holding the profile table and a build/Release with `files` in it. */
+function packageTree(files: string[]): string {
+  const tree = join(testTempDir(), `native-build-${Math.random().toString(36).slice(2)}`);
+  cpSync(join(root, 'sim', 'profile-table.cjs'), join(tree, 'sim', 'profile-table.cjs'));
+  cpSync(join(root, 'sim', 'driver_profiles.h'), join(tree, 'sim', 'driver_profiles.h'));
+  mkdirSync(join(tree, 'build', 'Release'), { recursive: true });
+  for (const file of files) {
+    mkdirSync(dirname(join(tree, 'build', 'Release', file)), { recursive: true });
+    writeFileSync(join(tree, 'build', 'Release', file), '');
+  }
+  return tree;
+}
+
+describe('npm install on a clone', () => {
+  it('is the install script, and the script ships in the package (an install without a prebuild runs it)', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string>; files: string[] };
+    expect(pkg.scripts['install']).toBe('node scripts/native-build.cjs install');
+    expect(pkg.files).toContain('scripts/native-build.cjs');
+  });
+
+  it('builds the addon and the simulator library the demo loads, and no other target', () => {
+    const names = targets.map((t) => t.target_name);
+    for (const target of QUICK_START_TARGETS) expect(names, target).toContain(target);
+    const scenario = join(testTempDir(), 'demo-scenario.json');
+    writeFileSync(scenario, JSON.stringify(demoScenario([101, 102, 103, 104, 105, 106, 107, 108])));
+    expect([...QUICK_START_TARGETS].sort()).toEqual(['gpugate', simProfileForScenario(scenario, root).library].sort());
+  });
+
+  it('builds nothing where an addon already loads (this tree\'s build)', () => {
+    expect(install(root)).toBe(false);
+  });
+});
+
+describe('the simulator\'s driver profiles', () => {
+  it('come from one target that depends on every profile library and not on the addon', () => {
+    const target = targets.find((t) => t.target_name === SIM_PROFILES_TARGET);
+    expect(target?.dependencies?.slice().sort()).toEqual(profileTargets.slice().sort());
+    expect(target?.dependencies).not.toContain('gpugate');
+  });
+
+  it('are missing, each under the driver\'s file name, from a build of the quick-start targets only', () => {
+    const expected = profileTable.readProfileTable().profiles.flatMap((p) => profileTable.driverNamePaths(p.token));
+    expect(expected.length).toBeGreaterThan(profileTargets.length - 1);
+    expect(missingSimProfiles(packageTree(['gpugate.node', 'gpugate_sim.so'])).sort()).toEqual(expected.sort());
+    expect(missingSimProfiles(packageTree(expected.slice(1)))).toEqual([expected[0]]);
+  });
+
+  it('are not built again when every one is there (no node-gyp run: the tree has no Makefile to run it with)', () => {
+    const expected = profileTable.readProfileTable().profiles.flatMap((p) => profileTable.driverNamePaths(p.token));
+    expect(buildSimProfiles(packageTree(expected))).toBe(false);
+    // The test run's own build has them all: the global setup built any that were missing.
+    expect(missingSimProfiles(root)).toEqual([]);
+  });
+});
