@@ -38,6 +38,17 @@ void CloseInherited() {
   for (long fd = kChannel + 1; fd < (limit > 0 ? limit : 1024); ++fd) close(static_cast<int>(fd));
 }
 
+// posix_spawn resets every signal glibc lets it name; the two glibc keeps for itself (32, 33)
+// stay ignored when the parent ignored them. The raw system call resets those too: a zeroed
+// kernel sigaction is SIG_DFL with no flags and an empty mask on every architecture.
+void DefaultEverySignal() {
+  for (int signal = 1; signal <= 64; ++signal) {
+    if (signal == SIGKILL || signal == SIGSTOP) continue;
+    unsigned long action[4] = {};
+    syscall(SYS_rt_sigaction, signal, action, nullptr, 8);
+  }
+}
+
 void OnNvmlCall(const gpugate::SymbolTable& table, int fn) {
   const auto which = static_cast<gpugate::Fn>(fn);
   const char* symbol = table.Symbol(which);
@@ -49,6 +60,7 @@ void OnNvmlCall(const gpugate::SymbolTable& table, int fn) {
 
 int main(int argc, char** argv) {
   CloseInherited();
+  DefaultEverySignal();
   struct stat channel {};
   if (argc < 3 || fstat(kChannel, &channel) != 0 || !S_ISSOCK(channel.st_mode)) return kExitUsage;
   const long parent = strtol(argv[2], nullptr, 10);
