@@ -128,14 +128,23 @@ class HelperBackend : public NvmlBackend {
     if (process == nullptr) throw CodedFailure("GPUGATE_SESSION_CLOSED", "the NVML session is not open");
     try {
       return process->Exchange(request, timeoutMs, what);
-    } catch (const CodedFailure& failure) {
-      if (failure.code != "GPUGATE_TIMEOUT") opened_ = false;
+    } catch (const CodedFailure&) {
+      // Died, abandoned, or late: a late reply would answer the next request, so nothing more is
+      // asked of this helper (the caller abandons it; a shutdown then only kills it).
+      opened_ = false;
+      late_ = true;
       throw;
     }
   }
 
   // Shutdown request, then the helper's exit, reaped; a helper that is gone already stays gone.
   void Stop(HelperProcess& process) {
+    if (late_) {
+      process.Abandon();
+      std::lock_guard<std::mutex> guard(processMutex_);
+      stopped_ = true;
+      return;
+    }
     try {
       process.Exchange(EncodeShutdownRequest(), -1, "nvmlShutdown");
       process.Finish();
@@ -152,6 +161,7 @@ class HelperBackend : public NvmlBackend {
   std::shared_ptr<HelperProcess> process_;  // set by Open, under processMutex_
   bool abandoned_ = false;                  // under processMutex_
   bool stopped_ = false;                    // shut down and reaped: its pid is not ours to read
+  std::atomic<bool> late_{false};           // an exchange failed: the channel may hold a late reply
 };
 
 }  // namespace
