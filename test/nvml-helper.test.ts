@@ -207,6 +207,23 @@ describe('the NVML helper process', () => {
     expect((await again.snapshot({ memoryOnly: true })).devices).toHaveLength(1);
   });
 
+  it('a program whose call hangs gets the typed rejection and exits by itself, leaving no helper behind', async () => {
+    const scenario = useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', hang: true }] });
+    // No close(), no process.exit(): the program must end on its own once the rejection is handled.
+    const script = `
+      const { openNvml } = require(${packageEntryLiteral()});
+      openNvml({ libraryPath: ${JSON.stringify(freshSimulator())}, callTimeoutMs: 300 })
+        .then((session) => session.snapshot({ memoryOnly: true }))
+        .then(() => console.log('answered'), (error) => console.log(JSON.stringify({ name: error.name, code: error.code, helperPid: error.helperPid })));`;
+    const run = await runNodeScript(script, { ...process.env, GPUGATE_SIM_SCENARIO: scenario }, 30_000);
+    expect({ code: run.code, signal: run.signal }, run.stderr).toEqual({ code: 0, signal: null });
+    const outcome = JSON.parse(run.stdout.trim()) as { name: string; code: string; helperPid: number };
+    expect(outcome).toMatchObject({ name: 'NvmlError', code: 'GPUGATE_TIMEOUT' });
+    expect(outcome.helperPid).toBeGreaterThan(0);
+    // Killed at the deadline; its parent is gone, so init reaps it.
+    await gone(outcome.helperPid);
+  });
+
   it("nvmlProcess 'in-process' runs NVML on a thread of this process: no helper is spawned", async () => {
     useScenario({ devices: [simDevice(0), simDevice(1)] });
     const before = helperChildren();

@@ -6,6 +6,12 @@
  * abandoned, so the process can still exit); every other call then rejects with
  * GPUGATE_SESSION_CLOSED. At most MAX_PENDING_CALLS calls wait per session; more are refused at
  * once with GPUGATE_QUEUE_FULL.
+ *
+ * Where NVML runs (`nvmlProcess`): by default in the session's helper process (native/helper/),
+ * so a call stuck in the kernel or a crash inside the library costs this process an error, not its
+ * life: a missed deadline kills and abandons the helper (the error carries its pid and /proc state),
+ * and a helper that dies rejects its call with GPUGATE_NVML_HELPER_CRASHED and closes the session.
+ * 'in-process' keeps NVML on a thread of this process (hot loops).
  */
 import { loadBinding } from './binding';
 import { ConfigError } from '../config-error';
