@@ -98,7 +98,7 @@ export function judgeGoals(report: BenchReport): GoalResult[] {
       formatRatio,
     ),
   );
-  const model = report.processModel;
+  const model = report.processModel ?? null;
   goals.push(
     goal(
       "helper process: `await snapshot({ memoryOnly: true })`, 8 devices, vs `await fs.promises.stat('/')` in the same process",
@@ -217,7 +217,7 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
   lines.push('sleeping thread and core dominates), so each is timed in batches interleaved with the thread-pool round trip');
   lines.push('in the same process; "÷ stat" is the median over samples of each pair\'s ratio, and only that ratio is judged.');
   lines.push('');
-  const model = report.processModel;
+  const model = report.processModel ?? null;
   if (model !== null) {
     lines.push('## NVML in the helper process vs in-process (8 GPUs, memory only)', '');
     lines.push("| | helper process (default) | in-process (`nvmlProcess: 'in-process'`) | thread-pool round trip |");
