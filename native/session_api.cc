@@ -74,6 +74,7 @@ struct Link {
   }
   // NVML thread: hands a completion to the JavaScript thread, or deletes it.
   void Deliver(Completion* completion) {
+    Worker::TaskAnswered();
     std::lock_guard<std::mutex> lock(mutex);
     if (!callable || napi_call_threadsafe_function(function, completion, napi_tsfn_nonblocking) != napi_ok) {
       delete completion;
