@@ -51,6 +51,7 @@ struct Completion {
 struct Link {
   napi_threadsafe_function function = nullptr;
   napi_env env = nullptr;
+  std::weak_ptr<Worker> worker;  // the session's NVML thread, told when a task has its answer
   unsigned pending = 0;
   bool abandoned = false;
   std::mutex mutex;
@@ -74,7 +75,7 @@ struct Link {
   }
   // NVML thread: hands a completion to the JavaScript thread, or deletes it.
   void Deliver(Completion* completion) {
-    Worker::TaskAnswered();
+    if (std::shared_ptr<Worker> running = worker.lock()) running->TaskAnswered();
     std::lock_guard<std::mutex> lock(mutex);
     if (!callable || napi_call_threadsafe_function(function, completion, napi_tsfn_nonblocking) != napi_ok) {
       delete completion;
@@ -440,6 +441,7 @@ Napi::Value CreateSession(const Napi::CallbackInfo& info) {
   }
   napi_unref_threadsafe_function(env, link->function);
   handle->worker = std::make_shared<Worker>([link] { link->Release(); });
+  link->worker = handle->worker;
   SessionHandle* raw = handle.release();
   if (napi_add_env_cleanup_hook(env, OnEnvironmentCleanup, raw) == napi_ok) raw->hookRegistered = true;
   Napi::External<SessionHandle> external = Napi::External<SessionHandle>::New(env, raw, FinalizeHandle);

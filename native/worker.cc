@@ -7,9 +7,6 @@ namespace gpugate {
 
 namespace {
 
-// The running task's start of the worker thread this is (null on other threads).
-thread_local std::atomic<long long>* currentTaskStart = nullptr;
-
 long long SteadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -35,7 +32,6 @@ Worker::~Worker() {
 }
 
 void Worker::Run(std::shared_ptr<State> state, Task onExit) {
-  currentTaskStart = &state->taskStartedNs;
   for (;;) {
     Task task;
     {
@@ -78,9 +74,7 @@ void Worker::Detach() {
   if (thread_.joinable()) thread_.detach();
 }
 
-void Worker::TaskAnswered() {
-  if (currentTaskStart != nullptr) currentTaskStart->store(-1, std::memory_order_relaxed);
-}
+void Worker::TaskAnswered() { state_->taskStartedNs.store(-1, std::memory_order_relaxed); }
 
 double Worker::RunningMs() const {
   const long long started = state_->taskStartedNs.load(std::memory_order_relaxed);
