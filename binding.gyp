@@ -1,6 +1,18 @@
 {
   "variables": {
     "gpugate_napi_version": "8",
+    "gpugate_nvml_sources": [
+      "native/encode.cc",
+      "native/errors.cc",
+      "native/frame_io.cc",
+      "native/health.cc",
+      "native/helper_protocol.cc",
+      "native/loader.cc",
+      "native/process_list.cc",
+      "native/queries.cc",
+      "native/session.cc",
+      "native/symbols.cc"
+    ],
     "gpugate_sim_sources": [
       "sim/exports_device.cc",
       "sim/exports_health.cc",
@@ -29,26 +41,27 @@
     {
       "target_name": "gpugate",
       "sources": [
+        "<@(gpugate_nvml_sources)",
         "native/addon.cc",
         "native/child_reap.cc",
-        "native/encode.cc",
-        "native/errors.cc",
-        "native/health.cc",
+        "native/helper_client.cc",
         "native/introspection.cc",
         "native/lease_lock.cc",
-        "native/loader.cc",
         "native/notify.cc",
+        "native/nvml_backend.cc",
         "native/pidfd.cc",
-        "native/process_list.cc",
-        "native/queries.cc",
-        "native/session.cc",
         "native/session_api.cc",
         "native/signal_source.cc",
-        "native/symbols.cc",
         "native/worker.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL", "NODE_ADDON_API_DISABLE_DEPRECATED"],
+      "libraries": ["-ldl", "-lpthread"]
+    },
+    {
+      "target_name": "gpugate-nvml-helper",
+      "type": "executable",
+      "sources": ["<@(gpugate_nvml_sources)", "native/helper/main.cc", "native/helper/process_title.cc"],
       "libraries": ["-ldl", "-lpthread"]
     },
     {

@@ -80,6 +80,16 @@ export interface BenchReport {
   rssPinned: BenchReport['rss'];
   /** The same measure over the native read alone (no per-call allocation), for comparison. */
   rssNativeRead: BenchReport['rss'];
+  /**
+   * NVML in the session's helper process (the default) against NVML in the caller's process, 8 GPUs:
+   * openNvml() time per mode (the helper's includes spawning it), and the awaited memory snapshot of
+   * each with its median ratio to the thread-pool round trip timed interleaved with it.
+   */
+  processModel: {
+    openNs: { helper: LatencySummaryNs; inProcess: LatencySummaryNs };
+    contenders: Record<string, LatencySummaryNs>;
+    threadPoolRatios: Record<string, number>;
+  } | null;
   startup: {
     nodeEmptyNs: LatencySummaryNs | null;
     gpugateCheckNs: LatencySummaryNs | null;

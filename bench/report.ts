@@ -6,6 +6,7 @@
 import { formatNanoseconds } from '../src/latency-figures';
 import { MEMORY_READS, type CallCounts, type FurtherPollCalls } from './nvml-calls';
 import type { BenchReport, GoalResult, LatencyRow } from './report-types';
+import type { LatencySummaryNs } from './stats';
 
 const LABELS: Record<string, string> = {
   cFloorMemory: 'C floor, memory',
@@ -61,6 +62,10 @@ function ratio(numerator: number | undefined, denominator: number | undefined): 
   return numerator / denominator;
 }
 
+function formatMs(summary: LatencySummaryNs): string {
+  return `${(summary.median / 1e6).toFixed(2)} ms (${(summary.p99 / 1e6).toFixed(2)} ms)`;
+}
+
 function threadPoolRatio(report: BenchReport, contender: string, size: string): number | null {
   return report.threadPoolRatios.find((entry) => entry.contender === contender && entry.size === size)?.ratio ?? null;
 }
@@ -91,6 +96,25 @@ export function judgeGoals(report: BenchReport): GoalResult[] {
       '≤ 1.2×',
       (v) => v <= 1.2,
       formatRatio,
+    ),
+  );
+  const model = report.processModel ?? null;
+  goals.push(
+    goal(
+      "helper process: `await snapshot({ memoryOnly: true })`, 8 devices, vs `await fs.promises.stat('/')` in the same process",
+      model?.threadPoolRatios['helperSnapshotAsyncMemory'] ?? null,
+      '≤ 1.2×',
+      (v) => v <= 1.2,
+      formatRatio,
+    ),
+  );
+  goals.push(
+    goal(
+      'helper process: openNvml() minus in-process openNvml() (spawning the helper and its NVML init), 8 devices, medians',
+      model === null ? null : (model.openNs.helper.median - model.openNs.inProcess.median) / 1e6,
+      '≤ 5 ms',
+      (v) => v <= 5,
+      (v) => `${v.toFixed(2)} ms`,
     ),
   );
   const subprocess8 = median('subprocessExecFile', '8x0');
@@ -193,6 +217,19 @@ export function renderReport(report: BenchReport): { markdown: string; goals: Go
   lines.push('sleeping thread and core dominates), so each is timed in batches interleaved with the thread-pool round trip');
   lines.push('in the same process; "÷ stat" is the median over samples of each pair\'s ratio, and only that ratio is judged.');
   lines.push('');
+  const model = report.processModel ?? null;
+  if (model !== null) {
+    lines.push('## NVML in the helper process vs in-process (8 GPUs, memory only)', '');
+    lines.push("| | helper process (default) | in-process (`nvmlProcess: 'in-process'`) | thread-pool round trip |");
+    lines.push('|---|---:|---:|---:|');
+    const ns = (name: string): string => formatNanoseconds(model.contenders[name]?.median ?? Number.NaN);
+    lines.push(`| \`await snapshot({ memoryOnly: true })\`, median | ${ns('helperSnapshotAsyncMemory')} | ${ns('inProcessSnapshotAsyncMemory')} | ${ns('threadPoolStat')} |`);
+    lines.push(`| the same ÷ \`await fs.promises.stat('/')\` (median of pairs) | ${formatRatio(model.threadPoolRatios['helperSnapshotAsyncMemory'] ?? null)} | ${formatRatio(model.threadPoolRatios['inProcessSnapshotAsyncMemory'] ?? null)} | 1× |`);
+    lines.push(`| \`openNvml()\` then the first answer, median (p99) | ${formatMs(model.openNs.helper)} | ${formatMs(model.openNs.inProcess)} | |`);
+    lines.push('');
+    lines.push('Both sessions live in one process and are timed interleaved with the thread-pool round trip; the helper');
+    lines.push("mode's open includes spawning `gpugate-nvml-helper`, loading the library there and its NVML init.", '');
+  }
   lines.push('## Event loop while a process-list call takes 5 ms (8 GPUs × 2 processes)', '');
   lines.push('| what the loop does | snapshots | mean snapshot | delay p50 | delay p99 | delay max |');
   lines.push('|---|---:|---:|---:|---:|---:|');

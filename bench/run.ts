@@ -291,6 +291,20 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
     });
   }
 
+  // NVML in the helper process against NVML in this process, side by side (8 GPUs, memory only).
+  log('process model: helper process vs in-process, 8 GPUs');
+  const modelScenario = writeBenchScenario(work, { devices: 8, processesPerDevice: 0 });
+  const modelParams = {
+    samples: settings.samples,
+    targetBatchNs: settings.targetBatchNs,
+    warmupCalls: settings.warmupCalls,
+    warmupMs: settings.warmupMs,
+    opens: settings.quick ? 10 : 40,
+  };
+  const processModel = JSON.parse(
+    await runCapture(process.execPath, [workerJs, 'process-model', JSON.stringify(modelParams)], simEnv(modelScenario), 300_000),
+  ) as NonNullable<BenchReport['processModel']>;
+
   // Event-loop delay while a process-list call takes 5 ms.
   log('event-loop delay with a 5 ms process-list call');
   const delayScenario = writeBenchScenario(work, { devices: 8, processesPerDevice: 2, processListDelayMs: 5 });
@@ -415,6 +429,7 @@ async function measureAll(settings: Settings, started: number, loadAtStart: numb
     rss,
     rssPinned,
     rssNativeRead,
+    processModel,
     startup,
     nvmlCalls,
     initCounts,

@@ -11,14 +11,25 @@
  *   eventloop {durationMs}: event-loop delay while a process-list call sleeps (async, then sync)
  *   rss       {count, path}: resident memory before and after `count` snapshotSync / readMemorySync
  *             calls (run with --expose-gc)
+ *   process-model {samples, targetBatchNs, warmupCalls, warmupMs, opens}: NVML in the helper
+ *             process against NVML in this process, side by side: the awaited memory snapshot of
+ *             each, interleaved with the thread-pool round trip, and the time an openNvml() takes
+ *             in each mode (the helper's: spawning it plus NVML's init and identities)
  */
 import { promises as fsp } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { NvmlMemoryReader, OpenNvmlOptions, Snapshot } from '../src/types';
 import { packageEntry } from './paths';
-import { measureAsyncInterleaved, measureSync, type BatchPlan, type LatencySummaryNs } from './stats';
+import { measureAsyncInterleaved, measureSync, summarize, type BatchPlan, type LatencySummaryNs } from './stats';
 
 type OpenNvml = (options?: OpenNvmlOptions) => Promise<NvmlMemoryReader>;
+
+/**
+ * The latency, event-loop and memory modes measure NVML on a thread of this process (the explicit
+ * hot-loop mode), as their goals were set for; `process-model` sets the default helper process
+ * beside it.
+ */
+const IN_PROCESS: OpenNvmlOptions = { nvmlProcess: 'in-process' };
 
 function loadGpugate(): { openNvml: OpenNvml } {
   const gpugate = require(packageEntry()) as { openNvml?: OpenNvml };
@@ -59,7 +70,7 @@ interface LatencyParams extends BatchPlan {
 }
 
 async function latency(params: LatencyParams): Promise<unknown> {
-  const session = await loadGpugate().openNvml();
+  const session = await loadGpugate().openNvml(IN_PROCESS);
   try {
     const memoryOnly = { memoryOnly: true };
     const withProcesses = { memoryOnly: true, processes: true };
@@ -110,9 +121,52 @@ async function latency(params: LatencyParams): Promise<unknown> {
   }
 }
 
+interface ProcessModelParams extends BatchPlan {
+  /** openNvml() + close() pairs timed per mode. */
+  opens: number;
+}
+
+async function processModel(params: ProcessModelParams): Promise<unknown> {
+  const { openNvml } = loadGpugate();
+  const modes = ['helper', 'in-process'] as const;
+  const openNs: Record<string, number[]> = { helper: [], 'in-process': [] };
+  for (let i = 0; i < params.opens; i++) {
+    for (const nvmlProcess of modes) {
+      const start = performance.now();
+      const session = await openNvml({ nvmlProcess });
+      (openNs[nvmlProcess] as number[]).push((performance.now() - start) * 1e6);
+      await session.close();
+    }
+  }
+  const helper = await openNvml({ nvmlProcess: 'helper' });
+  const inProcess = await openNvml({ nvmlProcess: 'in-process' });
+  try {
+    const memoryOnly = { memoryOnly: true };
+    checkSnapshot(await helper.snapshot(memoryOnly), null);
+    checkSnapshot(await inProcess.snapshot(memoryOnly), null);
+    const interleaved = await measureAsyncInterleaved(
+      {
+        threadPoolStat: () => fsp.stat('/'),
+        helperSnapshotAsyncMemory: () => helper.snapshot(memoryOnly),
+        inProcessSnapshotAsyncMemory: () => inProcess.snapshot(memoryOnly),
+      },
+      params,
+    );
+    return {
+      deviceCount: inProcess.deviceCount,
+      openNs: { helper: summarize(openNs['helper'] as number[], 1), inProcess: summarize(openNs['in-process'] as number[], 1) },
+      contenders: interleaved.summaries,
+      threadPoolRatios: interleaved.ratiosToYardstick,
+    };
+  } finally {
+    await helper.close();
+    await inProcess.close();
+  }
+}
+
 async function eventLoop(params: { durationMs: number }): Promise<unknown> {
   const resolutionMs = 1;
-  const session = await loadGpugate().openNvml();
+  const session = await loadGpugate().openNvml(IN_PROCESS);
   try {
     const withProcesses = { memoryOnly: true, processes: true };
     session.snapshotSync(withProcesses);
@@ -155,7 +209,7 @@ async function eventLoop(params: { durationMs: number }): Promise<unknown> {
 async function residentMemory(params: { count: number; path: 'snapshotSync' | 'readMemorySync' }): Promise<unknown> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc === undefined) throw new Error('gpugate bench: the rss mode needs node --expose-gc');
-  const session = await loadGpugate().openNvml();
+  const session = await loadGpugate().openNvml(IN_PROCESS);
   try {
     const memoryOnly = { memoryOnly: true };
     const out = new Float64Array(session.deviceCount * 5);
@@ -198,6 +252,7 @@ async function main(): Promise<void> {
   let result: unknown;
   if (mode === 'latency') result = await latency(params as unknown as LatencyParams);
   else if (mode === 'eventloop') result = await eventLoop(params as { durationMs: number });
+  else if (mode === 'process-model') result = await processModel(params as unknown as ProcessModelParams);
   else if (mode === 'rss') result = await residentMemory(params as { count: number; path: 'snapshotSync' | 'readMemorySync' });
   else throw new Error(`gpugate bench worker: unknown mode ${String(mode)} (expected latency, eventloop or rss)`);
   process.stdout.write(JSON.stringify(result) + '\n');

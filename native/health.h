@@ -17,11 +17,11 @@ namespace gpugate {
 
 // One query's outcome: `code` NVML_SUCCESS with `values` named, or the failure.
 struct HealthField {
-  const char* name;
+  std::string name;
   nvmlReturn_t code = NVML_SUCCESS;
   std::string symbol;   // the exported function called (or the newest candidate when none bound)
   std::string message;  // on failure: the library's text for `code`
-  std::vector<std::pair<const char*, double>> values;
+  std::vector<std::pair<std::string, double>> values;
 };
 
 struct HealthReading {

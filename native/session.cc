@@ -93,6 +93,19 @@ const char* SessionCore::LastSymbol() const {
   return bound != nullptr ? bound : PreferredSymbol(static_cast<Fn>(fn));
 }
 
+OpenedSession SessionCore::Describe() const {
+  OpenedSession opened;
+  opened.path = library_.path;
+  opened.versions = versions_;
+  opened.boundSymbols.reserve(kFnCount);
+  for (int fn = 0; fn < kFnCount; ++fn) {
+    const char* symbol = symbols_.Symbol(static_cast<Fn>(fn));
+    opened.boundSymbols.push_back(symbol != nullptr ? symbol : "");
+  }
+  opened.identities = identities_;
+  return opened;
+}
+
 void SessionCore::Shutdown() {
   std::lock_guard<std::timed_mutex> lock(nvmlMutex);
   if (!initialized_) return;

@@ -36,6 +36,16 @@ struct LibraryVersions {
   int cudaDriverVersion = -1;  // e.g. 13000; -1 when unreadable
 };
 
+// What an open session tells its caller: the library, its versions, which variant of each
+// function bound (null for none) and the devices' identities. The addon turns it into the open
+// result; the helper process sends it over its channel (helper_protocol.h).
+struct OpenedSession {
+  std::string path;
+  LibraryVersions versions;
+  std::vector<std::string> boundSymbols;  // by Fn; empty when nothing bound
+  std::vector<DeviceIdentity> identities;  // `handle` is meaningful only in the process that opened
+};
+
 class SessionCore {
  public:
   // Loads, binds, initialises and reads identities. Call once, under no lock (takes its own).
@@ -60,6 +70,10 @@ class SessionCore {
   // null / -1 when none. Safe to read from any thread, e.g. after a missed deadline.
   const char* LastSymbol() const;
   int LastDevice() const { return symbols_.lastDevice.load(std::memory_order_relaxed); }
+  // What the caller of Open learns (valid once Open succeeded).
+  OpenedSession Describe() const;
+  // Calls `observer` right before every NVML call (SymbolTable::callObserver); before Open only.
+  void ObserveCalls(void (*observer)(const SymbolTable&, int)) { symbols_.callObserver = observer; }
 
   std::timed_mutex nvmlMutex;
 

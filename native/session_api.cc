@@ -11,6 +11,7 @@
 #include <string>
 
 #include "errors.h"
+#include "nvml_backend.h"
 #include "session.h"
 #include "worker.h"
 
@@ -50,6 +51,7 @@ struct Completion {
 struct Link {
   napi_threadsafe_function function = nullptr;
   napi_env env = nullptr;
+  std::weak_ptr<Worker> worker;  // the session's NVML thread, told when a task has its answer
   unsigned pending = 0;
   bool abandoned = false;
   std::mutex mutex;
@@ -73,6 +75,7 @@ struct Link {
   }
   // NVML thread: hands a completion to the JavaScript thread, or deletes it.
   void Deliver(Completion* completion) {
+    if (std::shared_ptr<Worker> running = worker.lock()) running->TaskAnswered();
     std::lock_guard<std::mutex> lock(mutex);
     if (!callable || napi_call_threadsafe_function(function, completion, napi_tsfn_nonblocking) != napi_ok) {
       delete completion;
@@ -126,16 +129,26 @@ void CallCompletion(napi_env rawEnv, napi_value /*callback*/, void* /*context*/,
   delete completion;
 }
 
-// Runs `read` and returns "" or, if it threw, what it threw: no exception leaves an NVML task.
+// What a task's reading threw: a documented code (CodedFailure: a timeout, a crashed helper) or
+// GPUGATE_NATIVE_FAILURE for anything else; `code` empty when nothing was thrown.
+struct Thrown {
+  std::string code;
+  std::string message;
+  bool Any() const { return !code.empty(); }
+};
+
+// Runs `read`, catching everything: no exception leaves an NVML task.
 template <typename Read>
-std::string Guarded(Read&& read) {
+Thrown Guarded(Read&& read) {
   try {
     read();
-    return "";
+    return {};
+  } catch (const CodedFailure& failure) {
+    return {failure.code, failure.what()};
   } catch (const std::exception& error) {
-    return error.what()[0] != '\0' ? error.what() : "a C++ exception";
+    return {"GPUGATE_NATIVE_FAILURE", error.what()[0] != '\0' ? error.what() : "a C++ exception"};
   } catch (...) {
-    return "a C++ exception";
+    return {"GPUGATE_NATIVE_FAILURE", "a C++ exception"};
   }
 }
 
@@ -143,7 +156,7 @@ constexpr napi_type_tag kSessionTag = {0x6770756761746531ULL, 0x73657373696f6e31
 
 struct SessionHandle {
   napi_env env = nullptr;
-  std::shared_ptr<SessionCore> core = std::make_shared<SessionCore>();
+  std::shared_ptr<NvmlBackend> backend;
   std::shared_ptr<Link> link = std::make_shared<Link>();
   std::shared_ptr<Worker> worker;  // shared: a close completion joins it after the handle may be gone
   bool openRequested = false;
@@ -174,9 +187,9 @@ void StopForTeardown(SessionHandle* handle) {
   handle->stopped = true;
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
-  std::shared_ptr<SessionCore> core = handle->core;
-  handle->worker->Post([core, done] {
-    Guarded([&] { core->Shutdown(); });
+  std::shared_ptr<NvmlBackend> backend = handle->backend;
+  handle->worker->Post([backend, done] {
+    Guarded([&] { backend->Shutdown(); });
     done->set_value();
   });
   handle->worker->Stop();
@@ -194,8 +207,8 @@ void FinalizeHandle(Napi::Env /*env*/, SessionHandle* handle) {
   RemoveHook(handle);
   if (!handle->stopped) {
     handle->stopped = true;
-    std::shared_ptr<SessionCore> core = handle->core;
-    handle->worker->Post([core] { core->Shutdown(); });
+    std::shared_ptr<NvmlBackend> backend = handle->backend;
+    handle->worker->Post([backend] { Guarded([&] { backend->Shutdown(); }); });
     handle->worker->Stop();
     handle->worker->Detach();
   }
@@ -220,9 +233,25 @@ Napi::Error SessionError(Napi::Env env, const std::string& code, const std::stri
   return error;
 }
 
+// A task's failure as the error its promise rejects with (`context` prefixes an unexpected one).
+Napi::Error ThrownError(Napi::Env env, const Thrown& thrown, const std::string& context) {
+  if (thrown.code == "GPUGATE_NATIVE_FAILURE") return SessionError(env, thrown.code, context + thrown.message);
+  return SessionError(env, thrown.code, thrown.message);
+}
+
+long long SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// What is left of a blocking call's `timeoutMs` since `startedNs` (at least 0).
+double TimeLeftMs(double timeoutMs, long long startedNs) {
+  const double left = timeoutMs - static_cast<double>(SteadyNs() - startedNs) / 1e6;
+  return left > 0 ? left : 0;
+}
+
 SessionHandle* OpenHandleArg(const Napi::CallbackInfo& info) {
   SessionHandle* handle = HandleArg(info);
-  if (handle->stopped || !handle->core->Opened()) {
+  if (handle->stopped || !handle->backend->Opened()) {
     throw SessionError(info.Env(), "GPUGATE_SESSION_CLOSED", "the NVML session is not open (closed, poisoned or never opened)");
   }
   return handle;
@@ -256,7 +285,7 @@ SnapshotRequest RequestArgs(const Napi::CallbackInfo& info, const SessionHandle*
   if (info.Length() > 3 && !info[3].IsNull() && !info[3].IsUndefined()) {
     if (!info[3].IsArray()) ThrowType(env, "argument 'devices' must be an array of device indices or null");
     Napi::Array devices = info[3].As<Napi::Array>();
-    const size_t count = handle->core->DeviceCount();
+    const size_t count = handle->backend->DeviceCount();
     request.allDevices = false;
     for (uint32_t i = 0; i < devices.Length(); ++i) {
       Napi::Value entry = devices.Get(i);
@@ -298,24 +327,24 @@ Napi::Object CallErrorToJs(Napi::Env env, const CallError& error) {
   return object;
 }
 
-Napi::Object OpenResultToJs(Napi::Env env, const SessionCore& core) {
+Napi::Object OpenResultToJs(Napi::Env env, const OpenedSession& opened) {
   Napi::Object result = Napi::Object::New(env);
-  result.Set("path", core.Library().path);
-  result.Set("driverVersion", NullableString(env, core.Versions().driverVersion));
-  result.Set("nvmlVersion", NullableString(env, core.Versions().nvmlVersion));
-  result.Set("cudaDriverVersion", core.Versions().cudaDriverVersion < 0
+  result.Set("path", opened.path);
+  result.Set("driverVersion", NullableString(env, opened.versions.driverVersion));
+  result.Set("nvmlVersion", NullableString(env, opened.versions.nvmlVersion));
+  result.Set("cudaDriverVersion", opened.versions.cudaDriverVersion < 0
                                       ? env.Null()
-                                      : Napi::Number::New(env, core.Versions().cudaDriverVersion));
+                                      : Napi::Number::New(env, opened.versions.cudaDriverVersion));
   Napi::Object variants = Napi::Object::New(env);
   for (int fn = 0; fn < kFnCount; ++fn) {
     if (fn == kSimLastError) continue;
-    const char* symbol = core.Symbols().Symbol(static_cast<Fn>(fn));
-    variants.Set(LogicalName(static_cast<Fn>(fn)), symbol != nullptr ? Napi::Value(Napi::String::New(env, symbol)) : env.Null());
+    const std::string& symbol = opened.boundSymbols.at(static_cast<size_t>(fn));
+    variants.Set(LogicalName(static_cast<Fn>(fn)), symbol.empty() ? env.Null() : Napi::Value(Napi::String::New(env, symbol)));
   }
   result.Set("variants", variants);
-  Napi::Array devices = Napi::Array::New(env, core.Identities().size());
+  Napi::Array devices = Napi::Array::New(env, opened.identities.size());
   uint32_t position = 0;
-  for (const DeviceIdentity& identity : core.Identities()) {
+  for (const DeviceIdentity& identity : opened.identities) {
     Napi::Object device = Napi::Object::New(env);
     device.Set("index", identity.index);
     device.Set("name", identity.name);
@@ -374,8 +403,8 @@ std::string StringArg(const Napi::CallbackInfo& info, size_t position, const cha
 }
 
 // Locks the session's NVML mutex for a blocking call, or throws GPUGATE_TIMEOUT.
-std::unique_lock<std::timed_mutex> LockForSyncCall(Napi::Env env, SessionCore& core, double timeoutMs, const char* what) {
-  std::unique_lock<std::timed_mutex> lock(core.nvmlMutex, std::defer_lock);
+std::unique_lock<std::timed_mutex> LockForSyncCall(Napi::Env env, NvmlBackend& backend, double timeoutMs, const char* what) {
+  std::unique_lock<std::timed_mutex> lock(backend.Mutex(), std::defer_lock);
   if (!lock.try_lock_for(std::chrono::milliseconds(static_cast<long long>(timeoutMs)))) {
     throw SessionError(env, "GPUGATE_TIMEOUT",
                        std::string(what) + " waited " + std::to_string(static_cast<long long>(timeoutMs)) +
@@ -390,6 +419,16 @@ Napi::Value CreateSession(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto handle = std::make_unique<SessionHandle>();
   handle->env = env;
+  // Where NVML runs: the helper process unless the caller asks for this process explicitly.
+  const std::string mode = info.Length() == 0 || info[0].IsUndefined() ? "helper" : StringArg(info, 0, "nvmlProcess", false);
+  if (mode != "helper" && mode != "in-process") {
+    throw Napi::RangeError::New(env, "gpugate: argument 'nvmlProcess' must be 'helper' or 'in-process', got '" + mode + "'");
+  }
+  try {
+    handle->backend = MakeBackend(mode == "helper");
+  } catch (const CodedFailure& failure) {
+    throw SessionError(env, failure.code, failure.what());
+  }
   std::shared_ptr<Link> link = handle->link;
   link->env = env;
   auto* finalizeData = new std::shared_ptr<Link>(link);
@@ -402,6 +441,7 @@ Napi::Value CreateSession(const Napi::CallbackInfo& info) {
   }
   napi_unref_threadsafe_function(env, link->function);
   handle->worker = std::make_shared<Worker>([link] { link->Release(); });
+  link->worker = handle->worker;
   SessionHandle* raw = handle.release();
   if (napi_add_env_cleanup_hook(env, OnEnvironmentCleanup, raw) == napi_ok) raw->hookRegistered = true;
   Napi::External<SessionHandle> external = Napi::External<SessionHandle>::New(env, raw, FinalizeHandle);
@@ -418,16 +458,15 @@ Napi::Value OpenSession(const Napi::CallbackInfo& info) {
   }
   handle->openRequested = true;
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
-  std::shared_ptr<SessionCore> core = handle->core;
+  std::shared_ptr<NvmlBackend> backend = handle->backend;
   std::shared_ptr<Link> link = handle->link;
-  handle->worker->Post([core, link, deferred, path] {
+  handle->worker->Post([backend, link, deferred, path] {
     auto failure = std::make_shared<OpenFailure>();
-    const std::string thrown = Guarded([&] { *failure = core->Open(path); });
-    link->Deliver(new Completion{link, deferred, [core, failure, thrown](Napi::Env env) -> Settlement {
-      if (!thrown.empty()) {
-        return {false, SessionError(env, "GPUGATE_NATIVE_FAILURE", "opening NVML failed in the addon: " + thrown).Value()};
-      }
-      if (failure->kind == OpenFailure::kNone) return {true, OpenResultToJs(env, *core)};
+    auto opened = std::make_shared<OpenedSession>();
+    const Thrown thrown = Guarded([&] { *failure = backend->Open(path, opened.get()); });
+    link->Deliver(new Completion{link, deferred, [opened, failure, thrown](Napi::Env env) -> Settlement {
+      if (thrown.Any()) return {false, ThrownError(env, thrown, "opening NVML failed in the addon: ").Value()};
+      if (failure->kind == OpenFailure::kNone) return {true, OpenResultToJs(env, *opened)};
       return {false, OpenFailureToJs(env, *failure).Value()};
     }});
   });
@@ -440,20 +479,18 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   SessionHandle* handle = OpenHandleArg(info);
   SnapshotRequest request = RequestArgs(info, handle, 4);
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
-  std::shared_ptr<SessionCore> core = handle->core;
+  std::shared_ptr<NvmlBackend> backend = handle->backend;
   std::shared_ptr<Link> link = handle->link;
-  handle->worker->Post([core, link, deferred, request] {
+  handle->worker->Post([backend, link, deferred, request] {
     auto encoded = std::make_shared<EncodedSnapshot>();
     bool opened = false;
-    const std::string thrown = Guarded([&] {
-      std::lock_guard<std::timed_mutex> lock(core->nvmlMutex);
-      opened = core->Opened();
-      if (opened) core->ReadSnapshot(request, encoded.get());
+    const Thrown thrown = Guarded([&] {
+      std::lock_guard<std::timed_mutex> lock(backend->Mutex());
+      opened = backend->Opened();
+      if (opened) backend->ReadSnapshot(request, encoded.get(), -1);
     });
     link->Deliver(new Completion{link, deferred, [encoded, opened, thrown](Napi::Env env) -> Settlement {
-      if (!thrown.empty()) {
-        return {false, SessionError(env, "GPUGATE_NATIVE_FAILURE", "the snapshot failed in the addon: " + thrown).Value()};
-      }
+      if (thrown.Any()) return {false, ThrownError(env, thrown, "the snapshot failed in the addon: ").Value()};
       if (opened) return {true, EncodedToJs(env, *encoded)};
       return {false, SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed").Value()};
     }});
@@ -483,7 +520,7 @@ static Napi::Value HealthToJs(Napi::Env env, const HealthReading& reading) {
 Napi::Value Health(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   SessionHandle* handle = OpenHandleArg(info);
-  const size_t count = handle->core->DeviceCount();
+  const size_t count = handle->backend->DeviceCount();
   const double value = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
   if (info.Length() < 2 || !info[1].IsNumber()) ThrowType(env, "argument 'device' must be a device index");
   if (value < 0 || value >= static_cast<double>(count) || value != static_cast<double>(static_cast<size_t>(value))) {
@@ -492,20 +529,18 @@ Napi::Value Health(const Napi::CallbackInfo& info) {
   }
   const size_t position = static_cast<size_t>(value);
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
-  std::shared_ptr<SessionCore> core = handle->core;
+  std::shared_ptr<NvmlBackend> backend = handle->backend;
   std::shared_ptr<Link> link = handle->link;
-  handle->worker->Post([core, link, deferred, position] {
+  handle->worker->Post([backend, link, deferred, position] {
     auto reading = std::make_shared<HealthReading>();
     bool opened = false;
-    const std::string thrown = Guarded([&] {
-      std::lock_guard<std::timed_mutex> lock(core->nvmlMutex);
-      opened = core->Opened();
-      if (opened) *reading = core->ReadDeviceHealth(position);
+    const Thrown thrown = Guarded([&] {
+      std::lock_guard<std::timed_mutex> lock(backend->Mutex());
+      opened = backend->Opened();
+      if (opened) *reading = backend->ReadHealth(position);
     });
     link->Deliver(new Completion{link, deferred, [reading, opened, thrown](Napi::Env env) -> Settlement {
-      if (!thrown.empty()) {
-        return {false, SessionError(env, "GPUGATE_NATIVE_FAILURE", "the health reading failed in the addon: " + thrown).Value()};
-      }
+      if (thrown.Any()) return {false, ThrownError(env, thrown, "the health reading failed in the addon: ").Value()};
       if (opened) return {true, HealthToJs(env, *reading)};
       return {false, SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed").Value()};
     }});
@@ -521,10 +556,11 @@ Napi::Value SnapshotSync(const Napi::CallbackInfo& info) {
   const double timeoutMs = TimeoutArg(info, 4, "lockTimeoutMs");
   EncodedSnapshot encoded;
   {
-    auto lock = LockForSyncCall(env, *handle->core, timeoutMs, "snapshotSync");
-    if (!handle->core->Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
-    const std::string thrown = Guarded([&] { handle->core->ReadSnapshot(request, &encoded); });
-    if (!thrown.empty()) throw SessionError(env, "GPUGATE_NATIVE_FAILURE", "snapshotSync failed in the addon: " + thrown);
+    const long long startedNs = SteadyNs();
+    auto lock = LockForSyncCall(env, *handle->backend, timeoutMs, "snapshotSync");
+    if (!handle->backend->Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
+    const Thrown thrown = Guarded([&] { handle->backend->ReadSnapshot(request, &encoded, TimeLeftMs(timeoutMs, startedNs)); });
+    if (thrown.Any()) throw ThrownError(env, thrown, "snapshotSync failed in the addon: ");
   }
   return EncodedToJs(env, encoded);
 }
@@ -540,18 +576,21 @@ Napi::Value ReadMemorySync(const Napi::CallbackInfo& info) {
       type != napi_float64_array) {
     ThrowType(env, "argument 'out' must be a Float64Array");
   }
-  const size_t count = handle->core->DeviceCount();
+  const size_t count = handle->backend->DeviceCount();
   if (length < count * kMemorySlots) {
     throw Napi::RangeError::New(env, "gpugate: argument 'out' has " + std::to_string(length) + " elements; " +
                                          std::to_string(count * kMemorySlots) + " are needed (" +
                                          std::to_string(kMemorySlots) + " per device)");
   }
   const double timeoutMs = TimeoutArg(info, 2, "lockTimeoutMs");
-  // Uncontended (the usual case): no clock read; contended: the timed wait as before.
-  std::unique_lock<std::timed_mutex> lock(handle->core->nvmlMutex, std::try_to_lock);
-  if (!lock.owns_lock()) lock = LockForSyncCall(env, *handle->core, timeoutMs, "readMemory");
-  if (!handle->core->Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
-  handle->core->ReadAllMemory(static_cast<double*>(data));
+  // Uncontended (the usual case): no clock read; contended: the timed wait as before. The time
+  // the lock took is not taken off the helper's deadline: it is at most one more deadline.
+  NvmlBackend& backend = *handle->backend;
+  std::unique_lock<std::timed_mutex> lock(backend.Mutex(), std::try_to_lock);
+  if (!lock.owns_lock()) lock = LockForSyncCall(env, backend, timeoutMs, "readMemory");
+  if (!backend.Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
+  const Thrown thrown = Guarded([&] { backend.ReadAllMemory(static_cast<double*>(data), timeoutMs); });
+  if (thrown.Any()) throw ThrownError(env, thrown, "readMemory failed in the addon: ");
   return Napi::Number::New(env, static_cast<double>(count));
 }
 
@@ -565,11 +604,11 @@ Napi::Value CloseSession(const Napi::CallbackInfo& info) {
   }
   handle->stopped = true;
   RemoveHook(handle);
-  std::shared_ptr<SessionCore> core = handle->core;
+  std::shared_ptr<NvmlBackend> backend = handle->backend;
   std::shared_ptr<Link> link = handle->link;
   std::shared_ptr<Worker> worker = handle->worker;
-  handle->worker->Post([core, link, deferred, worker] {
-    Guarded([&] { core->Shutdown(); });
+  handle->worker->Post([backend, link, deferred, worker] {
+    Guarded([&] { backend->Shutdown(); });
     link->Deliver(new Completion{link, deferred, [worker](Napi::Env env) -> Settlement {
       // The worker has delivered its last result and is ending: joining is immediate.
       worker->Join();
@@ -585,10 +624,17 @@ Napi::Value CurrentCall(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   SessionHandle* handle = HandleArg(info);
   Napi::Object result = Napi::Object::New(env);
-  const char* symbol = handle->core->LastSymbol();
-  const int device = handle->core->LastDevice();
-  result.Set("fn", symbol != nullptr ? Napi::Value(Napi::String::New(env, symbol)) : env.Null());
-  result.Set("device", device >= 0 ? Napi::Value(Napi::Number::New(env, device)) : env.Null());
+  const CallSite site = handle->backend->CurrentCall();
+  result.Set("fn", !site.fn.empty() ? Napi::Value(Napi::String::New(env, site.fn)) : env.Null());
+  result.Set("device", site.device >= 0 ? Napi::Value(Napi::Number::New(env, site.device)) : env.Null());
+  if (site.helper.pid > 0) {
+    Napi::Object helper = Napi::Object::New(env);
+    helper.Set("pid", Napi::Number::New(env, site.helper.pid));
+    helper.Set("state", NullableString(env, site.helper.state));
+    helper.Set("wchan", NullableString(env, site.helper.wchan));
+    helper.Set("commandLine", NullableString(env, site.helper.title));
+    result.Set("helper", helper);
+  }
   const double runningMs = handle->worker->RunningMs();
   result.Set("runningMs", runningMs >= 0 ? Napi::Value(Napi::Number::New(env, runningMs)) : env.Null());
   return result;
@@ -601,11 +647,13 @@ Napi::Value AbandonSession(const Napi::CallbackInfo& info) {
   if (handle->link->abandoned) return env.Undefined();
   RemoveHook(handle);
   handle->link->Abandon();
+  // The helper mode: the helper is killed and left to a detached reaper; the worker's wait on it ends.
+  handle->backend->Abandon();
   if (!handle->stopped) {
     handle->stopped = true;
-    std::shared_ptr<SessionCore> core = handle->core;
+    std::shared_ptr<NvmlBackend> backend = handle->backend;
     // If the stuck call ever returns, the thread still pairs the init with its shutdown.
-    handle->worker->Post([core] { core->Shutdown(); });
+    handle->worker->Post([backend] { Guarded([&] { backend->Shutdown(); }); });
     handle->worker->Stop();
   }
   handle->worker->Detach();

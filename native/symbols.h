@@ -71,6 +71,9 @@ struct SymbolTable {
   // never returns, these say where it is stuck (read from another thread after a deadline).
   mutable std::atomic<int> lastFn{-1};
   mutable std::atomic<int> lastDevice{-1};
+  // Told of every call right before it is made (the helper process writes it into its command
+  // line); null in the addon. Set before the first call, never changed while calls run.
+  void (*callObserver)(const SymbolTable& table, int fn) = nullptr;
 
   bool Has(Fn fn) const { return pointer[fn] != nullptr; }
   int Abi(Fn fn) const { return bound[fn] != nullptr ? bound[fn]->abi : 0; }
@@ -79,6 +82,7 @@ struct SymbolTable {
   template <typename T>
   T Get(Fn fn) const {
     lastFn.store(fn, std::memory_order_relaxed);
+    if (callObserver != nullptr) callObserver(*this, fn);
     return reinterpret_cast<T>(pointer[fn]);
   }
   void Reading(int device) const { lastDevice.store(device, std::memory_order_relaxed); }

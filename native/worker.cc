@@ -74,6 +74,8 @@ void Worker::Detach() {
   if (thread_.joinable()) thread_.detach();
 }
 
+void Worker::TaskAnswered() { state_->taskStartedNs.store(-1, std::memory_order_relaxed); }
+
 double Worker::RunningMs() const {
   const long long started = state_->taskStartedNs.load(std::memory_order_relaxed);
   if (started < 0) return -1;

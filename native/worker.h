@@ -41,6 +41,10 @@ class Worker {
   // Milliseconds since the thread started the task it is running now; -1 when it is between
   // tasks. Any thread may ask: this is what a call's deadline is measured against.
   double RunningMs() const;
+  // Called by the running task right before it hands its answer to JavaScript: it no longer
+  // counts as running, so whoever sees the answer never sees the task as still running (the
+  // thread may be descheduled between the hand-off and the task's end).
+  void TaskAnswered();
 
  private:
   struct State {

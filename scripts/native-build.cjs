@@ -19,8 +19,11 @@ const { join, resolve } = require('node:path');
 
 const packageRoot = resolve(__dirname, '..');
 
-/** The binding.gyp targets `gpugate demo` needs: the addon and the simulator of the current driver. */
-const QUICK_START_TARGETS = ['gpugate', 'gpugate_sim'];
+/**
+ * The binding.gyp targets `gpugate demo` needs: the addon, the NVML helper process it runs NVML in,
+ * and the simulator of the current driver.
+ */
+const QUICK_START_TARGETS = ['gpugate', 'gpugate-nvml-helper', 'gpugate_sim'];
 
 /** The binding.gyp target that builds every driver profile and installs each under the driver's file name. */
 const SIM_PROFILES_TARGET = 'gpugate_sim_nvml_name';
@@ -43,9 +46,15 @@ function runNodeGyp(root, args) {
   if (run.status !== 0) throw new Error(`node-gyp ${args.join(' ')} failed in ${root} (${run.status ?? run.signal})`);
 }
 
-/** Whether node-gyp-build finds an addon in `root` that loads here (it tries the prebuilds and build/). */
+/**
+ * Whether node-gyp-build finds an addon in `root` that loads here (it tries the prebuilds and build/),
+ * with the NVML helper it runs beside it (a build from before the helper existed is built again).
+ */
 function addonLoads(root) {
-  const script = `require(${JSON.stringify(require.resolve('node-gyp-build', { paths: [root] }))})(${JSON.stringify(root)})`;
+  const gypBuild = JSON.stringify(require.resolve('node-gyp-build', { paths: [root] }));
+  const script =
+    `const path = require('node:path'); const addon = require(${gypBuild}).resolve(${JSON.stringify(root)}); require(addon);` +
+    `if (!require('node:fs').existsSync(path.join(path.dirname(addon), 'gpugate-nvml-helper'))) process.exit(1);`;
   return spawnSync(process.execPath, ['-e', script], { stdio: 'ignore' }).status === 0;
 }
 

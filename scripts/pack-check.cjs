@@ -34,7 +34,10 @@ const REQUIRED_FILES = [
 const REQUIRED_PATTERNS = [
   ['a prebuilt N-API addon for linux-x64', /^prebuilds\/linux-x64\/[^/]+\.node$/],
   ['the simulator library next to the prebuilt addon', /^prebuilds\/linux-x64\/gpugate_sim\.so$/],
+  // The addon runs NVML in this executable, from beside its own file.
+  ['the NVML helper next to the prebuilt addon', /^prebuilds\/linux-x64\/gpugate-nvml-helper$/],
   ['the addon C++ sources', /^native\/[^/]+\.cc$/],
+  ['the NVML helper C++ sources', /^native\/helper\/[^/]+\.cc$/],
   ['the simulator C++ sources', /^sim\/[^/]+\.cc$/],
   ['at least one simulator scenario', /^scenarios\/[^/]+\.json$/],
   ['the JSON Schemas of the --json documents', /^schemas\/[^/]+\.schema\.json$/],

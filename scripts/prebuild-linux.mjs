@@ -2,7 +2,9 @@
 // prebuild-linux.mjs (`npm run prebuild:linux`): builds prebuilds/linux-<arch>/ with prebuildify:
 // the addon as one N-API binary (gpugate.glibc.node, stripped, built for the oldest Node that
 // package.json's engines allows) and, next to it, the simulator libraries (gpugate_sim*.so, stripped)
-// that prebuildify copies from build/Release. node-gyp-build loads the prebuild when there is no
+// that prebuildify copies from build/Release, and the NVML helper executable (gpugate-nvml-helper,
+// stripped; prebuildify copies only libraries, so this script does), which the addon runs from its
+// own folder. node-gyp-build loads the prebuild when there is no
 // local build; src/simulator/sim-library.ts finds the simulator there.
 //
 // Note: prebuildify runs `node-gyp rebuild`, which replaces build/ in the directory it builds.
@@ -14,7 +16,7 @@
 // Usage: node scripts/prebuild-linux.mjs [--cwd DIR]   (DIR: a package directory, default the repo)
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -88,9 +90,19 @@ function main() {
       'compiler, make and python3 (Debian: apt-get install g++ make python3). The compiler output is above.');
   }
 
+  // The addon runs NVML in this executable, found beside the addon's own file (never on PATH).
+  const helper = join(cwd, 'build', 'Release', 'gpugate-nvml-helper');
+  if (!existsSync(helper)) fail(`no ${helper}: the build did not make the NVML helper`);
+  const shippedHelper = join(prebuildDir, 'gpugate-nvml-helper');
+  copyFileSync(helper, shippedHelper);
+  const stripped = spawnSync('strip', ['--strip-all', shippedHelper], { stdio: 'inherit' });
+  if (stripped.status !== 0) fail(`strip --strip-all ${shippedHelper} failed (${stripped.status ?? stripped.error?.message})`);
+  chmodSync(shippedHelper, 0o755);
+
   const files = existsSync(prebuildDir) ? readdirSync(prebuildDir).sort() : [];
   if (!files.some((f) => f.endsWith('.node'))) fail(`no addon binary in ${prebuildDir}`);
   if (!files.includes('gpugate_sim.so')) fail(`no gpugate_sim.so in ${prebuildDir}`);
+  if (!files.includes('gpugate-nvml-helper')) fail(`no gpugate-nvml-helper in ${prebuildDir}`);
   for (const f of files) {
     console.error(`prebuild:linux: ${join(prebuildDir, f)} (${statSync(join(prebuildDir, f)).size} bytes)`);
   }

@@ -46,6 +46,10 @@ export const ErrorCode = {
   queueFull: 'GPUGATE_QUEUE_FULL',
   /** NvmlError: the addon failed inside one call (e.g. out of memory) and reported it instead of crashing. */
   nativeFailure: 'GPUGATE_NATIVE_FAILURE',
+  /** NvmlError: the NVML helper process died (a signal, an abort) while answering a call; the session is closed, the program lives on. */
+  nvmlHelperCrashed: 'GPUGATE_NVML_HELPER_CRASHED',
+  /** NvmlError: the NVML helper file beside the addon is missing, not a regular file, or writable by another user; it is not run. */
+  nvmlHelperMissing: 'GPUGATE_NVML_HELPER_MISSING',
   /** NvmlError: a memory reading whose numbers do not add up: the GPU cannot be judged. */
   memoryImplausible: 'GPUGATE_MEMORY_IMPLAUSIBLE',
   /**

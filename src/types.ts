@@ -200,6 +200,13 @@ export interface OpenNvmlOptions {
    * deadline poisons the session.
    */
   callTimeoutMs?: number;
+  /**
+   * Where NVML runs: 'helper' (the default) loads the driver's library in a helper process of its
+   * own, so a call stuck in the kernel or a crash inside the library takes only that process
+   * down; 'in-process' runs it on a thread of this process (cheaper per call, for hot loops; a
+   * hang in the kernel then keeps this process from exiting, a crash ends it).
+   */
+  nvmlProcess?: 'helper' | 'in-process';
 }
 
 /** An open NVML session: one init, one worker thread, handles kept until close(). */

@@ -15,7 +15,8 @@
 //   (the lsan-hook.c addon built here): in each vitest worker after the last test of its file
 //   (vitest.asan.config.mjs + lsan-check-after-file.ts), and in every other Node process at its
 //   'exit' event (leak-check-at-exit.cjs via NODE_OPTIONS: the CLI processes that tests start);
-//   other programs (the C clients of the simulator) are checked for memory errors, not leaks;
+//   other programs (the C clients of the simulator, the NVML helper process, which inherits the
+//   environment and so the preload and the log path) are checked for memory errors, not leaks;
 // - node leaks its V8 heap at exit: scripts/asan/lsan-node.supp suppresses those, and the log parser
 //   (sanitizer-report.cjs) attributes each remaining leak by who allocated it;
 // - a deliberately leaking canary addon proves the check is not blind: once in a plain Node process
@@ -41,7 +42,7 @@ const require = createRequire(join(root, 'package.json'));
 const sanitizeDir = join(root, 'build', 'sanitize');
 const sanitizeRelease = join(sanitizeDir, 'build', 'Release');
 /** The native test files, by name, in whichever folder of test/ they live. */
-const TEST_FILE_RE = /^(native-.*|session-.*|sim.*)\.test\.ts$/;
+const TEST_FILE_RE = /^(native-.*|session-.*|sim.*|nvml-helper)\.test\.ts$/;
 
 class RunFailure extends Error {}
 
@@ -94,8 +95,8 @@ function buildSanitized() {
   const r = spawnSync(process.execPath, [cmakeJs, 'compile', '--parallel', '2', '--out',
     join(sanitizeDir, 'build'), '--CDGPUGATE_SANITIZE=ON'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) fail(`the sanitizer build failed (cmake-js exited with ${r.status ?? r.signal})`);
-  if (!existsSync(join(sanitizeRelease, 'gpugate.node'))) {
-    fail(`the sanitizer build produced no ${join(sanitizeRelease, 'gpugate.node')}`);
+  for (const file of ['gpugate.node', 'gpugate-nvml-helper']) {
+    if (!existsSync(join(sanitizeRelease, file))) fail(`the sanitizer build produced no ${join(sanitizeRelease, file)}`);
   }
 }
 
@@ -204,7 +205,8 @@ function makeTestTree(workDir) {
   const release = join(tree, 'build', 'Release');
   mkdirSync(release, { recursive: true });
   for (const name of readdirSync(sanitizeRelease)) {
-    if (/\.(node|so)$/.test(name) || name === 'sim') {
+    // The addon runs its NVML helper from beside its own file: the sanitizer build's helper goes there too.
+    if (/\.(node|so)$/.test(name) || name === 'sim' || name === 'gpugate-nvml-helper') {
       cpSync(join(sanitizeRelease, name), join(release, name), { recursive: true });
     }
   }

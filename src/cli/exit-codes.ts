@@ -51,6 +51,8 @@ const EXIT_CODE_OF_ERROR: Record<Exclude<GpugateErrorCode, typeof ErrorCode.comm
   [ErrorCode.sessionClosed]: ExitCode.unavailable,
   [ErrorCode.queueFull]: ExitCode.unavailable,
   [ErrorCode.nativeFailure]: ExitCode.unavailable,
+  [ErrorCode.nvmlHelperCrashed]: ExitCode.unavailable,
+  [ErrorCode.nvmlHelperMissing]: ExitCode.unavailable,
   [ErrorCode.memoryImplausible]: ExitCode.unavailable,
   [ErrorCode.memoryUnjudgeable]: ExitCode.unavailable,
   [ErrorCode.recoveryRequired]: ExitCode.unavailable,

@@ -88,10 +88,25 @@ export interface NativeWireLayout {
   processKinds: string[];
 }
 
+/** What /proc says of a session's NVML helper process (null fields: unreadable or gone). */
+export interface NativeHelperState {
+  pid: number;
+  /** /proc/PID/stat's state letter: `S` waiting, `R` running, `D` in uninterruptible sleep (stuck in the kernel). */
+  state: string | null;
+  /** /proc/PID/wchan: the kernel function it sleeps in. */
+  wchan: string | null;
+  /** Its command line: `gpugate-nvml-helper idle` or `gpugate-nvml-helper in <fn> gpu <n|-> since <unixMs>`. */
+  commandLine: string | null;
+}
+
 /** The functions the addon exports. */
 export interface NativeBinding {
-  /** Starts a session's NVML worker thread; nothing is loaded until `open`. */
-  createSession(): NativeSessionHandle;
+  /**
+   * Starts a session's NVML worker thread; nothing is loaded until `open`. `nvmlProcess` (default
+   * 'helper'): NVML runs in the helper process spawned at `open` (its file beside the addon is
+   * checked here: throws an Error with code GPUGATE_NVML_HELPER_MISSING), or in this process.
+   */
+  createSession(nvmlProcess?: 'helper' | 'in-process'): NativeSessionHandle;
   /** Loads the library (explicit path, or the default search when null), inits NVML, reads identities. Once per handle. */
   open(handle: NativeSessionHandle, libraryPath: string | null): Promise<NativeOpenResult>;
   /** A snapshot on the worker thread. `devices` are NVML indices (null = all); `computeMode` with `memoryOnly` reads the compute mode too. */
@@ -124,7 +139,13 @@ export interface NativeBinding {
    * late call is stuck), and how long the thread has been in its current task (null between
    * tasks): what the per-call deadline is measured against.
    */
-  currentCall(handle: NativeSessionHandle): { fn: string | null; device: number | null; runningMs: number | null };
+  currentCall(handle: NativeSessionHandle): {
+    fn: string | null;
+    device: number | null;
+    runningMs: number | null;
+    /** The helper process of a helper-mode session once spawned (absent before and in the in-process mode): its pid and what /proc says (state `D`: stuck in the kernel). */
+    helper?: NativeHelperState;
+  };
   /** Sends one unix datagram (sd_notify protocol); a leading '@' is the abstract namespace. Throws on failure. */
   sendNotify(socketPath: string, text: string): void;
   /** pidfd_open(pid, 0): a descriptor bound to that process for as long as it is open. Throws an Error with `errno` (ENOSYS: no pidfds). */

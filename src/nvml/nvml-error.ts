@@ -20,6 +20,10 @@ export const GPUGATE_SESSION_CLOSED = ErrorCode.sessionClosed;
 export const GPUGATE_QUEUE_FULL = ErrorCode.queueFull;
 /** The addon failed inside one call (e.g. out of memory) and reported it instead of crashing. */
 export const GPUGATE_NATIVE_FAILURE = ErrorCode.nativeFailure;
+/** The NVML helper process died while answering a call (the signal is named); the session is closed. */
+export const GPUGATE_NVML_HELPER_CRASHED = ErrorCode.nvmlHelperCrashed;
+/** The NVML helper file beside the addon cannot be run (missing, not a regular file, writable by another user). */
+export const GPUGATE_NVML_HELPER_MISSING = ErrorCode.nvmlHelperMissing;
 /** A memory reading whose numbers do not add up (see implausibleMemory): the GPU cannot be judged. */
 export const GPUGATE_MEMORY_IMPLAUSIBLE = ErrorCode.memoryImplausible;
 /** A MIG instance that reports the whole GPU's memory as its own: its memory cannot be judged where gpugate runs. */
@@ -40,6 +44,8 @@ export type NvmlLayerCode =
   | typeof ErrorCode.sessionClosed
   | typeof ErrorCode.queueFull
   | typeof ErrorCode.nativeFailure
+  | typeof ErrorCode.nvmlHelperCrashed
+  | typeof ErrorCode.nvmlHelperMissing
   | typeof ErrorCode.memoryImplausible
   | typeof ErrorCode.memoryUnjudgeable
   | typeof ErrorCode.recoveryRequired;
@@ -61,6 +67,8 @@ export interface NvmlErrorOptions {
   device?: number | null;
   message: string;
   dlerrors?: string[];
+  /** For GPUGATE_TIMEOUT in the helper mode: the pid of the NVML helper left behind. */
+  helperPid?: number | null;
   cause?: unknown;
 }
 
@@ -77,12 +85,15 @@ export class NvmlError extends GpugateError {
   readonly device: number | null;
   /** For GPUGATE_LIBRARY_NOT_FOUND: every place tried with its dlerror() text. */
   readonly dlerrors?: string[];
+  /** GPUGATE_TIMEOUT of a session whose NVML ran in a helper process: that process's pid (it was killed and is reaped when the kernel lets it go); null otherwise. */
+  readonly helperPid: number | null;
 
   constructor(options: NvmlErrorOptions) {
     super(options.code, options.message, { cause: options.cause });
     this.nvmlReturn = options.nvmlReturn;
     this.fn = options.fn;
     this.device = options.device ?? null;
+    this.helperPid = options.helperPid ?? null;
     if (options.dlerrors !== undefined) this.dlerrors = options.dlerrors;
   }
 }
@@ -100,6 +111,8 @@ const FATAL_CODES: ReadonlySet<string> = new Set<NvmlErrorCode>([
   GPUGATE_TIMEOUT,
   GPUGATE_DRIVER_STUCK,
   GPUGATE_SESSION_CLOSED,
+  GPUGATE_NVML_HELPER_CRASHED,
+  GPUGATE_NVML_HELPER_MISSING,
 ]);
 
 /**

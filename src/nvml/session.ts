@@ -6,6 +6,12 @@
  * abandoned, so the process can still exit); every other call then rejects with
  * GPUGATE_SESSION_CLOSED. At most MAX_PENDING_CALLS calls wait per session; more are refused at
  * once with GPUGATE_QUEUE_FULL.
+ *
+ * Where NVML runs (`nvmlProcess`): by default in the session's helper process (native/helper/),
+ * so a call stuck in the kernel or a crash inside the library costs this process an error, not its
+ * life: a missed deadline kills and abandons the helper (the error carries its pid and /proc state),
+ * and a helper that dies rejects its call with GPUGATE_NVML_HELPER_CRASHED and closes the session.
+ * 'in-process' keeps NVML on a thread of this process (hot loops).
  */
 import { loadBinding } from './binding';
 import { ConfigError } from '../config-error';
@@ -13,6 +19,8 @@ import {
   adviceForNvmlCode,
   GPUGATE_LIBRARY_NOT_FOUND,
   GPUGATE_NATIVE_FAILURE,
+  GPUGATE_NVML_HELPER_CRASHED,
+  GPUGATE_NVML_HELPER_MISSING,
   GPUGATE_QUEUE_FULL,
   GPUGATE_SESSION_CLOSED,
   GPUGATE_TIMEOUT,
@@ -27,6 +35,7 @@ import type {
   NativeBinding,
   NativeEncodedSnapshot,
   NativeOpenError,
+  NativeHelperState,
   NativeOpenResult,
   NativeSessionHandle,
 } from './native-binding';
@@ -44,7 +53,26 @@ import { checkedWhereUsed, checkOptionKeys, type OptionTable } from '../option-k
 export const MAX_PENDING_CALLS = 1024;
 
 /** openNvml's keys; each value is checked where it is used (checkTimeout, resolveLibraryPath). */
-const OPEN_OPTION_CHECKS: OptionTable<OpenNvmlOptions> = { libraryPath: checkedWhereUsed, callTimeoutMs: checkedWhereUsed };
+const OPEN_OPTION_CHECKS: OptionTable<OpenNvmlOptions> = {
+  libraryPath: checkedWhereUsed,
+  callTimeoutMs: checkedWhereUsed,
+  nvmlProcess: checkedWhereUsed,
+};
+
+/** Where a session's NVML runs (OpenNvmlOptions.nvmlProcess); the first is the default. */
+const NVML_PROCESS_MODES = ['helper', 'in-process'] as const;
+type NvmlProcessMode = (typeof NVML_PROCESS_MODES)[number];
+
+function checkNvmlProcess(value: unknown): NvmlProcessMode {
+  if (value === undefined) return NVML_PROCESS_MODES[0];
+  if (!(NVML_PROCESS_MODES as readonly unknown[]).includes(value)) {
+    throw new ConfigError(
+      'nvmlProcess',
+      `gpugate: option 'nvmlProcess' must be one of ${NVML_PROCESS_MODES.map((mode) => `'${mode}'`).join(', ')}, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value as NvmlProcessMode;
+}
 
 function checkTimeout(value: unknown): number {
   if (value === undefined) return DEFAULT_CALL_TIMEOUT_MS;
@@ -109,7 +137,13 @@ function openError(error: unknown, choice: LibraryPathChoice): NvmlError {
 }
 
 /** The codes the addon's own errors carry (native/session_api.cc); each becomes an NvmlError here. */
-const ADDON_CODES = [GPUGATE_NATIVE_FAILURE, GPUGATE_SESSION_CLOSED, GPUGATE_TIMEOUT] as const;
+const ADDON_CODES = [
+  GPUGATE_NATIVE_FAILURE,
+  GPUGATE_SESSION_CLOSED,
+  GPUGATE_TIMEOUT,
+  GPUGATE_NVML_HELPER_CRASHED,
+  GPUGATE_NVML_HELPER_MISSING,
+] as const;
 
 function isAddonCode(code: unknown): code is (typeof ADDON_CODES)[number] {
   return (ADDON_CODES as readonly unknown[]).includes(code);
@@ -143,15 +177,24 @@ function withDeadline<T>(promise: Promise<T>, timeoutMs: number, onTimeout: () =
   });
 }
 
-/** Where a call that missed its deadline is stuck, as the addon last saw it. */
+/** What a timeout says of the helper process it leaves behind ('' in the in-process mode). */
+function helperText(helper: NativeHelperState | undefined): string {
+  if (helper === undefined) return '';
+  const state = helper.state === null ? 'state unknown' : helper.state === 'D' ? 'state D: in the kernel' : `state ${helper.state}`;
+  const wchan = helper.wchan === null ? '' : `, wchan ${helper.wchan}`;
+  return ` Its NVML helper process (pid ${helper.pid}, ${state}${wchan}) was killed and left behind; it is reaped once the kernel lets it go.`;
+}
+
+/** Where a call that missed its deadline is stuck, as the addon last saw it (read before the helper is killed). */
 function stuckCall(
   binding: NativeBinding,
   handle: NativeSessionHandle,
-): { fn: string | null; device: number | null; text: string } {
-  const { fn, device } = binding.currentCall(handle);
-  if (fn === null) return { fn, device, text: 'an NVML call is stuck in the driver' };
+): { fn: string | null; device: number | null; text: string; helperPid: number | null; helperText: string } {
+  const { fn, device, helper } = binding.currentCall(handle);
+  const helperPid = helper?.pid ?? null;
+  if (fn === null) return { fn, device, text: 'an NVML call is stuck in the driver', helperPid, helperText: helperText(helper) };
   const where = device === null ? '' : ` on GPU ${device}`;
-  return { fn, device, text: `${fn}${where} is stuck in the driver` };
+  return { fn, device, text: `${fn}${where} is stuck in the driver`, helperPid, helperText: helperText(helper) };
 }
 
 interface CheckedSnapshotOptions {
@@ -207,12 +250,13 @@ class Session implements NvmlMemoryReader {
 
   #closedError(what: string): NvmlError {
     if (this.#poisonedBy !== null) {
-      // Closed by the poisoning: this call never ran, so it did not time out itself; the timeout is its cause.
+      // Closed by the poisoning: this call never ran, so it did not time out itself; the timeout (or crash) is its cause.
+      const why = this.#poisonedBy.code === GPUGATE_NVML_HELPER_CRASHED ? 'its NVML helper process died' : 'an earlier NVML call missed its deadline';
       return new NvmlError({
         code: GPUGATE_SESSION_CLOSED,
         nvmlReturn: null,
         fn: what,
-        message: `gpugate: ${what}: the session is closed since an earlier NVML call missed its deadline (${this.#poisonedBy.message})`,
+        message: `gpugate: ${what}: the session is closed since ${why} (${this.#poisonedBy.message})`,
         cause: this.#poisonedBy,
       });
     }
@@ -232,9 +276,11 @@ class Session implements NvmlMemoryReader {
       nvmlReturn: null,
       fn: stuck.fn ?? what,
       device: stuck.device,
+      helperPid: stuck.helperPid,
       message:
         `gpugate: ${what} did not answer within ${this.#timeoutMs} ms: ${stuck.text}. ` +
-        'The session is closed and its NVML thread abandoned; check `dmesg` for NVIDIA Xid errors and whether nvidia-smi also hangs.',
+        'The session is closed and its NVML thread abandoned; check `dmesg` for NVIDIA Xid errors and whether nvidia-smi also hangs.' +
+        stuck.helperText,
     });
     if (this.#poisonedBy === null) {
       this.#closed = true;
@@ -268,10 +314,25 @@ class Session implements NvmlMemoryReader {
         },
         (error: unknown) => {
           if (!this.#settled(call)) return;
-          reject(fromAddon(error, what));
+          reject(this.#failed(error, what));
         },
       );
     });
+  }
+
+  /**
+   * A call's failure as its NvmlError; a helper that died closes the session (the addon has
+   * closed its side already), and every other pending call is rejected with that as the cause.
+   */
+  #failed(error: unknown, what: string): Error {
+    const failure = fromAddon(error, what);
+    if (failure instanceof NvmlError && failure.code === GPUGATE_NVML_HELPER_CRASHED && this.#poisonedBy === null) {
+      this.#closed = true;
+      this.#poisonedBy = failure;
+      this.#binding.abandon(this.#handle); // ends the session's worker thread; nothing is left to kill
+      this.#rejectPending();
+    }
+    return failure;
   }
 
   /** False when the watchdog already rejected `call`. */
@@ -406,7 +467,7 @@ class Session implements NvmlMemoryReader {
       return this.#decode(encoded, checked.processes, takenAt);
     } catch (error) {
       if ((error as { code?: unknown }).code === GPUGATE_TIMEOUT) throw this.#poison('snapshotSync');
-      throw fromAddon(error, 'snapshotSync');
+      throw this.#failed(error, 'snapshotSync');
     }
   }
 
@@ -421,7 +482,7 @@ class Session implements NvmlMemoryReader {
       this.#binding.readMemory(this.#handle, target, this.#timeoutMs);
     } catch (error) {
       if ((error as { code?: unknown }).code === GPUGATE_TIMEOUT) throw this.#poison('readMemorySync');
-      throw fromAddon(error, 'readMemorySync');
+      throw this.#failed(error, 'readMemorySync');
     }
     return target;
   }
@@ -462,12 +523,18 @@ export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemor
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError('options', 'gpugate: openNvml(options): options must be an object like { libraryPath, callTimeoutMs }');
   }
-  checkOptionKeys<OpenNvmlOptions>('openNvml(options)', options, OPEN_OPTION_CHECKS, '{ libraryPath, callTimeoutMs }');
+  checkOptionKeys<OpenNvmlOptions>('openNvml(options)', options, OPEN_OPTION_CHECKS, '{ libraryPath, callTimeoutMs, nvmlProcess }');
   const timeoutMs = checkTimeout(options.callTimeoutMs);
+  const nvmlProcess = checkNvmlProcess(options.nvmlProcess);
   const choice = resolveLibraryPath(options.libraryPath);
   const binding = loadBinding();
   wireLayoutOf(binding); // a stale addon is refused here, before NVML is opened
-  const handle = binding.createSession();
+  let handle: NativeSessionHandle;
+  try {
+    handle = binding.createSession(nvmlProcess);
+  } catch (error) {
+    throw fromAddon(error, 'open'); // GPUGATE_NVML_HELPER_MISSING: the helper file cannot be run
+  }
   let timedOut = false;
   let opened: NativeOpenResult;
   try {
@@ -480,9 +547,11 @@ export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemor
         nvmlReturn: null,
         fn: stuck.fn ?? 'dlopen',
         device: stuck.device,
+        helperPid: stuck.helperPid,
         message:
           `gpugate: opening NVML (dlopen, nvmlInit, device handles) did not finish within ${timeoutMs} ms: ${stuck.text} ` +
-          '(check `dmesg` for Xid errors and whether nvidia-smi hangs too); the NVML thread was abandoned',
+          '(check `dmesg` for Xid errors and whether nvidia-smi hangs too); the NVML thread was abandoned.' +
+          stuck.helperText,
       });
     });
   } catch (error) {
@@ -492,6 +561,8 @@ export async function openNvml(options: OpenNvmlOptions = {}): Promise<NvmlMemor
       binding.abandon(handle); // a stuck close: never wait on that thread again
       return openError(error, choice);
     }).catch(() => undefined);
+    // The addon's own failures (a helper that died while opening) keep their code.
+    if (isAddonCode((error as { code?: unknown }).code)) throw fromAddon(error, 'open');
     throw openError(error, choice);
   }
   return new Session(binding, handle, opened, timeoutMs);

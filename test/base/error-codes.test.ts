@@ -6,7 +6,7 @@
  * error table and the exported list are one fact: compared both ways.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -86,6 +86,31 @@ async function childOf(parent: number): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`no child of ${parent} appeared`);
+}
+
+/** The child of `parent` running the NVML helper (a session's helper, spawned at open). */
+async function helperChildOf(parent: number): Promise<number> {
+  const helperFile = path.join(repoRoot, 'build', 'Release', 'gpugate-nvml-helper');
+  for (let attempt = 0; attempt < 500; attempt++) {
+    const run = spawnSync('pgrep', ['-P', String(parent)], { encoding: 'utf8' });
+    for (const pid of run.stdout.trim().split('\n').filter(Boolean).map(Number)) {
+      try {
+        if (readlinkSync(`/proc/${pid}/exe`) === helperFile) return pid;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no NVML helper child of ${parent} appeared`);
+}
+
+async function untilCommandLine(pid: number, pattern: RegExp): Promise<void> {
+  for (let attempt = 0; attempt < 1500; attempt++) {
+    if (pattern.test(readFileSync(`/proc/${pid}/cmdline`, 'latin1'))) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`the command line of ${pid} never matched ${pattern}`);
 }
 
 const BUSY = { devices: [simDevice(0, { memory: { totalBytes: 80 * GiB, reservedBytes: 0, usedBytes: 70 * GiB } })] };
@@ -198,6 +223,37 @@ const TRIGGERS: Record<GpugateErrorCode, { owner: abstract new (...args: never[]
     },
   },
   [ErrorCode.nativeFailure]: { owner: NvmlError, trigger: () => Promise.reject(new Error('unreachable')) },
+  [ErrorCode.nvmlHelperCrashed]: {
+    owner: NvmlError,
+    trigger: async () => {
+      // A real SIGSEGV to the session's helper process while it is inside a (delayed) NVML call.
+      useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', delayMs: 10_000 }] });
+      const session = await openNvml({ libraryPath: freshSimulator() });
+      const helper = await helperChildOf(process.pid);
+      const pending = caught(() => session.snapshot({ memoryOnly: true }));
+      await untilCommandLine(helper, /^gpugate-nvml-helper in /);
+      process.kill(helper, 'SIGSEGV');
+      const result = await pending;
+      await session.close();
+      return result;
+    },
+  },
+  [ErrorCode.nvmlHelperMissing]: {
+    // An addon whose folder has no helper beside it (GPUGATE_PREBUILD points the CLI at it).
+    owner: NvmlError,
+    cliName: 'NvmlError',
+    trigger: async () => {
+      const release = path.join(scratchDir(), 'build', 'Release');
+      mkdirSync(release, { recursive: true });
+      copyFileSync(path.join(repoRoot, 'build', 'Release', 'gpugate.node'), path.join(release, 'gpugate.node'));
+      const run = await runCli(['check', '--json'], {
+        env: cliEnv(writeScenario({ devices: [simDevice(0)] }), { GPUGATE_PREBUILD: path.dirname(path.dirname(release)) }),
+        killAfterMs: 20_000,
+      });
+      const json = parseJsonOutput(run) as { error: { name: string; code: string | null } };
+      return { cliError: json.error, exitCode: run.code };
+    },
+  },
   [ErrorCode.memoryImplausible]: {
     owner: NvmlError,
     trigger: () => {

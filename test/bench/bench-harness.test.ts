@@ -106,7 +106,14 @@ describe('npm run bench -- --quick', () => {
     expect(calls?.busyPoll?.shorter.exitCode).toBe(75);
     expect(calls!.busyPoll!.longer.polls).toBeGreaterThan(calls!.busyPoll!.shorter.polls);
     expect(Object.keys(calls!.busyPoll!.perFunction).filter((fn) => !fn.startsWith('nvmlDeviceGetMemoryInfo'))).toEqual([]);
-    expect(report.goals.length).toBe(16);
+    // NVML in the helper process and in-process, side by side: both awaited snapshots timed with their yardstick, both opens timed.
+    expect(report.processModel?.openNs.helper.median).toBeGreaterThan(0);
+    expect(report.processModel?.openNs.inProcess.median).toBeGreaterThan(0);
+    for (const contender of ['helperSnapshotAsyncMemory', 'inProcessSnapshotAsyncMemory']) {
+      expect(report.processModel?.threadPoolRatios[contender], contender).toBeGreaterThan(0);
+    }
+    expect(stdout).toContain('## NVML in the helper process vs in-process (8 GPUs, memory only)');
+    expect(report.goals.length).toBe(18);
     for (const goal of report.goals) expect(stdout).toContain(`| ${goal.goal} | ${goal.measured} |`);
   });
 });

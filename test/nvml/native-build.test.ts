@@ -45,12 +45,12 @@ describe('npm install on a clone', () => {
     expect(pkg.files).toContain('scripts/native-build.cjs');
   });
 
-  it('builds the addon and the simulator library the demo loads, and no other target', () => {
+  it('builds the addon, the NVML helper it runs NVML in, and the simulator library the demo loads, and no other target', () => {
     const names = targets.map((t) => t.target_name);
     for (const target of QUICK_START_TARGETS) expect(names, target).toContain(target);
     const scenario = join(testTempDir(), 'demo-scenario.json');
     writeFileSync(scenario, JSON.stringify(demoScenario([101, 102, 103, 104, 105, 106, 107, 108])));
-    expect([...QUICK_START_TARGETS].sort()).toEqual(['gpugate', simProfileForScenario(scenario, root).library].sort());
+    expect([...QUICK_START_TARGETS].sort()).toEqual(['gpugate', 'gpugate-nvml-helper', simProfileForScenario(scenario, root).library].sort());
   });
 
   it('builds nothing where an addon already loads (this tree\'s build)', () => {

@@ -11,8 +11,8 @@ import { checkDocLinks, checkPackFiles } from '../../scripts/pack-check.cjs';
 const GOOD = [
   'package.json', 'README.md', 'LICENSE', 'binding.gyp', 'CMakeLists.txt',
   'dist/index.js', 'dist/index.d.ts', 'dist/index.mjs', 'dist/index.d.mts', 'dist/cli/main.js', 'dist/cli/gpugate-cli.js', 'dist/cli/gpugate-cli.v8-cache',
-  'native/nvml_abi.h', 'native/addon.cc', 'sim/runtime.cc',
-  'prebuilds/linux-x64/gpugate.glibc.node', 'prebuilds/linux-x64/gpugate_sim.so',
+  'native/nvml_abi.h', 'native/addon.cc', 'native/helper/main.cc', 'sim/runtime.cc',
+  'prebuilds/linux-x64/gpugate.glibc.node', 'prebuilds/linux-x64/gpugate_sim.so', 'prebuilds/linux-x64/gpugate-nvml-helper',
   'scenarios/idle-8x-rtx-pro-6000.json', 'schemas/gate.schema.json', 'contrib/systemd/vllm.service',
   'scripts/gpu-validate.sh', 'scripts/gpu-validate/report.cjs', 'docs/cli.md',
 ];
@@ -51,6 +51,15 @@ describe('pack-check rules', () => {
     ]);
     expect(checkPackFiles(GOOD.filter((f) => !f.endsWith('gpugate_sim.so')))).toEqual([
       expect.stringContaining('missing the simulator library next to the prebuilt addon'),
+    ]);
+  });
+
+  it('rejects a package without the NVML helper beside the prebuilt addon, or without its sources', () => {
+    expect(checkPackFiles(GOOD.filter((f) => !f.endsWith('gpugate-nvml-helper')))).toEqual([
+      expect.stringContaining('missing the NVML helper next to the prebuilt addon'),
+    ]);
+    expect(checkPackFiles(GOOD.filter((f) => !f.startsWith('native/helper/')))).toEqual([
+      expect.stringContaining('missing the NVML helper C++ sources'),
     ]);
   });
 

@@ -1,0 +1,19 @@
+// Frames over a stream socket: a 32-bit length (host order) and that many bytes. Shared by the
+// helper (blocking) and the addon (every wait bounded by a deadline, see helper_client.cc).
+#pragma once
+
+#include <string>
+
+namespace gpugate {
+
+enum class FrameResult { kDone, kClosed, kTimedOut, kFailed };
+
+// Writes one frame whole (retrying short writes and EINTR); MSG_NOSIGNAL, so a closed peer is
+// kFailed, never SIGPIPE.
+FrameResult WriteFrame(int fd, const std::string& payload);
+// Reads one frame into `out`, waiting at most until `deadlineNs` (CLOCK_MONOTONIC; < 0: no
+// limit). kClosed: the peer closed (EOF) or reset the channel; `*error` an errno on kFailed.
+FrameResult ReadFrame(int fd, std::string* out, long long deadlineNs, int* error);
+long long MonotonicNs();
+
+}  // namespace gpugate

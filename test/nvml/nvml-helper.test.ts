@@ -1,0 +1,288 @@
+/**
+ * The NVML helper process (issue 24): every session runs NVML in `gpugate-nvml-helper`, spawned
+ * once per session beside the addon, holding only its channel; its command line says what it is
+ * doing; a missed deadline abandons it (killed, reaped later, reported with its pid and state); a
+ * crash of it is a typed rejection and the program goes on. Real processes throughout: the real
+ * addon and helper against the simulator, real signals, /proc read as it is.
+ */
+import { copyFileSync, chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/config-error';
+import { GpugateError } from '../../src/gpugate-error';
+import { NvmlError } from '../../src/nvml/nvml-error';
+import { openNvml } from '../../src/nvml/session';
+import type { NvmlMemoryReader } from '../../src/types';
+import { packageEntryLiteral, runNodeScript } from '../helpers/node-script';
+import { simDevice } from '../helpers/sim';
+import { freshSimulator, repoRoot, useScenario } from '../helpers/session-helpers';
+
+const HELPER_FILE = path.join(repoRoot, 'build', 'Release', 'gpugate-nvml-helper');
+const IN_CALL = /^gpugate-nvml-helper in (\S+) gpu (\d+|-) since (\d+)$/;
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  delete process.env['GPUGATE_SIM_SCENARIO'];
+});
+
+function closeLater(session: NvmlMemoryReader): NvmlMemoryReader {
+  cleanups.push(() => session.close().catch(() => undefined));
+  return session;
+}
+
+/** This process's children (every thread's), as the kernel lists them. */
+function children(): number[] {
+  const tasks = readdirSync(`/proc/${process.pid}/task`);
+  return tasks.flatMap((task) => {
+    try {
+      return readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  });
+}
+
+function exeOf(pid: number): string | null {
+  try {
+    return readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    return null;
+  }
+}
+
+/** The children of this process running the helper file. */
+function helperChildren(): number[] {
+  return children().filter((pid) => exeOf(pid) === HELPER_FILE);
+}
+
+function commandLine(pid: number): string | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+  } catch {
+    return null;
+  }
+}
+
+/** Resolves once `probe` returns a value other than undefined, looking again on every turn of a short timer. */
+async function until<T>(probe: () => T | undefined, what: string, limitMs = 15_000): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() - started > limitMs) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** The one helper child spawned since `before` was listed. */
+async function newHelper(before: number[]): Promise<number> {
+  return until(() => {
+    const fresh = helperChildren().filter((pid) => !before.includes(pid));
+    return fresh.length === 1 ? fresh[0] : undefined;
+  }, 'the session to spawn its helper');
+}
+
+async function gone(pid: number): Promise<void> {
+  await until(() => (exeOf(pid) === null && commandLine(pid) === null ? true : undefined), `helper ${pid} to be reaped`);
+}
+
+async function caught(action: () => unknown): Promise<unknown> {
+  try {
+    await action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('nothing was thrown');
+}
+
+describe('the NVML helper process', () => {
+  it('is spawned once per session (not per call), beside the addon, and ends with the session', async () => {
+    useScenario({ devices: [simDevice(0), simDevice(1)] });
+    const before = helperChildren();
+    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const helper = await newHelper(before);
+    for (let poll = 0; poll < 20; poll++) {
+      await session.snapshot({ memoryOnly: true });
+      session.snapshotSync({ processes: true });
+      session.readMemorySync();
+    }
+    await session.health(1);
+    expect(helperChildren().filter((pid) => !before.includes(pid))).toEqual([helper]);
+    expect(exeOf(helper)).toBe(HELPER_FILE);
+    await session.close();
+    await gone(helper);
+    expect(helperChildren().filter((pid) => !before.includes(pid))).toEqual([]);
+  });
+
+  it('inherits only its channel (fd 3) and /dev/null on 0-2, with no blocked or ignored signals', async () => {
+    useScenario({ devices: [simDevice(0)] });
+    const before = helperChildren();
+    closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const helper = await newHelper(before);
+    const fds = readdirSync(`/proc/${helper}/fd`).sort();
+    expect(fds).toEqual(['0', '1', '2', '3']);
+    for (const fd of ['0', '1', '2']) expect(readlinkSync(`/proc/${helper}/fd/${fd}`)).toBe('/dev/null');
+    expect(readlinkSync(`/proc/${helper}/fd/3`)).toMatch(/^socket:\[\d+\]$/);
+    const status = readFileSync(`/proc/${helper}/status`, 'utf8');
+    expect(status).toMatch(/^SigBlk:\s+0+$/m);
+    expect(status).toMatch(/^SigIgn:\s+0+$/m);
+    // Its own process group: a terminal's ^C goes to gpugate, which decides.
+    const stat = readFileSync(`/proc/${helper}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    expect(Number(fields[2])).toBe(helper); // pgrp
+    expect(Number(fields[1])).toBe(process.pid); // ppid
+  });
+
+  it('shows `idle` between requests and the NVML call, GPU and start time while one runs', async () => {
+    useScenario({ devices: [simDevice(0), simDevice(1)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, delayMs: 1500 }] });
+    const before = helperChildren();
+    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const helper = await newHelper(before);
+    expect(commandLine(helper)).toBe('gpugate-nvml-helper idle\0');
+    const askedAt = Date.now();
+    const pending = session.snapshot({ memoryOnly: true });
+    const during = await until(() => {
+      const line = commandLine(helper);
+      return line !== null && line.startsWith('gpugate-nvml-helper in nvmlDeviceGetMemoryInfo_v2 gpu 1') ? line : undefined;
+    }, 'the helper to show the delayed call');
+    expect(during.endsWith('\0')).toBe(true);
+    const match = IN_CALL.exec(during.slice(0, -1));
+    expect(match?.slice(1, 3)).toEqual(['nvmlDeviceGetMemoryInfo_v2', '1']);
+    const since = Number(match?.[3]);
+    expect(since).toBeGreaterThanOrEqual(askedAt - 1); // CLOCK_REALTIME ms; Date.now() is truncated to ms too
+    expect(since).toBeLessThanOrEqual(Date.now());
+    // ps shows the same line (it reads the same /proc file).
+    await pending;
+    expect(commandLine(helper)).toBe('gpugate-nvml-helper idle\0');
+  });
+
+  it('a hung call: GPUGATE_TIMEOUT naming the function, the GPU and the helper, which is killed and reaped', async () => {
+    useScenario({ devices: [simDevice(0), simDevice(1)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, hang: true }] });
+    const before = helperChildren();
+    const session = await openNvml({ libraryPath: freshSimulator(), callTimeoutMs: 300 });
+    const helper = await newHelper(before);
+    const error = await caught(() => session.snapshot({ memoryOnly: true }));
+    expect(error).toBeInstanceOf(NvmlError);
+    expect(error).toMatchObject({ code: 'GPUGATE_TIMEOUT', fn: 'nvmlDeviceGetMemoryInfo_v2', device: 1, helperPid: helper });
+    expect((error as Error).message).toContain('nvmlDeviceGetMemoryInfo_v2 on GPU 1 is stuck in the driver');
+    expect((error as Error).message).toMatch(new RegExp(`NVML helper process \\(pid ${helper}, state S`));
+    expect(session.closed).toBe(true);
+    await gone(helper);
+    await session.close(); // already closed: resolves
+  });
+
+  it('a hung blocking call (readMemorySync) ends at the deadline too, with the helper named', async () => {
+    useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', hang: true }] });
+    const before = helperChildren();
+    const session = await openNvml({ libraryPath: freshSimulator(), callTimeoutMs: 300 });
+    const helper = await newHelper(before);
+    const error = await caught(() => session.readMemorySync());
+    expect(error).toMatchObject({ code: 'GPUGATE_TIMEOUT', fn: 'nvmlDeviceGetMemoryInfo_v2', device: 0, helperPid: helper });
+    await gone(helper);
+  });
+
+  it('a helper killed by SIGSEGV mid-call: GPUGATE_NVML_HELPER_CRASHED naming the signal; the program opens a new session', async () => {
+    useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', delayMs: 10_000 }] });
+    const before = helperChildren();
+    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const helper = await newHelper(before);
+    const pending = caught(() => session.snapshot({ memoryOnly: true }));
+    const queued = caught(() => session.snapshot({ memoryOnly: true }));
+    await until(() => (IN_CALL.test(commandLine(helper)?.slice(0, -1) ?? '') ? true : undefined), 'the helper to be in the call');
+    process.kill(helper, 'SIGSEGV');
+    const error = await pending;
+    expect(error).toBeInstanceOf(NvmlError);
+    expect(error).toBeInstanceOf(GpugateError);
+    expect(error).toMatchObject({ code: 'GPUGATE_NVML_HELPER_CRASHED' });
+    expect((error as Error).message).toMatch(new RegExp(`NVML helper process \\(pid ${helper}\\) was killed by SIGSEGV while answering snapshot`));
+    expect(await queued).toMatchObject({ code: 'GPUGATE_SESSION_CLOSED', cause: error });
+    expect(session.closed).toBe(true);
+    expect(await caught(() => session.snapshot())).toMatchObject({ code: 'GPUGATE_SESSION_CLOSED' });
+    await gone(helper);
+
+    useScenario({ devices: [simDevice(0)] });
+    const again = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    expect((await again.snapshot({ memoryOnly: true })).devices).toHaveLength(1);
+  });
+
+  it('a program whose call hangs gets the typed rejection and exits by itself, leaving no helper behind', async () => {
+    const scenario = useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', hang: true }] });
+    // No close(), no process.exit(): the program must end on its own once the rejection is handled.
+    const script = `
+      const { openNvml } = require(${packageEntryLiteral()});
+      openNvml({ libraryPath: ${JSON.stringify(freshSimulator())}, callTimeoutMs: 300 })
+        .then((session) => session.snapshot({ memoryOnly: true }))
+        .then(() => console.log('answered'), (error) => console.log(JSON.stringify({ name: error.name, code: error.code, helperPid: error.helperPid })));`;
+    const run = await runNodeScript(script, { ...process.env, GPUGATE_SIM_SCENARIO: scenario }, 30_000);
+    expect({ code: run.code, signal: run.signal }, run.stderr).toEqual({ code: 0, signal: null });
+    const outcome = JSON.parse(run.stdout.trim()) as { name: string; code: string; helperPid: number };
+    expect(outcome).toMatchObject({ name: 'NvmlError', code: 'GPUGATE_TIMEOUT' });
+    expect(outcome.helperPid).toBeGreaterThan(0);
+    // Killed at the deadline; its parent is gone, so init reaps it.
+    await gone(outcome.helperPid);
+  });
+
+  it("nvmlProcess 'in-process' runs NVML on a thread of this process: no helper is spawned", async () => {
+    useScenario({ devices: [simDevice(0), simDevice(1)] });
+    const before = helperChildren();
+    const session = closeLater(await openNvml({ libraryPath: freshSimulator(), nvmlProcess: 'in-process' }));
+    expect((await session.snapshot({ processes: true })).devices).toHaveLength(2);
+    expect(session.readMemorySync()).toHaveLength(2 * (session.readMemorySync().length / 2));
+    expect(helperChildren().filter((pid) => !before.includes(pid))).toEqual([]);
+  });
+
+  it('refuses an nvmlProcess value or key it does not know, naming it', async () => {
+    expect(await caught(() => openNvml({ nvmlProcess: 'thread' as 'helper' }))).toBeInstanceOf(ConfigError);
+    expect(String(await caught(() => openNvml({ nvmlProcess: 'thread' as 'helper' })))).toMatch(/'nvmlProcess' must be one of 'helper', 'in-process', got "thread"/);
+    expect(String(await caught(() => openNvml({ nvmlprocess: 'helper' } as never)))).toMatch(/nvmlprocess/);
+  });
+});
+
+describe('a helper file that cannot be run', () => {
+  /** An addon copy in a scratch package root; the script opens a session with it and prints the outcome. */
+  async function openWithAddonIn(prepare: (releaseDir: string) => void): Promise<{ name: string; code: string; message: string }> {
+    const root = mkdtempSync(path.join(tmpdir(), 'gpugate-helper-'));
+    cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+    const release = path.join(root, 'build', 'Release');
+    mkdirSync(release, { recursive: true });
+    copyFileSync(path.join(repoRoot, 'build', 'Release', 'gpugate.node'), path.join(release, 'gpugate.node'));
+    prepare(release);
+    const scenario = useScenario({ devices: [simDevice(0)] });
+    const script = `
+      const { openNvml } = require(${packageEntryLiteral()});
+      openNvml({ libraryPath: ${JSON.stringify(freshSimulator())} }).then(
+        (session) => { console.log(JSON.stringify({ name: 'opened', code: '', message: '' })); return session.close(); },
+        (error) => console.log(JSON.stringify({ name: error.name, code: error.code, message: error.message })));`;
+    const run = await runNodeScript(script, { ...process.env, GPUGATE_PREBUILD: root, GPUGATE_SIM_SCENARIO: scenario });
+    expect(run.code).toBe(0);
+    return JSON.parse(run.stdout.trim()) as { name: string; code: string; message: string };
+  }
+
+  it('absent beside the addon: GPUGATE_NVML_HELPER_MISSING naming where it was looked for (never PATH)', async () => {
+    const outcome = await openWithAddonIn(() => undefined);
+    expect(outcome).toMatchObject({ name: 'NvmlError', code: 'GPUGATE_NVML_HELPER_MISSING' });
+    expect(outcome.message).toMatch(/the NVML helper \/\S+\/build\/Release\/gpugate-nvml-helper is missing/);
+  });
+
+  it('writable by others, or a symbolic link: refused, not run', async () => {
+    const writable = await openWithAddonIn((release) => {
+      copyFileSync(HELPER_FILE, path.join(release, 'gpugate-nvml-helper'));
+      chmodSync(path.join(release, 'gpugate-nvml-helper'), 0o757);
+    });
+    expect(writable).toMatchObject({ code: 'GPUGATE_NVML_HELPER_MISSING' });
+    expect(writable.message).toMatch(/is writable by its group or by others; it is not run/);
+    const linked = await openWithAddonIn((release) => {
+      const { symlinkSync } = require('node:fs') as typeof import('node:fs');
+      symlinkSync(HELPER_FILE, path.join(release, 'gpugate-nvml-helper'));
+    });
+    expect(linked).toMatchObject({ code: 'GPUGATE_NVML_HELPER_MISSING' });
+    expect(linked.message).toMatch(/is not a regular file/);
+  });
+
+  it('a copy that is fine there runs', async () => {
+    const outcome = await openWithAddonIn((release) => copyFileSync(HELPER_FILE, path.join(release, 'gpugate-nvml-helper')));
+    expect(outcome.name).toBe('opened');
+  });
+});
