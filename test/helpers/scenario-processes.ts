@@ -58,9 +58,9 @@ export function executableOf(pid: number): string | null {
   }
 }
 
-/** The NVML helpers (by executable) among the processes using `scenario`. */
-export function nvmlHelpersUsingScenario(scenario: string, holding?: string): number[] {
-  return processesUsingScenario(scenario, holding).filter((pid) => executableOf(pid) === nvmlHelperPath());
+/** The NVML helpers (by executable: `helperPath`, default the checkout's) among the processes using `scenario`. */
+export function nvmlHelpersUsingScenario(scenario: string, holding?: string, helperPath = nvmlHelperPath()): number[] {
+  return processesUsingScenario(scenario, holding).filter((pid) => executableOf(pid) === helperPath);
 }
 
 /** What /proc/PID/cmdline shows, its NUL separators read as spaces, trimmed; null when gone. */

@@ -19,9 +19,10 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cliEnv, parseJsonOutput, startCli, type CliProcess, type CliRun } from '../helpers/cli';
 import { frozenFsUnavailable, makeFrozenFs, type FrozenFs } from '../helpers/frozen-fs';
-import { packageEntryLiteral, startNodeScript } from '../helpers/node-script';
+import { startNodeScript } from '../helpers/node-script';
+import { makePackageCopy } from '../helpers/package-copy';
 import { isAlive, procState, signalPending, threadStates, until } from '../helpers/processes';
-import { executableOf, killProcessesUsingScenario, nvmlHelperPath, nvmlHelpersUsingScenario, processesUsingScenario, shownCommandLine } from '../helpers/scenario-processes';
+import { executableOf, killProcessesUsingScenario, nvmlHelpersUsingScenario, processesUsingScenario, shownCommandLine } from '../helpers/scenario-processes';
 import { testTempDir, writeScenario } from '../helpers/sim';
 import { matrixScenario, TARGET_DEVICE, type SimFault } from '../reliability/helpers/fault-scenario';
 
@@ -39,7 +40,14 @@ const EXIT_SLACK_MS = 6000;
 const EVENT_BOUND_MS = 20_000;
 /** A test may wait for a few such events in a row (the doctor test: a stuck check, then doctor). */
 const TEST_BOUND_MS = 120_000;
-const ENTRY = packageEntryLiteral();
+/**
+ * These tests leave an NVML helper stuck in the kernel on purpose, and a gate refuses while a
+ * helper of its own package is stuck (GPUGATE_DRIVER_STUCK): the command and the programs run from
+ * a copy of the package, so the gates of the test files running beside this one are not stopped.
+ */
+const copy = makePackageCopy();
+const ENTRY = copy.entryLiteral;
+const nvmlHelperPath = (): string => copy.helperPath;
 
 /** Where the helper exists, sessions run NVML in it unless asked otherwise; before it, every session was in-process. */
 function inProcessOptions(options: Record<string, unknown>): string {
@@ -125,7 +133,7 @@ async function exitOf(cli: CliProcess): Promise<CliRun & { exitedAfterMs: number
 
 /** The one NVML helper left using the scenario, checked to be stuck in the kernel in the faulty call. */
 function stuckHelper(host: StuckHost, since: number): number {
-  const helpers = nvmlHelpersUsingScenario(host.scenario, host.blockFile);
+  const helpers = nvmlHelpersUsingScenario(host.scenario, host.blockFile, copy.helperPath);
   expect(helpers, `helpers using ${host.scenario}: ${processesUsingScenario(host.scenario, host.blockFile).map((pid) => `${pid} ${executableOf(pid) ?? '?'}`).join(', ')}`).toHaveLength(1);
   const pid = helpers[0]!;
   expect(procState(pid)).toBe('D');
@@ -141,7 +149,7 @@ function stuckHelper(host: StuckHost, since: number): number {
 /** Runs `gpugate check --nvml-timeout 1s` on the frozen host: it must exit 69 and leave its helper stuck. */
 async function firstStuckCheck(host: StuckHost): Promise<{ run: CliRun; helperPid: number }> {
   const since = Date.now();
-  const run = await exitOf(startCli(['check', '--nvml-timeout', `${DEADLINE_MS}ms`], { env: cliEnv(host.scenario), killAfterMs: EVENT_BOUND_MS + DEADLINE_MS }));
+  const run = await exitOf(startCli(['check', '--nvml-timeout', `${DEADLINE_MS}ms`], { launch: [process.execPath, copy.cli], env: cliEnv(host.scenario), killAfterMs: EVENT_BOUND_MS + DEADLINE_MS }));
   expect(run.code, run.stderr).toBe(69);
   return { run, helperPid: stuckHelper(host, since) };
 }
@@ -203,7 +211,7 @@ describe.skipIf(unavailable !== null)(`a call stuck in the kernel, through the N
     const host = stuckHost();
     host.mounted.freeze();
     const since = Date.now();
-    const cli = startCli([...args, '--nvml-timeout', `${DEADLINE_MS}ms`], { env: cliEnv(host.scenario), killAfterMs: EVENT_BOUND_MS + DEADLINE_MS });
+    const cli = startCli([...args, '--nvml-timeout', `${DEADLINE_MS}ms`], { launch: [process.execPath, copy.cli], env: cliEnv(host.scenario), killAfterMs: EVENT_BOUND_MS + DEADLINE_MS });
     const run = await exitOf(cli);
     expect(run.code, run.stderr).toBe(69);
     expect(run.signal).toBeNull();
@@ -247,12 +255,12 @@ describe.skipIf(unavailable !== null)(`a call stuck in the kernel, through the N
     host.mounted.freeze();
     const { helperPid } = await firstStuckCheck(host);
     // Its own deadline is a minute away and it is killed after EVENT_BOUND_MS: exiting 69 at all means it did not wait for it.
-    const second = await exitOf(startCli(['check', '--nvml-timeout', '60s'], { env: cliEnv(host.scenario), killAfterMs: EVENT_BOUND_MS }));
+    const second = await exitOf(startCli(['check', '--nvml-timeout', '60s'], { launch: [process.execPath, copy.cli], env: cliEnv(host.scenario), killAfterMs: EVENT_BOUND_MS }));
     expect(second.signal, second.stderr).toBeNull();
     expect(second.code, second.stderr).toBe(69);
     expect(second.stderr).toMatch(/gpugate doctor/);
     expect(second.stderr).toMatch(/nvmlDeviceGetMemoryInfo/);
-    expect(nvmlHelpersUsingScenario(host.scenario, host.blockFile)).toEqual([helperPid]);
+    expect(nvmlHelpersUsingScenario(host.scenario, host.blockFile, copy.helperPath)).toEqual([helperPid]);
   });
 
   it('`gpugate doctor` on the stuck host completes and exits 69, its NVML checks "not responding", the rest of the report there', async () => {
@@ -268,7 +276,7 @@ describe.skipIf(unavailable !== null)(`a call stuck in the kernel, through the N
     const emptyLog = path.join(work, 'kernel.log');
     fs.writeFileSync(emptyLog, '');
     const env = cliEnv(host.scenario, { GPUGATE_DEV_DIR: devDir });
-    const run = await exitOf(startCli(['doctor', '--json', '--kernel-log', emptyLog, '--nvml-timeout', '2s'], { env, killAfterMs: 2 * EVENT_BOUND_MS }));
+    const run = await exitOf(startCli(['doctor', '--json', '--kernel-log', emptyLog, '--nvml-timeout', '2s'], { launch: [process.execPath, copy.cli], env, killAfterMs: 2 * EVENT_BOUND_MS }));
     expect(run.signal, run.stderr).toBeNull();
     expect(run.code, run.stderr).toBe(69);
     const document = parseJsonOutput(run) as { exitCode: number; checks: Array<{ id: string; status: string; summary: string }> };
@@ -289,7 +297,7 @@ describe('a crashing library, through the NVML helper (issue 24)', { timeout: TE
     expectHelperBuilt();
     const scenario = writeScenario(matrixScenario([{ function: 'nvmlDeviceGetMemoryInfo*', device: TARGET_DEVICE, crash: 'SIGSEGV' }]));
     cleanUpProcesses(scenario);
-    const run = await exitOf(startCli(['check', '--nvml-timeout', '10s'], { env: cliEnv(scenario), killAfterMs: EVENT_BOUND_MS }));
+    const run = await exitOf(startCli(['check', '--nvml-timeout', '10s'], { launch: [process.execPath, copy.cli], env: cliEnv(scenario), killAfterMs: EVENT_BOUND_MS }));
     expect(run.code, run.stderr).toBe(69);
     expect(run.stderr).toMatch(/SIGSEGV/);
     expect(run.stderr).not.toMatch(/internal error|\n\s+at /);
