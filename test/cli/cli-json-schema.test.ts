@@ -4,7 +4,7 @@
  * with the current schemaVersion, and uses no field its schema does not describe (checked against a
  * closed copy of each schema: the shipped ones stay open, since minor versions add fields).
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Ajv, { type ValidateFunction } from 'ajv';
@@ -13,6 +13,7 @@ import { SCHEMA_VERSION } from '../../src/cli/json-document';
 import { COMMAND_NAMES, optionsFor, type CommandName } from '../../src/cli/option-table';
 import { HOLDER_CLASSES } from '../../src/gate/stale';
 import { cliEnv, runCli, startCli, type CliRun } from '../helpers/cli';
+import { mapsHereOrInChild } from '../helpers/processes';
 import { bundledScenario, freshBundledScenario, repoRoot, simDevice, simLibraryFor, writeScenario } from '../helpers/sim';
 
 const SCHEMA_DIR = join(repoRoot(), 'schemas');
@@ -334,16 +335,11 @@ describe('--json on every exit', () => {
   });
 });
 
-/** Resolves once process `pid` has mapped a file whose name contains `name` (polled: /proc has no notification). */
+/** Resolves once process `pid` or its NVML helper child has mapped a file whose name contains `name` (polled: /proc has no notification). */
 async function mappedLibrary(pid: number, name: string): Promise<void> {
   for (let tries = 0; tries < 3000; tries++) {
-    let maps = '';
-    try {
-      maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
-    } catch {
-      throw new Error(`process ${pid} ended before it mapped ${name}`);
-    }
-    if (maps.includes(name)) return;
+    if (!existsSync(`/proc/${pid}`)) throw new Error(`process ${pid} ended before it mapped ${name}`);
+    if (mapsHereOrInChild(pid, name)) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`process ${pid} never mapped ${name}`);

@@ -183,3 +183,26 @@ export async function killSpawned(): Promise<void> {
 export function spawnedPids(): number[] {
   return [...tracked];
 }
+
+function mapsContain(pid: number, text: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/maps`, 'utf8').includes(text);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether `pid` or one of its children maps a file whose name contains `text`: the driver's
+ * library is loaded in the NVML helper process, a child of the command, unless it runs in-process.
+ */
+export function mapsHereOrInChild(pid: number, text: string): boolean {
+  if (mapsContain(pid, text)) return true;
+  try {
+    const tasks = readdirSync(`/proc/${pid}/task`);
+    const children = tasks.flatMap((task) => readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+    return children.some((child) => mapsContain(Number(child), text));
+  } catch {
+    return false;
+  }
+}

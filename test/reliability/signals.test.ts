@@ -12,6 +12,7 @@ import { InterruptWatch } from '../../src/cli/interrupt-watch';
 import { parseDuration } from '../../src/units';
 import type { SimFault } from './helpers/fault-scenario';
 import { logText } from '../helpers/log-lines';
+import { mapsHereOrInChild } from '../helpers/processes';
 
 const GiB = 1024 ** 3;
 /** "Within a second", with room for a loaded 2-core machine. */
@@ -35,26 +36,6 @@ async function until(what: string, predicate: () => boolean, timeoutMs = 20_000)
   }
 }
 
-function mapsContain(pid: number, text: string): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/maps`, 'utf8').includes(text);
-  } catch {
-    return false;
-  }
-}
-
-/** Whether `pid` or one of its children (the NVML helper process, where the driver's library is loaded) maps `text`. */
-function mapsContainHereOrInChild(pid: number, text: string): boolean {
-  if (mapsContain(pid, text)) return true;
-  try {
-    const tasks = readdirSync(`/proc/${pid}/task`);
-    const children = tasks.flatMap((task) => readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
-    return children.some((child) => mapsContain(Number(child), text));
-  } catch {
-    return false;
-  }
-}
-
 async function terminate(cli: CliProcess): Promise<{ code: number | null; stderr: string; afterSignalMs: number }> {
   const sent = performance.now();
   cli.child.kill('SIGTERM');
@@ -66,7 +47,7 @@ describe('SIGTERM during gpugate wait', () => {
   it('before the first poll (NVML still opening): exits 143 within about a second', async () => {
     const cli = startCli(WAIT_ARGS, { env: cliEnv(busyGpu([{ function: 'nvmlInit_v2', delayMs: 8000 }])) });
     // The simulator is mapped (in the NVML helper process, or in-process) once the open has begun: the signal handlers are installed by then.
-    await until('the simulator to be loaded', () => cli.child.pid !== undefined && mapsContainHereOrInChild(cli.child.pid, 'gpugate_sim'));
+    await until('the simulator to be loaded', () => cli.child.pid !== undefined && mapsHereOrInChild(cli.child.pid, 'gpugate_sim'));
     const run = await terminate(cli);
     expect(run.code, run.stderr).toBe(143);
     expect(logText(run.stderr)).toMatch(/interrupted by SIGTERM after .*\(exit 143\/SIGTERM\)/);
