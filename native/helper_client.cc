@@ -21,15 +21,10 @@
 #include <vector>
 
 #include "frame_io.h"
+#include "pidfd_syscalls.h"
 
 extern char** environ;
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif

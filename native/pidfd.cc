@@ -1,5 +1,6 @@
 // pidfd_open / pidfd_send_signal through syscall() (see pidfd.h).
 #include "pidfd.h"
+#include "pidfd_syscalls.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -10,13 +11,6 @@
 #include <cmath>
 #include <string>
 
-// Kernel headers older than 5.3 lack the numbers; both are the same on every architecture.
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 namespace gpugate {
 
