@@ -167,7 +167,6 @@ export async function gate(options: GateOptions = {}): Promise<GateOutcome> {
     outcome.result = 'ready';
     outcome.reason = `GPUs ${indicesOf(result.evaluation)} free and stable after ${formatDuration(result.elapsedMs)} (${result.polls} polls)`;
   } catch (error) {
-    const elapsedMs = monotonicMs() - startMs;
     if (error instanceof Verdict) {
       outcome.result = error.result;
       outcome.reason = error.reason;
