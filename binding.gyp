@@ -62,6 +62,7 @@
       "target_name": "gpugate-nvml-helper",
       "type": "executable",
       "sources": ["<@(gpugate_nvml_sources)", "native/helper/main.cc", "native/helper/process_title.cc"],
+      "ldflags": ["-static-libstdc++", "-static-libgcc"],
       "libraries": ["-ldl", "-lpthread"]
     },
     {
