@@ -3,7 +3,7 @@
  * with real processes holding files open or mapped.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -155,6 +155,29 @@ describe('findLeakedShm / cleanShm', () => {
     const removed = await cleanShm(['nccl-*'], { shmRoot: safe, procRoot: proc.root });
     expect(removed.map((r) => r.result)).toEqual(['removed']);
     expect(readdirSync(safe)).toEqual([]);
+  });
+
+  it('in a sticky directory others may write (as /dev/shm), a symlink and a FIFO planted by another uid are left alone and never followed or opened', async () => {
+    const dir = shmDir();
+    chmodSync(dir, 0o1777);
+    const outside = shmDir();
+    writeFileSync(path.join(outside, 'precious'), 'do not delete');
+    writeFileSync(path.join(dir, 'nccl-leak'), Buffer.alloc(4096));
+    // uid 65534 plants its names the way a hostile local user would.
+    const asNobody = (command: string): void => {
+      execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'sh', '-c', command]);
+    };
+    asNobody(`ln -s ${JSON.stringify(path.join(outside, 'precious'))} ${JSON.stringify(path.join(dir, 'nccl-link'))} && mkfifo ${JSON.stringify(path.join(dir, 'nccl-fifo'))}`);
+    const proc = mirrorProcRoot([process.pid]);
+    dirs.push(proc.root);
+    const results = await cleanShm(['nccl-*'], { shmRoot: dir, procRoot: proc.root });
+    expect(results.map((r) => [path.basename(r.path), r.result])).toEqual([
+      ['nccl-fifo', 'skipped'],
+      ['nccl-leak', 'removed'],
+      ['nccl-link', 'skipped'],
+    ]);
+    expect(readFileSync(path.join(outside, 'precious'), 'utf8')).toBe('do not delete');
+    expect(readdirSync(dir).sort()).toEqual(['nccl-fifo', 'nccl-link']);
   });
 });
 
