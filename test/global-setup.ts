@@ -1,29 +1,19 @@
 /**
  * vitest global setup: makes sure dist/ (the compiled TypeScript that the CLI tests and other
- * subprocess tests run) is current, by running `npm run build:ts` once when any source under
- * src/ is newer than dist/cli/main.js, or dist/ is missing; builds the simulator's driver profiles
+ * subprocess tests run) is current, by running `scripts/build-ts.mjs --if-changed` (it rebuilds
+ * when src/, the tsconfig files, package.json or the bundler changed since dist/ was built); builds the simulator's driver profiles
  * when the build lacks one (a fresh clone's `npm install` builds only the addon and the current
  * driver's simulator; this never rebuilds the addon); and creates the run's temp folder
  * (helpers/temp-root.ts), removed at teardown with everything the test processes left in it.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildSimProfiles } from '../scripts/native-build.cjs';
 import { TEST_RUN_PREFIX, TEST_TMPDIR_ENV } from './helpers/temp-root';
 
 const root = join(__dirname, '..');
-
-function newestSourceMs(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSourceMs(path));
-    else if (/\.m?ts$/.test(entry.name)) newest = Math.max(newest, statSync(path).mtimeMs);
-  }
-  return newest;
-}
 
 function alive(pid: number): boolean {
   try {
@@ -43,11 +33,7 @@ function removeAbandonedRuns(): void {
 }
 
 export default function setup(): () => void {
-  const built = join(root, 'dist', 'cli', 'main.js');
-  const sources = Math.max(newestSourceMs(join(root, 'src')), statSync(join(root, 'package.json')).mtimeMs);
-  if (!existsSync(built) || statSync(built).mtimeMs < sources) {
-    execFileSync('npm', ['run', 'build:ts'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
-  }
+  execFileSync(process.execPath, [join(root, 'scripts', 'build-ts.mjs'), '--if-changed'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   buildSimProfiles(root);
   removeAbandonedRuns();
   const runDir = mkdtempSync(join(tmpdir(), `${TEST_RUN_PREFIX}${process.pid}-`));
