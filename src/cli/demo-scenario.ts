@@ -4,7 +4,8 @@
  * already gone (the driver is releasing their memory), the eighth (GPU 6) is held by a real,
  * live, orphaned worker process (a "spawn" holder the simulated host starts). The timeline
  * drops that worker at {@link DEMO_WORKER_EXIT_MS}, which ends its process; its memory then
- * drains over a few seconds, as a large pinned pool does on a real host.
+ * drains in steps, as a large pinned pool does on a real host. The timeline is a real host's
+ * order of events compressed to a few seconds: a newcomer's first run waits about 6 s.
  */
 
 const GiB = 1024 ** 3;
@@ -20,7 +21,7 @@ const BUS_IDS = ['18', '2A', '3A', '5D', '84', '8A', '9B', 'DB'];
 /** The GPU whose holder is the live orphaned worker. */
 export const DEMO_WORKER_GPU = 6;
 /** When (ms after the host started) the orphaned worker exits. */
-export const DEMO_WORKER_EXIT_MS = 4000;
+export const DEMO_WORKER_EXIT_MS = 2500;
 /** The worker's process title, as vLLM sets it. */
 export const DEMO_WORKER_TITLE = `VLLM::Worker_TP${DEMO_WORKER_GPU}`;
 
@@ -55,10 +56,10 @@ export function demoScenario(gonePids: readonly number[]): object {
   };
   // The gone workers' memory comes back first, staggered as the driver tears contexts down.
   for (let device = 0; device < BUS_IDS.length; device += 1) {
-    if (device !== DEMO_WORKER_GPU) drain(device, 1500 + device * 150, 500);
+    if (device !== DEMO_WORKER_GPU) drain(device, 800 + device * 100, 300);
   }
   // The orphan's memory only starts to drain once it has exited.
-  drain(DEMO_WORKER_GPU, DEMO_WORKER_EXIT_MS, 700);
+  drain(DEMO_WORKER_GPU, DEMO_WORKER_EXIT_MS, 400);
   timeline.sort((a, b) => (a as { atMs: number }).atMs - (b as { atMs: number }).atMs);
   return {
     system: { driverVersion: '580.95.05', nvmlVersion: '13.580.95.05', cudaDriverVersion: 13000 },
