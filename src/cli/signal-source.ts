@@ -15,8 +15,14 @@
  * Slurm's step daemon (gpugate's parent in a task) signals every process of the step with
  * ProctrackType=proctrack/cgroup or linuxproc (asked of `scontrol show config` the same way).
  * Such a signal is not forwarded. Any other sender, or an unknown one, is forwarded.
+ *
+ * The question itself runs in a session of its own, so a signal to gpugate's process group never
+ * reaches it. When the manager's signal comes while it is still running, the manager's way of
+ * stopping answers it: a signal to every process of the cgroup (or every descendant) ends the
+ * question too, by that very signal, and then CMD got it as well; one to gpugate alone, or to its
+ * group, leaves the question to answer.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { loadBinding } from '../nvml/binding';
@@ -65,8 +71,22 @@ interface Manager {
   pid: number;
   /** Whether CMD, whose cgroup is `childCgroup`, is among the processes it signals. */
   covers(childCgroup: string | null): boolean;
-  /** Why its signal already reached CMD, when its configuration makes it signal every process; else null. */
-  signalsEveryProcess: Promise<string | null>;
+  /** Why its `signal` already reached CMD, when it signals every process; else null. */
+  signalsEveryProcess(signal: NodeJS.Signals): Promise<string | null>;
+}
+
+/** What a question to the manager gave: its output, the signal that ended it (not our time limit), or nothing. */
+type Answer = { kind: 'output'; text: string } | { kind: 'killed'; signal: NodeJS.Signals } | { kind: 'none' };
+
+/**
+ * Why `signal` reached CMD: the manager's configuration `setting` (e.g. KillMode=control-group)
+ * says it signals every process, or its question (`asked`) was ended by this very signal.
+ */
+function everyProcessReason(answer: Answer, signal: NodeJS.Signals, asked: string, signalsAll: (setting: string) => string | null, sentBy: string): string | null {
+  if (answer.kind === 'killed') {
+    return answer.signal === signal ? `${sentBy} to every process, its \`${asked}\` question (in a session of its own) and CMD included` : null;
+  }
+  return answer.kind === 'output' ? signalsAll(answer.text) : null;
 }
 
 /** systemd stopping the unit whose cgroup is `unitCgroup`: every process of it with KillMode=control-group. */
@@ -74,11 +94,13 @@ function systemdManager(unitCgroup: string, unit: string, env: NodeJS.ProcessEnv
   const userManager = userManagerPid(env);
   const user = userManager !== null;
   const who = user ? `the user manager (pid ${userManager})` : 'systemd';
+  const answer = ask('systemctl', [...(user ? ['--user'] : []), 'show', '--property=KillMode', '--value', unit], env);
+  const fromMode = (text: string): string | null =>
+    text.trim() === 'control-group' ? `sent by ${who} to every process of ${unit} (KillMode=control-group), CMD included` : null;
   return {
     pid: userManager ?? 1,
     covers: (childCgroup) => inCgroup(childCgroup, unitCgroup),
-    signalsEveryProcess: askKillMode(unit, user, env).then((mode) =>
-      mode === 'control-group' ? `sent by ${who} to every process of ${unit} (KillMode=control-group), CMD included` : null),
+    signalsEveryProcess: async (signal) => everyProcessReason(await answer, signal, 'systemctl show', fromMode, `sent by ${who}`),
   };
 }
 
@@ -88,13 +110,17 @@ function systemdManager(unitCgroup: string, unit: string, env: NodeJS.ProcessEnv
  * (every descendant of the task), only the task's process group with proctrack/pgid.
  */
 function slurmManager(stepd: number, ownCgroup: string | null, env: NodeJS.ProcessEnv): Manager {
+  const answer = ask('scontrol', ['show', 'config'], env);
+  const fromProctrack = (text: string): string | null => {
+    const proctrack = /^ProctrackType\s*=\s*(\S+)\s*$/m.exec(text)?.[1] ?? null;
+    return proctrack === 'proctrack/cgroup' || proctrack === 'proctrack/linuxproc'
+      ? `sent by Slurm's step daemon (pid ${stepd}) to every process of the step (ProctrackType=${proctrack}), CMD included`
+      : null;
+  };
   return {
     pid: stepd,
     covers: (childCgroup) => childCgroup !== null && ownCgroup !== null && inCgroup(childCgroup, ownCgroup),
-    signalsEveryProcess: askProctrack(env).then((proctrack) =>
-      proctrack === 'proctrack/cgroup' || proctrack === 'proctrack/linuxproc'
-        ? `sent by Slurm's step daemon (pid ${stepd}) to every process of the step (ProctrackType=${proctrack}), CMD included`
-        : null),
+    signalsEveryProcess: async (signal) => everyProcessReason(await answer, signal, 'scontrol show config', fromProctrack, `sent by Slurm's step daemon (pid ${stepd})`),
   };
 }
 
@@ -147,7 +173,7 @@ export class SignalSources {
     if (source === null || source.code !== SI_USER || source.pid !== this.manager.pid) return null;
     const child = procFacts(childPid);
     if (child === null || !this.manager.covers(child.cgroup)) return null;
-    return this.manager.signalsEveryProcess;
+    return this.manager.signalsEveryProcess(signal);
   }
 }
 
@@ -159,23 +185,40 @@ function userManagerPid(env: NodeJS.ProcessEnv): number | null {
   return pid > 1 && isAncestor(pid) ? pid : null;
 }
 
-/** The output of `command args`, or null when it does not answer. */
-function ask(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<string | null> {
+/** How long a question to the manager may take; then it is killed and its answer is unknown. */
+const ASK_LIMIT_MS = 5000;
+
+/**
+ * Runs `command args` in a session of its own (a signal to gpugate's process group must not end
+ * it) and resolves to its output, or to the signal that ended it when that was not our time limit.
+ */
+function ask(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<Answer> {
   return new Promise((resolve) => {
-    execFile(command, args, { encoding: 'utf8', timeout: 5000, env }, (error, stdout) => {
-      resolve(error === null ? stdout : null);
+    let child;
+    try {
+      child = spawn(command, args, { env, detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    } catch {
+      resolve({ kind: 'none' });
+      return;
+    }
+    let text = '';
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, ASK_LIMIT_MS);
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      if (text.length < 1 << 20) text += chunk;
+    });
+    child.once('error', () => {
+      clearTimeout(timer);
+      resolve({ kind: 'none' });
+    });
+    child.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      clearTimeout(timer);
+      if (signal !== null && !timedOut) resolve({ kind: 'killed', signal });
+      else resolve(code === 0 ? { kind: 'output', text } : { kind: 'none' });
     });
   });
-}
-
-/** `systemctl [--user] show --property=KillMode --value UNIT`, or null when it does not answer. */
-async function askKillMode(unit: string, user: boolean, env: NodeJS.ProcessEnv): Promise<string | null> {
-  const answer = await ask('systemctl', [...(user ? ['--user'] : []), 'show', '--property=KillMode', '--value', unit], env);
-  return answer === null ? null : answer.trim();
-}
-
-/** ProctrackType from `scontrol show config` (e.g. proctrack/cgroup), or null when it does not answer. */
-async function askProctrack(env: NodeJS.ProcessEnv): Promise<string | null> {
-  const answer = await ask('scontrol', ['show', 'config'], env);
-  return answer === null ? null : (/^ProctrackType\s*=\s*(\S+)\s*$/m.exec(answer)?.[1] ?? null);
 }

@@ -446,15 +446,18 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
    * does: every process of the cgroup one by one (proctrack/cgroup), or the task's process group
    * (proctrack/pgid). `scontrol show config` is a script on PATH naming `proctrack`.
    */
-  function signalAsStepDaemon(proctrack: 'proctrack/cgroup' | 'proctrack/pgid'): { stdout: string; stderr: string } {
+  function signalAsStepDaemon(proctrack: 'proctrack/cgroup' | 'proctrack/pgid', when: 'answered' | 'asking' = 'answered'): { stdout: string; stderr: string } {
     const step = makeCgroup('named', `/gpugate-test-slurm-${process.pid}-${Date.now()}/job_1/step_0`, cleanups);
     const bin = mkdtempSync(join(tmpdir(), 'gpugate-slurm-'));
     cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
-    // It leaves a mark once it has answered: the step daemon below signals only after that and
-    // after it has exited, since a signal to every process of the step would also end a scontrol
-    // still running, leaving gpugate without an answer (it then forwards, as for any unknown sender).
+    // It leaves a mark once it has answered (or, 'asking', once it has started and before it
+    // answers, a second later): the step daemon below signals only after that mark, and when
+    // 'answered' only after scontrol has exited too.
     const answered = join(bin, 'scontrol-answered');
-    writeFileSync(join(bin, 'scontrol'), `#!/bin/sh\necho "ProctrackType           = ${proctrack}"\n: > '${answered}'\n`, { mode: 0o755 });
+    const script = when === 'answered'
+      ? `#!/bin/sh\necho "ProctrackType           = ${proctrack}"\n: > '${answered}'\n`
+      : `#!/bin/sh\n: > '${answered}'\nsleep 1\necho "ProctrackType           = ${proctrack}"\n`;
+    writeFileSync(join(bin, 'scontrol'), script, { mode: 0o755 });
     // The interpreter itself, not a wrapper script on PATH (a version manager's shim).
     const python = spawnSync('python3', ['-c', 'import os, sys; print(os.path.realpath(sys.executable))'], { encoding: 'utf8' }).stdout.trim();
     symlinkSync(python, join(bin, 'slurmstepd'));
@@ -477,7 +480,7 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
       '        return open("/proc/%s/comm" % pid).read().strip()',
       '    except OSError:',
       '        return None',
-      `while not os.path.exists(${JSON.stringify(answered)}) or any(comm(pid) == "scontrol" for pid in open(procs).read().split()):`,
+      `while not os.path.exists(${JSON.stringify(answered)}) or any(comm(pid) == "scontrol" for pid in open(procs).read().split()) != ${when === 'asking' ? 'True' : 'False'}:`,
       '    time.sleep(0.01)',
       'if proctrack == "proctrack/cgroup":',
       '    for pid in open(procs).read().split():',
@@ -508,6 +511,19 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
 
   it('proctrack/pgid (the step daemon signals the task\'s process group, which CMD is not in): forwarded, CMD gets SIGTERM once', () => {
     const { stdout, stderr } = signalAsStepDaemon('proctrack/pgid');
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).not.toMatch(/not-forwarded/);
+  });
+
+  // The step daemon may signal while gpugate's start-up question is still running.
+  it('proctrack/cgroup while scontrol is still answering: the signal that ends the question also reached CMD, not forwarded, CMD gets SIGTERM once', () => {
+    const { stdout, stderr } = signalAsStepDaemon('proctrack/cgroup', 'asking');
+    expect(stdout).toMatch(/count=1\b/);
+    expect(stderr).toMatch(/event=not-forwarded signal=SIGTERM reason="sent by Slurm's step daemon \(pid \d+\) to every process, its `scontrol show config` question \(in a session of its own\) and CMD included"/);
+  });
+
+  it('proctrack/pgid while scontrol is still answering: the group signal does not reach the question (a session of its own), which answers; forwarded, CMD gets SIGTERM once', () => {
+    const { stdout, stderr } = signalAsStepDaemon('proctrack/pgid', 'asking');
     expect(stdout).toMatch(/count=1\b/);
     expect(stderr).not.toMatch(/not-forwarded/);
   });
