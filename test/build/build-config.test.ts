@@ -195,6 +195,24 @@ describe('CMakeLists.txt reads binding.gyp', () => {
     }
   });
 
+  it('compiles each static library once and links all of its objects into every target that depends on it', () => {
+    const gyp = JSON.parse(gypText) as Gyp;
+    const statics = gyp.targets.filter((t) => t.type === 'static_library');
+    expect(statics.length).toBeGreaterThan(0);
+    const { status, output, buildDir } = configure(root);
+    expect(status, output).toBe(0);
+    for (const target of gyp.targets.filter((t) => (t.dependencies ?? []).some((d) => statics.some((s) => s.target_name === d)))) {
+      const link = readFileSync(join(buildDir, 'CMakeFiles', `${target.target_name}.dir`, 'link.txt'), 'utf8');
+      for (const dependency of target.dependencies ?? []) {
+        const library = statics.find((s) => s.target_name === dependency)!;
+        for (const source of sourcesOf(library, gyp)) {
+          // Every object by name (a shared simulator library must export every NVML function its sources define).
+          expect(link, `${target.target_name} links ${source}`).toContain(`CMakeFiles/${dependency}.dir/${source}.o`);
+        }
+      }
+    }
+  });
+
   it('stops with a message when a target depends on something that is no static library of binding.gyp', () => {
     const src = tempDir();
     cpSync(join(root, 'CMakeLists.txt'), join(src, 'CMakeLists.txt'));
