@@ -1,7 +1,7 @@
 {
   "variables": {
     "gpugate_napi_version": "8",
-    "gpugate_nvml_sources": [
+    "gpugate_nvml_core_sources": [
       "native/encode.cc",
       "native/errors.cc",
       "native/frame_io.cc",
@@ -13,7 +13,7 @@
       "native/session.cc",
       "native/symbols.cc"
     ],
-    "gpugate_sim_sources": [
+    "gpugate_sim_core_sources": [
       "sim/exports_device.cc",
       "sim/exports_health.cc",
       "sim/exports_memory.cc",
@@ -28,8 +28,7 @@
       "sim/json.cc",
       "sim/lookup.cc",
       "sim/runtime.cc",
-      "sim/scenario_reader.cc",
-      "sim/symbols.cc"
+      "sim/scenario_reader.cc"
     ]
   },
   "target_defaults": {
@@ -39,9 +38,21 @@
   },
   "targets": [
     {
+      "target_name": "gpugate_nvml_core",
+      "type": "static_library",
+      "sources": ["<@(gpugate_nvml_core_sources)"],
+      "cflags": ["-fPIC"]
+    },
+    {
+      "target_name": "gpugate_sim_core",
+      "type": "static_library",
+      "sources": ["<@(gpugate_sim_core_sources)"],
+      "cflags": ["-fPIC"]
+    },
+    {
       "target_name": "gpugate",
+      "dependencies": ["gpugate_nvml_core"],
       "sources": [
-        "<@(gpugate_nvml_sources)",
         "native/addon.cc",
         "native/child_reap.cc",
         "native/helper_client.cc",
@@ -61,14 +72,16 @@
     {
       "target_name": "gpugate-nvml-helper",
       "type": "executable",
-      "sources": ["<@(gpugate_nvml_sources)", "native/helper/main.cc", "native/helper/process_title.cc"],
+      "dependencies": ["gpugate_nvml_core"],
+      "sources": ["native/helper/main.cc", "native/helper/process_title.cc"],
       "ldflags": ["-static-libstdc++", "-static-libgcc"],
       "libraries": ["-ldl", "-lpthread"]
     },
     {
       "target_name": "gpugate_sim",
       "type": "shared_library",
-      "sources": ["<@(gpugate_sim_sources)"],
+      "dependencies": ["gpugate_sim_core"],
+      "sources": ["sim/symbols.cc"],
       "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=current"],
       "ldflags": [
         "-Xlinker",
@@ -81,7 +94,8 @@
     {
       "target_name": "gpugate_sim_legacy",
       "type": "shared_library",
-      "sources": ["<@(gpugate_sim_sources)"],
+      "dependencies": ["gpugate_sim_core"],
+      "sources": ["sim/symbols.cc"],
       "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=legacy"],
       "ldflags": [
         "-Xlinker",
@@ -94,7 +108,8 @@
     {
       "target_name": "gpugate_sim_r470",
       "type": "shared_library",
-      "sources": ["<@(gpugate_sim_sources)"],
+      "dependencies": ["gpugate_sim_core"],
+      "sources": ["sim/symbols.cc"],
       "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=r470"],
       "ldflags": [
         "-Xlinker",
@@ -107,7 +122,8 @@
     {
       "target_name": "gpugate_sim_r510",
       "type": "shared_library",
-      "sources": ["<@(gpugate_sim_sources)"],
+      "dependencies": ["gpugate_sim_core"],
+      "sources": ["sim/symbols.cc"],
       "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=r510"],
       "ldflags": [
         "-Xlinker",
@@ -120,7 +136,8 @@
     {
       "target_name": "gpugate_sim_r535_early",
       "type": "shared_library",
-      "sources": ["<@(gpugate_sim_sources)"],
+      "dependencies": ["gpugate_sim_core"],
+      "sources": ["sim/symbols.cc"],
       "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=r535_early"],
       "ldflags": [
         "-Xlinker",
@@ -133,7 +150,8 @@
     {
       "target_name": "gpugate_sim_r535",
       "type": "shared_library",
-      "sources": ["<@(gpugate_sim_sources)"],
+      "dependencies": ["gpugate_sim_core"],
+      "sources": ["sim/symbols.cc"],
       "defines": ["GPUGATE_SIM_LIBRARY_PROFILE=r535"],
       "ldflags": [
         "-Xlinker",

@@ -21,11 +21,16 @@ const packageRoot = resolve(__dirname, '..');
 
 /**
  * The binding.gyp targets `gpugate demo` needs: the addon, the NVML helper process it runs NVML in,
- * and the simulator of the current driver.
+ * and the simulator of the current driver. make builds the static libraries they link first
+ * (gpugate_nvml_core, compiled once for the addon and the helper, and gpugate_sim_core).
  */
 const QUICK_START_TARGETS = ['gpugate', 'gpugate-nvml-helper', 'gpugate_sim'];
 
-/** The binding.gyp target that builds every driver profile and installs each under the driver's file name. */
+/**
+ * The binding.gyp target that builds every driver profile and installs each under the driver's file
+ * name. Each profile compiles only sim/symbols.cc and links gpugate_sim_core, which a build of the
+ * quick-start targets has already made.
+ */
 const SIM_PROFILES_TARGET = 'gpugate_sim_nvml_name';
 
 /** node-gyp's command line: the package's own node-gyp, else the one npm runs install scripts with. */

@@ -1,7 +1,8 @@
 /**
  * The two native builds cannot drift apart: binding.gyp is strict JSON and the single source of
  * truth, CMakeLists.txt builds exactly its targets from exactly its sources with its defines (checked
- * through CMake's compile_commands.json, configure only: nothing is compiled here), both install each
+ * through CMake's compile_commands.json, configure only: nothing is compiled here), links every object
+ * of a static library into each target that depends on it and nothing but those, both install each
  * simulator library under the driver's file name through the same script, the sanitizer option adds
  * ASan + UBSan, an unknown gyp key stops the CMake configure with a message naming it, and
  * package.json's binary.napi_versions agrees with the NAPI_VERSION define. The entry points
@@ -30,6 +31,7 @@ interface GypTarget {
   type?: string;
   sources?: string[];
   defines?: string[];
+  dependencies?: string[];
   actions?: GypAction[];
 }
 interface Gyp {
@@ -191,6 +193,36 @@ describe('CMakeLists.txt reads binding.gyp', () => {
       const rules = readFileSync(join(buildDir, 'CMakeFiles', `${library.replace(/\.so$/, '')}.dir`, 'build.make'), 'utf8');
       expect(rules, token).toContain(`profile-table.cjs install ${token} ${join(buildDir, 'Release', library)} ${join(buildDir, 'Release')}`);
     }
+  });
+
+  it('compiles each static library once and links all of its objects into every target that depends on it', () => {
+    const gyp = JSON.parse(gypText) as Gyp;
+    const statics = gyp.targets.filter((t) => t.type === 'static_library');
+    expect(statics.length).toBeGreaterThan(0);
+    const { status, output, buildDir } = configure(root);
+    expect(status, output).toBe(0);
+    for (const target of gyp.targets.filter((t) => (t.dependencies ?? []).some((d) => statics.some((s) => s.target_name === d)))) {
+      const link = readFileSync(join(buildDir, 'CMakeFiles', `${target.target_name}.dir`, 'link.txt'), 'utf8');
+      for (const dependency of target.dependencies ?? []) {
+        const library = statics.find((s) => s.target_name === dependency)!;
+        for (const source of sourcesOf(library, gyp)) {
+          // Every object by name (a shared simulator library must export every NVML function its sources define).
+          expect(link, `${target.target_name} links ${source}`).toContain(`CMakeFiles/${dependency}.dir/${source}.o`);
+        }
+      }
+    }
+  });
+
+  it('stops with a message when a target depends on something that is no static library of binding.gyp', () => {
+    const src = tempDir();
+    cpSync(join(root, 'CMakeLists.txt'), join(src, 'CMakeLists.txt'));
+    writeFileSync(join(src, 'a.cc'), 'int a() { return 1; }\n');
+    writeFileSync(join(src, 'binding.gyp'), JSON.stringify({
+      targets: [{ target_name: 'x', type: 'executable', sources: ['a.cc'], dependencies: ['y'] }],
+    }));
+    const { status, output } = configure(src);
+    expect(status).not.toBe(0);
+    expect(output).toContain('target x depends on y, which is not a static_library');
   });
 
   it('-DGPUGATE_SANITIZE=ON compiles every source with ASan and UBSan', () => {

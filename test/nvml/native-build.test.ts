@@ -13,12 +13,24 @@ import { repoRoot, testTempDir } from '../helpers/sim';
 
 interface GypTarget {
   target_name: string;
+  type?: string;
+  sources?: string[];
   dependencies?: string[];
   defines?: string[];
 }
 
 const root = repoRoot();
-const targets = (JSON.parse(readFileSync(join(root, 'binding.gyp'), 'utf8')) as { targets: GypTarget[] }).targets;
+const gyp = JSON.parse(readFileSync(join(root, 'binding.gyp'), 'utf8')) as { variables?: Record<string, unknown>; targets: GypTarget[] };
+const targets = gyp.targets;
+
+/** A target's sources, with gyp's <@(list) items spliced in from the top-level variables. */
+function sourcesOf(target: GypTarget): string[] {
+  return (target.sources ?? []).flatMap((s) => {
+    const list = /^<@\((\w+)\)$/.exec(s);
+    const v = list === null ? undefined : gyp.variables?.[list[1]!];
+    return Array.isArray(v) ? (v as string[]) : [s];
+  });
+}
 const profileTargets = targets.filter((t) => (t.defines ?? []).some((d) => d.startsWith('GPUGATE_SIM_LIBRARY_PROFILE='))).map((t) => t.target_name);
 const profileTable = require(join(root, 'sim', 'profile-table.cjs')) as {
   readProfileTable(): { profiles: Array<{ token: string }> };
@@ -77,5 +89,43 @@ describe('the simulator\'s driver profiles', () => {
     expect(buildSimProfiles(packageTree(expected))).toBe(false);
     // The test run's own build has them all: the global setup built any that were missing.
     expect(missingSimProfiles(root)).toEqual([]);
+  });
+});
+
+describe('binding.gyp compiles each source once', () => {
+  it('no source is in two targets (but the profile file, below): code that several targets need is a static library they link', () => {
+    const seen = new Map<string, string>();
+    for (const target of targets.filter((t) => !profileTargets.includes(t.target_name))) {
+      for (const source of sourcesOf(target)) {
+        expect(seen.get(source), `${source} in ${target.target_name}`).toBeUndefined();
+        seen.set(source, target.target_name);
+      }
+    }
+    const statics = new Set(targets.filter((t) => t.type === 'static_library').map((t) => t.target_name));
+    for (const target of targets.filter((t) => t.type !== 'none')) {
+      for (const dependency of target.dependencies ?? []) expect(statics, `${target.target_name} -> ${dependency}`).toContain(dependency);
+    }
+  });
+
+  it('each driver profile compiles only the file its profile define changes, and links the simulator\'s core', () => {
+    // The sources that read the define (no header does: sim/symbols.h names it in a comment only).
+    const defineUsers = [...new Set(targets.flatMap(sourcesOf))]
+      .filter((source) => source.endsWith('.cc') && readFileSync(join(root, source), 'utf8').includes('GPUGATE_SIM_LIBRARY_PROFILE'));
+    expect(defineUsers).toEqual(['sim/symbols.cc']);
+    const cores = new Set<string>();
+    for (const name of profileTargets) {
+      const target = targets.find((t) => t.target_name === name)!;
+      expect(sourcesOf(target), name).toEqual(defineUsers);
+      expect(targets.filter((t) => !profileTargets.includes(t.target_name)).flatMap(sourcesOf)).not.toContain(defineUsers[0]);
+      expect(target.dependencies, name).toHaveLength(1);
+      cores.add(target.dependencies![0]!);
+    }
+    expect(cores.size).toBe(1);
+  });
+
+  it('the addon and its NVML helper link the same NVML core', () => {
+    const deps = ['gpugate', 'gpugate-nvml-helper'].map((name) => targets.find((t) => t.target_name === name)?.dependencies);
+    expect(deps[0]).toHaveLength(1);
+    expect(deps[1]).toEqual(deps[0]);
   });
 });
