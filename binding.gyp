@@ -87,7 +87,9 @@
         "-Xlinker",
         "--version-script",
         "-Xlinker",
-        "<!(node sim/profile-table.cjs version-script current build/sim-exports)"
+        "<!(node sim/profile-table.cjs version-script current build/sim-exports)",
+        "-static-libstdc++",
+        "-static-libgcc"
       ],
       "libraries": ["-lpthread"]
     },
@@ -101,7 +103,9 @@
         "-Xlinker",
         "--version-script",
         "-Xlinker",
-        "<!(node sim/profile-table.cjs version-script legacy build/sim-exports)"
+        "<!(node sim/profile-table.cjs version-script legacy build/sim-exports)",
+        "-static-libstdc++",
+        "-static-libgcc"
       ],
       "libraries": ["-lpthread"]
     },
@@ -115,7 +119,9 @@
         "-Xlinker",
         "--version-script",
         "-Xlinker",
-        "<!(node sim/profile-table.cjs version-script r470 build/sim-exports)"
+        "<!(node sim/profile-table.cjs version-script r470 build/sim-exports)",
+        "-static-libstdc++",
+        "-static-libgcc"
       ],
       "libraries": ["-lpthread"]
     },
@@ -129,7 +135,9 @@
         "-Xlinker",
         "--version-script",
         "-Xlinker",
-        "<!(node sim/profile-table.cjs version-script r510 build/sim-exports)"
+        "<!(node sim/profile-table.cjs version-script r510 build/sim-exports)",
+        "-static-libstdc++",
+        "-static-libgcc"
       ],
       "libraries": ["-lpthread"]
     },
@@ -143,7 +151,9 @@
         "-Xlinker",
         "--version-script",
         "-Xlinker",
-        "<!(node sim/profile-table.cjs version-script r535_early build/sim-exports)"
+        "<!(node sim/profile-table.cjs version-script r535_early build/sim-exports)",
+        "-static-libstdc++",
+        "-static-libgcc"
       ],
       "libraries": ["-lpthread"]
     },
@@ -157,7 +167,9 @@
         "-Xlinker",
         "--version-script",
         "-Xlinker",
-        "<!(node sim/profile-table.cjs version-script r535 build/sim-exports)"
+        "<!(node sim/profile-table.cjs version-script r535 build/sim-exports)",
+        "-static-libstdc++",
+        "-static-libgcc"
       ],
       "libraries": ["-lpthread"]
     },
