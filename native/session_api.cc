@@ -256,10 +256,13 @@ std::string StringArg(const Napi::CallbackInfo& info, size_t position, const cha
   return info[position].As<Napi::String>().Utf8Value();
 }
 
-// Locks the session's NVML mutex for a blocking call, or throws GPUGATE_TIMEOUT.
-std::unique_lock<std::timed_mutex> LockForSyncCall(Napi::Env env, NvmlBackend& backend, double timeoutMs, const char* what) {
+// Locks the session's NVML mutex for a blocking call, or throws GPUGATE_TIMEOUT; `waitedMs`: what
+// the call already waited for a direct call in flight (one wait of `timeoutMs` in all).
+std::unique_lock<std::timed_mutex> LockForSyncCall(Napi::Env env, NvmlBackend& backend, double timeoutMs, const char* what,
+                                                   double waitedMs = 0) {
   std::unique_lock<std::timed_mutex> lock(backend.Mutex(), std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::milliseconds(static_cast<long long>(timeoutMs)))) {
+  const double leftMs = timeoutMs > waitedMs ? timeoutMs - waitedMs : 0;
+  if (!lock.try_lock_for(std::chrono::milliseconds(static_cast<long long>(leftMs)))) {
     throw SessionError(env, "GPUGATE_TIMEOUT",
                        std::string(what) + " waited " + std::to_string(static_cast<long long>(timeoutMs)) +
                            " ms for the session's NVML thread, which is still inside an earlier call");
@@ -268,9 +271,12 @@ std::unique_lock<std::timed_mutex> LockForSyncCall(Napi::Env env, NvmlBackend& b
 }
 
 // A blocking call asked while a direct call is in flight waits for its reply, as it waits for
-// the worker's call (LockForSyncCall), and throws GPUGATE_TIMEOUT the same way.
-void WaitForDirectCall(Napi::Env env, SessionHandle* handle, double timeoutMs, const char* what) {
-  if (handle->direct == nullptr || handle->direct->Finish(env, timeoutMs)) return;
+// the worker's call (LockForSyncCall), and throws GPUGATE_TIMEOUT the same way. Returns the
+// milliseconds it waited.
+double WaitForDirectCall(Napi::Env env, SessionHandle* handle, double timeoutMs, const char* what) {
+  if (handle->direct == nullptr || !handle->direct->Busy()) return 0;
+  const long long startedNs = SteadyNs();
+  if (handle->direct->Finish(env, timeoutMs)) return static_cast<double>(SteadyNs() - startedNs) / 1e6;
   throw SessionError(env, "GPUGATE_TIMEOUT",
                      std::string(what) + " waited " + std::to_string(static_cast<long long>(timeoutMs)) +
                          " ms for the session's NVML thread, which is still inside an earlier call");
@@ -440,8 +446,8 @@ Napi::Value SnapshotSync(const Napi::CallbackInfo& info) {
   EncodedSnapshot encoded;
   {
     const long long startedNs = SteadyNs();
-    WaitForDirectCall(env, handle, timeoutMs, "snapshotSync");
-    auto lock = LockForSyncCall(env, *handle->backend, timeoutMs, "snapshotSync");
+    const double waitedMs = WaitForDirectCall(env, handle, timeoutMs, "snapshotSync");
+    auto lock = LockForSyncCall(env, *handle->backend, timeoutMs, "snapshotSync", waitedMs);
     if (!handle->backend->Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
     const Thrown thrown = Guarded([&] { handle->backend->ReadSnapshot(request, &encoded, TimeLeftMs(timeoutMs, startedNs)); });
     if (thrown.Any()) throw ThrownError(env, thrown, "snapshotSync failed in the addon: ");
@@ -470,9 +476,9 @@ Napi::Value ReadMemorySync(const Napi::CallbackInfo& info) {
   // Uncontended (the usual case): no clock read; contended: the timed wait as before. The time
   // the lock took is not taken off the helper's deadline: it is at most one more deadline.
   NvmlBackend& backend = *handle->backend;
-  if (handle->direct != nullptr && handle->direct->Busy()) WaitForDirectCall(env, handle, timeoutMs, "readMemory");
+  const double waitedMs = handle->direct != nullptr ? WaitForDirectCall(env, handle, timeoutMs, "readMemory") : 0;
   std::unique_lock<std::timed_mutex> lock(backend.Mutex(), std::try_to_lock);
-  if (!lock.owns_lock()) lock = LockForSyncCall(env, backend, timeoutMs, "readMemory");
+  if (!lock.owns_lock()) lock = LockForSyncCall(env, backend, timeoutMs, "readMemory", waitedMs);
   if (!backend.Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
   const Thrown thrown = Guarded([&] { backend.ReadAllMemory(static_cast<double*>(data), timeoutMs); });
   if (thrown.Any()) throw ThrownError(env, thrown, "readMemory failed in the addon: ");
