@@ -55,12 +55,14 @@
       "sources": [
         "native/addon.cc",
         "native/child_reap.cc",
+        "native/direct_call.cc",
         "native/helper_client.cc",
         "native/introspection.cc",
         "native/lease_lock.cc",
         "native/notify.cc",
         "native/nvml_backend.cc",
         "native/pidfd.cc",
+        "native/records_js.cc",
         "native/session_api.cc",
         "native/signal_source.cc",
         "native/worker.cc"

@@ -248,15 +248,25 @@ std::string HelperProcess::Exchange(const std::string& request, double timeoutMs
                                                 std::to_string(static_cast<long long>(timeoutMs)) + " ms");
     }
     case FrameResult::kFailed:
-      if (error == EMSGSIZE) {
-        Abandon();
-        throw CodedFailure("GPUGATE_NATIVE_FAILURE", std::string(what) + ": the NVML helper sent a frame over the size limit; it was stopped");
-      }
-      Died(what);
+      ChannelEnded(what, error);
     case FrameResult::kClosed:
       Died(what);
   }
   Died(what);
+}
+
+void HelperProcess::ChannelEnded(const char* what, int error) {
+  if (error == EMSGSIZE) {
+    Abandon();
+    throw CodedFailure("GPUGATE_NATIVE_FAILURE", std::string(what) + ": the NVML helper sent a frame over the size limit; it was stopped");
+  }
+  Died(what);
+}
+
+void HelperProcess::DiscardReply() {
+  std::string reply;
+  int error = 0;
+  ReadFrame(channel_, &reply, -1, &error);
 }
 
 void HelperProcess::Finish() {

@@ -58,6 +58,17 @@ class HelperProcess {
   // detached thread (a helper stuck in the kernel dies only when its call returns).
   void Abandon();
   pid_t Pid() const { return child_->pid; }
+  // The addon's end of the channel, for the JavaScript thread's own exchanges (direct_call.h);
+  // open until this object is destroyed.
+  int Channel() const { return channel_; }
+  // The channel ended while `what` waited for its reply: kClosed (EOF, reset, or a write that
+  // failed: `error` 0 or its errno) is the helper's death, reaped and named (CodedFailure
+  // GPUGATE_NVML_HELPER_CRASHED, or GPUGATE_SESSION_CLOSED when abandoned meanwhile); EMSGSIZE, a
+  // frame over the limit (the helper is stopped). Always throws; may wait for the reaping.
+  [[noreturn]] void ChannelEnded(const char* what, int error);
+  // Waits (without limit) for the reply to a request sent from the JavaScript thread that nobody
+  // will read there any more, and drops it; returns early when the channel ends or is abandoned.
+  void DiscardReply();
   // The helper's /proc state while it is not reaped (its pid cannot be reused before that).
   HelperState State() const;
 

@@ -116,6 +116,15 @@ class HelperBackend : public NvmlBackend {
 
   std::timed_mutex& Mutex() override { return mutex_; }
 
+  std::shared_ptr<HelperProcess> DirectHelper() const override {
+    if (!opened_ || late_) return nullptr;
+    return Process();
+  }
+  void DirectCallFailed() override {
+    opened_ = false;
+    late_ = true;
+  }
+
  private:
   std::shared_ptr<HelperProcess> Process() const {
     std::lock_guard<std::mutex> guard(processMutex_);

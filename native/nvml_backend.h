@@ -44,6 +44,12 @@ class NvmlBackend {
   // After a missed deadline: whatever is stuck is left behind, never waited for.
   virtual void Abandon() = 0;
   virtual std::timed_mutex& Mutex() = 0;
+  // The helper mode's direct path (direct_call.h): the helper the JavaScript thread may send to
+  // itself, or null (in-process; not open; an exchange failed, so a late reply may be waiting).
+  virtual std::shared_ptr<HelperProcess> DirectHelper() const { return nullptr; }
+  // A direct exchange ended without its reply, or was given up: as after a failed exchange of the
+  // worker's, the session is no longer open and nothing more is asked of the helper.
+  virtual void DirectCallFailed() {}
   bool Opened() const { return opened_.load(); }
   size_t DeviceCount() const { return deviceCount_.load(); }
 

@@ -10,90 +10,18 @@
 #include <mutex>
 #include <string>
 
+#include "direct_call.h"
 #include "errors.h"
+#include "helper_protocol.h"
 #include "nvml_backend.h"
+#include "records_js.h"
 #include "session.h"
+#include "session_link.h"
 #include "worker.h"
 
 namespace gpugate {
 
 namespace {
-
-struct Link;
-
-// How a promise settles: resolved or rejected with `value`.
-struct Settlement {
-  bool resolved;
-  Napi::Value value;
-};
-
-// Settles one promise on the JavaScript thread. Created on the NVML thread, run and deleted on
-// the JavaScript thread (or deleted unrun when the session was abandoned or its environment is
-// gone). `outcome` builds the value; the promise is settled exactly once, here.
-struct Completion {
-  std::shared_ptr<Link> link;
-  Napi::Promise::Deferred deferred;
-  std::function<Settlement(Napi::Env)> outcome;
-};
-
-// Shared between the JavaScript side and the NVML thread; outlives either.
-//
-// Liveness: the thread-safe function is ref'd while at least one promise is pending, so a
-// process awaiting a snapshot stays alive, and unref'd when none is. `pending` and `abandoned`
-// are only touched on the JavaScript thread.
-//
-// Never into a dead or abandoned environment: `callable` (under `mutex`) is cleared when the
-// session is abandoned (the function is released right then, from the JavaScript thread), when
-// the NVML thread releases it at its end, and by the function's finalizer, which Node runs before
-// freeing it (also when a worker_threads environment is torn down). The NVML thread calls or
-// releases the function only under `mutex` with `callable` set, so a thread left behind in a hung
-// call can return at any time later and find nothing to call.
-struct Link {
-  napi_threadsafe_function function = nullptr;
-  napi_env env = nullptr;
-  std::weak_ptr<Worker> worker;  // the session's NVML thread, told when a task has its answer
-  unsigned pending = 0;
-  bool abandoned = false;
-  std::mutex mutex;
-  bool callable = true;
-
-  void Began() {
-    if (pending++ == 0) napi_ref_threadsafe_function(env, function);
-  }
-  void Ended() {
-    if (pending > 0 && --pending == 0) napi_unref_threadsafe_function(env, function);
-  }
-  // JavaScript thread: no completion of this session runs from now on.
-  void Abandon() {
-    abandoned = true;
-    pending = 0;
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!callable) return;
-    callable = false;
-    napi_unref_threadsafe_function(env, function);
-    napi_release_threadsafe_function(function, napi_tsfn_release);
-  }
-  // NVML thread: hands a completion to the JavaScript thread, or deletes it.
-  void Deliver(Completion* completion) {
-    if (std::shared_ptr<Worker> running = worker.lock()) running->TaskAnswered();
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!callable || napi_call_threadsafe_function(function, completion, napi_tsfn_nonblocking) != napi_ok) {
-      delete completion;
-    }
-  }
-  // NVML thread, after its last task.
-  void Release() {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!callable) return;
-    callable = false;
-    napi_release_threadsafe_function(function, napi_tsfn_release);
-  }
-  // The function's finalizer (JavaScript thread, before Node frees it).
-  void Finalized() {
-    std::lock_guard<std::mutex> lock(mutex);
-    callable = false;
-  }
-};
 
 void FinalizeFunction(napi_env /*env*/, void* data, void* /*hint*/) {
   auto* link = static_cast<std::shared_ptr<Link>*>(data);
@@ -103,53 +31,35 @@ void FinalizeFunction(napi_env /*env*/, void* data, void* /*hint*/) {
 
 Napi::Error SessionError(Napi::Env env, const std::string& code, const std::string& message);
 
+// Settles `deferred` with what `outcome` builds (JavaScript thread). Nothing thrown here may cross
+// into Node: a result that cannot be built (out of memory) rejects instead; if even that fails,
+// the promise stays pending and its deadline reports it.
+void SettleWith(Napi::Env env, const Napi::Promise::Deferred& deferred, const std::function<Settlement(Napi::Env)>& outcome) {
+  try {
+    Settlement settlement{false, Napi::Value()};
+    try {
+      settlement = outcome(env);
+    } catch (const std::exception& error) {
+      settlement = {false, SessionError(env, "GPUGATE_NATIVE_FAILURE", std::string("building the result failed: ") + error.what()).Value()};
+    }
+    if (settlement.resolved) {
+      deferred.Resolve(settlement.value);
+    } else {
+      deferred.Reject(settlement.value);
+    }
+  } catch (...) {
+  }
+}
+
 void CallCompletion(napi_env rawEnv, napi_value /*callback*/, void* /*context*/, void* data) {
   auto* completion = static_cast<Completion*>(data);
   // rawEnv is null when Node drains the queue of a function being torn down.
   if (rawEnv != nullptr && completion != nullptr && !completion->link->abandoned) {
     Napi::Env env(rawEnv);
     completion->link->Ended();
-    // Nothing thrown here may cross into Node: a result that cannot be built (out of memory)
-    // rejects instead; if even that fails, the promise stays pending and its deadline reports it.
-    try {
-      Settlement settlement{false, Napi::Value()};
-      try {
-        settlement = completion->outcome(env);
-      } catch (const std::exception& error) {
-        settlement = {false, SessionError(env, "GPUGATE_NATIVE_FAILURE", std::string("building the result failed: ") + error.what()).Value()};
-      }
-      if (settlement.resolved) {
-        completion->deferred.Resolve(settlement.value);
-      } else {
-        completion->deferred.Reject(settlement.value);
-      }
-    } catch (...) {
-    }
+    SettleWith(env, completion->deferred, completion->outcome);
   }
   delete completion;
-}
-
-// What a task's reading threw: a documented code (CodedFailure: a timeout, a crashed helper) or
-// GPUGATE_NATIVE_FAILURE for anything else; `code` empty when nothing was thrown.
-struct Thrown {
-  std::string code;
-  std::string message;
-  bool Any() const { return !code.empty(); }
-};
-
-// Runs `read`, catching everything: no exception leaves an NVML task.
-template <typename Read>
-Thrown Guarded(Read&& read) {
-  try {
-    read();
-    return {};
-  } catch (const CodedFailure& failure) {
-    return {failure.code, failure.what()};
-  } catch (const std::exception& error) {
-    return {"GPUGATE_NATIVE_FAILURE", error.what()[0] != '\0' ? error.what() : "a C++ exception"};
-  } catch (...) {
-    return {"GPUGATE_NATIVE_FAILURE", "a C++ exception"};
-  }
 }
 
 constexpr napi_type_tag kSessionTag = {0x6770756761746531ULL, 0x73657373696f6e31ULL};  // "gpugate1session1"
@@ -159,12 +69,47 @@ struct SessionHandle {
   std::shared_ptr<NvmlBackend> backend;
   std::shared_ptr<Link> link = std::make_shared<Link>();
   std::shared_ptr<Worker> worker;  // shared: a close completion joins it after the handle may be gone
+  std::unique_ptr<DirectChannel> direct;  // the helper mode's direct path, from its first call on
   bool openRequested = false;
   bool stopped = false;  // close(), abandon() or teardown ran: the worker takes no more work
   bool hookRegistered = false;
 };
 
 void StopForTeardown(SessionHandle* handle);
+
+// Hands `task` to the worker thread; behind a direct call in flight, once it has settled (one
+// request on the channel at a time, answered in the order asked). `stop`: the last task.
+void Submit(SessionHandle* handle, Worker::Task task, bool stop = false) {
+  std::shared_ptr<Worker> worker = handle->worker;
+  auto post = [worker, task = std::move(task), stop]() mutable {
+    worker->Post(std::move(task));
+    if (stop) worker->Stop();
+  };
+  if (handle->direct != nullptr) {
+    handle->direct->Defer(std::move(post));
+  } else {
+    post();
+  }
+}
+
+// Teardown: closes the direct path; a reply still to come is left to the worker thread, which
+// reads it before the tasks queued after this (as a worker call in flight would end there); a
+// request only partly written leaves the helper to be killed at its shutdown.
+void CloseDirectPath(SessionHandle* handle) {
+  if (handle->direct == nullptr) return;
+  switch (handle->direct->Close()) {
+    case DirectChannel::Left::kNothing:
+      break;
+    case DirectChannel::Left::kReply: {
+      std::shared_ptr<HelperProcess> helper = handle->direct->Helper();
+      handle->worker->Post([helper] { helper->DiscardReply(); });
+      break;
+    }
+    case DirectChannel::Left::kPartialRequest:
+      handle->backend->DirectCallFailed();
+      break;
+  }
+}
 
 void OnEnvironmentCleanup(void* arg) {
   auto* handle = static_cast<SessionHandle*>(arg);
@@ -185,6 +130,7 @@ void RemoveHook(SessionHandle* handle) {
 void StopForTeardown(SessionHandle* handle) {
   if (handle->stopped) return;
   handle->stopped = true;
+  CloseDirectPath(handle);
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
   std::shared_ptr<NvmlBackend> backend = handle->backend;
@@ -208,10 +154,11 @@ void FinalizeHandle(Napi::Env /*env*/, SessionHandle* handle) {
   if (!handle->stopped) {
     handle->stopped = true;
     std::shared_ptr<NvmlBackend> backend = handle->backend;
-    handle->worker->Post([backend] { Guarded([&] { backend->Shutdown(); }); });
-    handle->worker->Stop();
+    Submit(handle, [backend] { Guarded([&] { backend->Shutdown(); }); }, true);  // behind a direct call in flight
     handle->worker->Detach();
   }
+  // A direct call in flight still settles; the channel then closes itself.
+  if (handle->direct != nullptr) handle->direct.release()->Orphan();
   delete handle;
 }
 
@@ -301,99 +248,6 @@ SnapshotRequest RequestArgs(const Napi::CallbackInfo& info, const SessionHandle*
   return request;
 }
 
-Napi::Value EncodedToJs(Napi::Env env, const EncodedSnapshot& encoded) {
-  Napi::Float64Array numbers = Napi::Float64Array::New(env, encoded.numbers.size());
-  if (!encoded.numbers.empty()) {
-    std::memcpy(numbers.Data(), encoded.numbers.data(), encoded.numbers.size() * sizeof(double));
-  }
-  Napi::Array strings = Napi::Array::New(env, encoded.strings.size());
-  for (size_t i = 0; i < encoded.strings.size(); ++i) strings.Set(static_cast<uint32_t>(i), encoded.strings[i]);
-  Napi::Object result = Napi::Object::New(env);
-  result.Set("numbers", numbers);
-  result.Set("strings", strings);
-  return result;
-}
-
-Napi::Value NullableString(Napi::Env env, const std::string& text) {
-  return text.empty() ? env.Null() : Napi::String::New(env, text);
-}
-
-Napi::Object CallErrorToJs(Napi::Env env, const CallError& error) {
-  Napi::Object object = Napi::Object::New(env);
-  object.Set("field", error.field);
-  object.Set("nvmlReturn", Napi::Number::New(env, error.code));
-  object.Set("fn", error.symbol);
-  object.Set("message", error.message);
-  return object;
-}
-
-Napi::Object OpenResultToJs(Napi::Env env, const OpenedSession& opened) {
-  Napi::Object result = Napi::Object::New(env);
-  result.Set("path", opened.path);
-  result.Set("driverVersion", NullableString(env, opened.versions.driverVersion));
-  result.Set("nvmlVersion", NullableString(env, opened.versions.nvmlVersion));
-  result.Set("cudaDriverVersion", opened.versions.cudaDriverVersion < 0
-                                      ? env.Null()
-                                      : Napi::Number::New(env, opened.versions.cudaDriverVersion));
-  Napi::Object variants = Napi::Object::New(env);
-  for (int fn = 0; fn < kFnCount; ++fn) {
-    if (fn == kSimLastError) continue;
-    const std::string& symbol = opened.boundSymbols.at(static_cast<size_t>(fn));
-    variants.Set(LogicalName(static_cast<Fn>(fn)), symbol.empty() ? env.Null() : Napi::Value(Napi::String::New(env, symbol)));
-  }
-  result.Set("variants", variants);
-  Napi::Array devices = Napi::Array::New(env, opened.identities.size());
-  uint32_t position = 0;
-  for (const DeviceIdentity& identity : opened.identities) {
-    Napi::Object device = Napi::Object::New(env);
-    device.Set("index", identity.index);
-    device.Set("name", identity.name);
-    device.Set("uuid", identity.uuid);
-    device.Set("pciBusId", identity.pciBusId);
-    device.Set("minorNumber", std::isnan(identity.minorNumber) ? env.Null() : Napi::Number::New(env, identity.minorNumber));
-    if (identity.computeCapabilityMajor >= 0) {
-      Napi::Array capability = Napi::Array::New(env, 2);
-      capability.Set(0u, identity.computeCapabilityMajor);
-      capability.Set(1u, identity.computeCapabilityMinor);
-      device.Set("computeCapability", capability);
-    } else {
-      device.Set("computeCapability", env.Null());
-    }
-    device.Set("recoveryAction", std::isnan(identity.recoveryAction) ? env.Null() : Napi::Number::New(env, identity.recoveryAction));
-    device.Set("error", identity.hasError ? Napi::Value(CallErrorToJs(env, identity.error)) : env.Null());
-    Napi::Array fieldErrors = Napi::Array::New(env, identity.fieldErrors.size());
-    for (size_t i = 0; i < identity.fieldErrors.size(); ++i) {
-      fieldErrors.Set(static_cast<uint32_t>(i), CallErrorToJs(env, identity.fieldErrors[i]));
-    }
-    device.Set("fieldErrors", fieldErrors);
-    devices.Set(position++, device);
-  }
-  result.Set("devices", devices);
-  return result;
-}
-
-Napi::Error OpenFailureToJs(Napi::Env env, const OpenFailure& failure) {
-  std::string message = failure.message;
-  if (!failure.symbol.empty() && failure.kind == OpenFailure::kNvml) message = failure.symbol + " failed: " + message;
-  Napi::Error error = Napi::Error::New(env, "gpugate: " + message);
-  const char* kind = failure.kind == OpenFailure::kLibraryNotFound   ? "library"
-                     : failure.kind == OpenFailure::kFunctionNotFound ? "function"
-                                                                      : "nvml";
-  error.Set("kind", kind);
-  error.Set("nvmlReturn", Napi::Number::New(env, failure.code));
-  error.Set("fn", failure.symbol.empty() ? env.Null() : Napi::Value(Napi::String::New(env, failure.symbol)));
-  Napi::Array attempts = Napi::Array::New(env, failure.attempts.size());
-  for (size_t i = 0; i < failure.attempts.size(); ++i) {
-    Napi::Object attempt = Napi::Object::New(env);
-    attempt.Set("path", failure.attempts[i].candidate);
-    attempt.Set("error", failure.attempts[i].error);
-    attempts.Set(static_cast<uint32_t>(i), attempt);
-  }
-  error.Set("attempts", attempts);
-  error.Set("simulatorError", NullableString(env, failure.simulatorError));
-  return error;
-}
-
 std::string StringArg(const Napi::CallbackInfo& info, size_t position, const char* name, bool nullable) {
   if (nullable && (info.Length() <= position || info[position].IsNull() || info[position].IsUndefined())) return "";
   if (info.Length() <= position || !info[position].IsString()) {
@@ -402,15 +256,69 @@ std::string StringArg(const Napi::CallbackInfo& info, size_t position, const cha
   return info[position].As<Napi::String>().Utf8Value();
 }
 
-// Locks the session's NVML mutex for a blocking call, or throws GPUGATE_TIMEOUT.
-std::unique_lock<std::timed_mutex> LockForSyncCall(Napi::Env env, NvmlBackend& backend, double timeoutMs, const char* what) {
+// Locks the session's NVML mutex for a blocking call, or throws GPUGATE_TIMEOUT; `waitedMs`: what
+// the call already waited for a direct call in flight (one wait of `timeoutMs` in all).
+std::unique_lock<std::timed_mutex> LockForSyncCall(Napi::Env env, NvmlBackend& backend, double timeoutMs, const char* what,
+                                                   double waitedMs = 0) {
   std::unique_lock<std::timed_mutex> lock(backend.Mutex(), std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::milliseconds(static_cast<long long>(timeoutMs)))) {
+  const double leftMs = timeoutMs > waitedMs ? timeoutMs - waitedMs : 0;
+  if (!lock.try_lock_for(std::chrono::milliseconds(static_cast<long long>(leftMs)))) {
     throw SessionError(env, "GPUGATE_TIMEOUT",
                        std::string(what) + " waited " + std::to_string(static_cast<long long>(timeoutMs)) +
                            " ms for the session's NVML thread, which is still inside an earlier call");
   }
   return lock;
+}
+
+// A blocking call asked while a direct call is in flight waits for its reply, as it waits for
+// the worker's call (LockForSyncCall), and throws GPUGATE_TIMEOUT the same way. Returns the
+// milliseconds it waited.
+double WaitForDirectCall(Napi::Env env, SessionHandle* handle, double timeoutMs, const char* what) {
+  if (handle->direct == nullptr || !handle->direct->Busy()) return 0;
+  const long long startedNs = SteadyNs();
+  if (handle->direct->Finish(env, timeoutMs)) return static_cast<double>(SteadyNs() - startedNs) / 1e6;
+  throw SessionError(env, "GPUGATE_TIMEOUT",
+                     std::string(what) + " waited " + std::to_string(static_cast<long long>(timeoutMs)) +
+                         " ms for the session's NVML thread, which is still inside an earlier call");
+}
+
+Settlement SnapshotOutcome(Napi::Env env, const EncodedSnapshot& encoded, bool opened, const Thrown& thrown) {
+  if (thrown.Any()) return {false, ThrownError(env, thrown, "the snapshot failed in the addon: ").Value()};
+  if (opened) return {true, EncodedToJs(env, encoded)};
+  return {false, SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed").Value()};
+}
+
+// The helper mode's direct path (direct_call.h): a snapshot that finds the session idle (no
+// promise of the worker's pending, nothing in flight on the channel) is sent by this thread and
+// its reply read here. False when it did not go that way (the caller queues it on the worker).
+bool SendDirect(SessionHandle* handle, const SnapshotRequest& request, const Napi::Promise::Deferred& deferred) {
+  if (handle->link->pending != 0 || (handle->direct != nullptr && handle->direct->Busy())) return false;
+  std::shared_ptr<NvmlBackend> backend = handle->backend;
+  std::shared_ptr<HelperProcess> helper = backend->DirectHelper();
+  if (helper == nullptr) return false;
+  if (handle->direct == nullptr) {
+    handle->direct = std::make_unique<DirectChannel>(handle->env, helper);
+  }
+  std::shared_ptr<Link> link = handle->link;
+  std::shared_ptr<Worker> worker = handle->worker;
+  return handle->direct->Send(EncodeSnapshotRequest(request), [backend, helper, link, worker, deferred](
+                                                                  Napi::Env env, DirectChannel::End end, const std::string& reply, int error) {
+    if (link->abandoned) return;
+    if (end == DirectChannel::End::kReply) {
+      EncodedSnapshot encoded;
+      const Thrown thrown = Guarded([&] { DecodeSnapshotReply(reply, &encoded); });
+      SettleWith(env, deferred, [&](Napi::Env env) { return SnapshotOutcome(env, encoded, true, thrown); });
+      return;
+    }
+    // The channel ended: as after the worker's failed exchange, the helper is asked nothing more,
+    // and its death is named on the worker thread by the same code (the reaping may wait).
+    backend->DirectCallFailed();
+    const bool posted = worker->Post([helper, link, deferred, error] {
+      const Thrown thrown = Guarded([&] { helper->ChannelEnded("snapshot", error); });
+      link->Deliver(new Completion{link, deferred, [thrown](Napi::Env env) { return SnapshotOutcome(env, EncodedSnapshot(), false, thrown); }});
+    });
+    if (posted) link->Began();
+  });
 }
 
 }  // namespace
@@ -460,7 +368,7 @@ Napi::Value OpenSession(const Napi::CallbackInfo& info) {
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
   std::shared_ptr<NvmlBackend> backend = handle->backend;
   std::shared_ptr<Link> link = handle->link;
-  handle->worker->Post([backend, link, deferred, path] {
+  Submit(handle, [backend, link, deferred, path] {
     auto failure = std::make_shared<OpenFailure>();
     auto opened = std::make_shared<OpenedSession>();
     const Thrown thrown = Guarded([&] { *failure = backend->Open(path, opened.get()); });
@@ -479,9 +387,10 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
   SessionHandle* handle = OpenHandleArg(info);
   SnapshotRequest request = RequestArgs(info, handle, 4);
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+  if (SendDirect(handle, request, deferred)) return deferred.Promise();
   std::shared_ptr<NvmlBackend> backend = handle->backend;
   std::shared_ptr<Link> link = handle->link;
-  handle->worker->Post([backend, link, deferred, request] {
+  Submit(handle, [backend, link, deferred, request] {
     auto encoded = std::make_shared<EncodedSnapshot>();
     bool opened = false;
     const Thrown thrown = Guarded([&] {
@@ -489,32 +398,12 @@ Napi::Value Snapshot(const Napi::CallbackInfo& info) {
       opened = backend->Opened();
       if (opened) backend->ReadSnapshot(request, encoded.get(), -1);
     });
-    link->Deliver(new Completion{link, deferred, [encoded, opened, thrown](Napi::Env env) -> Settlement {
-      if (thrown.Any()) return {false, ThrownError(env, thrown, "the snapshot failed in the addon: ").Value()};
-      if (opened) return {true, EncodedToJs(env, *encoded)};
-      return {false, SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed").Value()};
+    link->Deliver(new Completion{link, deferred, [encoded, opened, thrown](Napi::Env env) {
+      return SnapshotOutcome(env, *encoded, opened, thrown);
     }});
   });
   link->Began();  // after Post: a Post that throws leaves no reference behind
   return deferred.Promise();
-}
-
-static Napi::Value HealthToJs(Napi::Env env, const HealthReading& reading) {
-  Napi::Object result = Napi::Object::New(env);
-  result.Set("index", reading.index);
-  Napi::Object fields = Napi::Object::New(env);
-  for (const HealthField& field : reading.fields) {
-    Napi::Object entry = Napi::Object::New(env);
-    entry.Set("nvmlReturn", Napi::Number::New(env, field.code));
-    entry.Set("fn", field.symbol);
-    entry.Set("message", NullableString(env, field.message));
-    Napi::Object values = Napi::Object::New(env);
-    for (const auto& [name, value] : field.values) values.Set(name, Napi::Number::New(env, value));
-    entry.Set("values", values);
-    fields.Set(field.name, entry);
-  }
-  result.Set("fields", fields);
-  return result;
 }
 
 Napi::Value Health(const Napi::CallbackInfo& info) {
@@ -531,7 +420,7 @@ Napi::Value Health(const Napi::CallbackInfo& info) {
   Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
   std::shared_ptr<NvmlBackend> backend = handle->backend;
   std::shared_ptr<Link> link = handle->link;
-  handle->worker->Post([backend, link, deferred, position] {
+  Submit(handle, [backend, link, deferred, position] {
     auto reading = std::make_shared<HealthReading>();
     bool opened = false;
     const Thrown thrown = Guarded([&] {
@@ -557,7 +446,8 @@ Napi::Value SnapshotSync(const Napi::CallbackInfo& info) {
   EncodedSnapshot encoded;
   {
     const long long startedNs = SteadyNs();
-    auto lock = LockForSyncCall(env, *handle->backend, timeoutMs, "snapshotSync");
+    const double waitedMs = WaitForDirectCall(env, handle, timeoutMs, "snapshotSync");
+    auto lock = LockForSyncCall(env, *handle->backend, timeoutMs, "snapshotSync", waitedMs);
     if (!handle->backend->Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
     const Thrown thrown = Guarded([&] { handle->backend->ReadSnapshot(request, &encoded, TimeLeftMs(timeoutMs, startedNs)); });
     if (thrown.Any()) throw ThrownError(env, thrown, "snapshotSync failed in the addon: ");
@@ -586,8 +476,9 @@ Napi::Value ReadMemorySync(const Napi::CallbackInfo& info) {
   // Uncontended (the usual case): no clock read; contended: the timed wait as before. The time
   // the lock took is not taken off the helper's deadline: it is at most one more deadline.
   NvmlBackend& backend = *handle->backend;
+  const double waitedMs = handle->direct != nullptr ? WaitForDirectCall(env, handle, timeoutMs, "readMemory") : 0;
   std::unique_lock<std::timed_mutex> lock(backend.Mutex(), std::try_to_lock);
-  if (!lock.owns_lock()) lock = LockForSyncCall(env, backend, timeoutMs, "readMemory");
+  if (!lock.owns_lock()) lock = LockForSyncCall(env, backend, timeoutMs, "readMemory", waitedMs);
   if (!backend.Opened()) throw SessionError(env, "GPUGATE_SESSION_CLOSED", "the NVML session was closed");
   const Thrown thrown = Guarded([&] { backend.ReadAllMemory(static_cast<double*>(data), timeoutMs); });
   if (thrown.Any()) throw ThrownError(env, thrown, "readMemory failed in the addon: ");
@@ -607,16 +498,19 @@ Napi::Value CloseSession(const Napi::CallbackInfo& info) {
   std::shared_ptr<NvmlBackend> backend = handle->backend;
   std::shared_ptr<Link> link = handle->link;
   std::shared_ptr<Worker> worker = handle->worker;
-  handle->worker->Post([backend, link, deferred, worker] {
-    Guarded([&] { backend->Shutdown(); });
-    link->Deliver(new Completion{link, deferred, [worker](Napi::Env env) -> Settlement {
-      // The worker has delivered its last result and is ending: joining is immediate.
-      worker->Join();
-      return {true, env.Undefined()};
-    }});
-  });
+  Submit(
+      handle,
+      [backend, link, deferred, worker] {
+        Guarded([&] { backend->Shutdown(); });
+        link->Deliver(new Completion{link, deferred, [worker](Napi::Env env) -> Settlement {
+          // The worker has delivered its last result and is ending: joining is immediate.
+          worker->Join();
+          return {true, env.Undefined()};
+        }});
+      },
+      true);
   link->Began();
-  handle->worker->Stop();
+  if (handle->direct != nullptr) handle->direct->CloseWhenIdle();
   return deferred.Promise();
 }
 
@@ -635,7 +529,9 @@ Napi::Value CurrentCall(const Napi::CallbackInfo& info) {
     helper.Set("commandLine", NullableString(env, site.helper.title));
     result.Set("helper", helper);
   }
-  const double runningMs = handle->worker->RunningMs();
+  // A direct call in flight is the session's current call (nothing else runs meanwhile).
+  const double runningMs = handle->direct != nullptr && handle->direct->RunningMs() >= 0 ? handle->direct->RunningMs()
+                                                                                           : handle->worker->RunningMs();
   result.Set("runningMs", runningMs >= 0 ? Napi::Value(Napi::Number::New(env, runningMs)) : env.Null());
   return result;
 }
@@ -647,6 +543,9 @@ Napi::Value AbandonSession(const Napi::CallbackInfo& info) {
   if (handle->link->abandoned) return env.Undefined();
   RemoveHook(handle);
   handle->link->Abandon();
+  // A direct call in flight is given up (the helper is killed below), with what was deferred
+  // behind it, a close included.
+  if (handle->direct != nullptr) handle->direct->Close();
   // The helper mode: the helper is killed and left to a detached reaper; the worker's wait on it ends.
   handle->backend->Abandon();
   if (!handle->stopped) {
@@ -654,8 +553,8 @@ Napi::Value AbandonSession(const Napi::CallbackInfo& info) {
     std::shared_ptr<NvmlBackend> backend = handle->backend;
     // If the stuck call ever returns, the thread still pairs the init with its shutdown.
     handle->worker->Post([backend] { Guarded([&] { backend->Shutdown(); }); });
-    handle->worker->Stop();
   }
+  handle->worker->Stop();  // also when a close deferred behind a direct call was dropped above
   handle->worker->Detach();
   return env.Undefined();
 }

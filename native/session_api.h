@@ -12,7 +12,9 @@
 // can end while the thread is stuck. An environment cleanup hook per session closes it at
 // teardown (main thread or worker_threads): nvmlShutdown once if init succeeded, waiting at
 // most briefly for the worker, detaching it if it is stuck. No C++ exception crosses into
-// Node: a task that throws rejects its promise with GPUGATE_NATIVE_FAILURE.
+// Node: a task that throws rejects its promise with GPUGATE_NATIVE_FAILURE. In the helper mode an
+// awaited snapshot that finds the session idle is sent and its reply read by the JavaScript
+// thread itself (direct_call.h), with what is asked meanwhile queued behind it in order.
 #pragma once
 
 #include <napi.h>

@@ -1,0 +1,307 @@
+// The JavaScript thread's own exchanges with the helper (see direct_call.h).
+#include "direct_call.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "frame_io.h"
+#include "helper_protocol.h"
+
+namespace gpugate {
+
+// Outlives its DirectChannel until libuv has closed the handle.
+struct DirectChannel::Poll {
+  uv_poll_t handle;
+  std::shared_ptr<HelperProcess> helper;  // keeps the descriptor open while libuv watches it
+  DirectChannel* owner = nullptr;         // null once closed
+  napi_async_cleanup_hook_handle hook = nullptr;
+  bool closing = false;
+};
+
+DirectChannel::DirectChannel(napi_env env, std::shared_ptr<HelperProcess> helper) : env_(env), helper_(std::move(helper)) {}
+
+DirectChannel::~DirectChannel() { Close(); }
+
+bool DirectChannel::Open() {
+  uv_loop_t* loop = nullptr;
+  if (napi_get_uv_event_loop(env_, &loop) != napi_ok || loop == nullptr) return false;
+  const int fd = helper_->Channel();
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0) return false;
+  auto* poll = new Poll;
+  if (uv_poll_init(loop, &poll->handle, fd) != 0) {
+    delete poll;
+    return false;
+  }
+  // libuv made the descriptor non-blocking; the worker thread's exchanges block on it. Every
+  // read and write here says MSG_DONTWAIT instead.
+  fcntl(fd, F_SETFL, flags);
+  poll->handle.data = poll;
+  poll->helper = helper_;
+  poll->owner = this;
+  uv_unref(reinterpret_cast<uv_handle_t*>(&poll->handle));
+  if (napi_add_async_cleanup_hook(env_, OnEnvironmentCleanup, poll, &poll->hook) != napi_ok) poll->hook = nullptr;
+  poll_ = poll;
+  try {
+    context_ = std::make_unique<Napi::AsyncContext>(env_, "gpugate-nvml-helper");
+  } catch (...) {
+    Close();
+    return false;
+  }
+  return true;
+}
+
+bool DirectChannel::Send(const std::string& request, Done done) {
+  if (closed_ || Busy() || closeWhenIdle_) return false;
+  if (poll_ == nullptr && !Open()) return false;
+  const uint32_t length = static_cast<uint32_t>(request.size());
+  out_.assign(reinterpret_cast<const char*>(&length), sizeof length);
+  out_.append(request);
+  const long long startedNs = MonotonicNs();
+  ssize_t sent;
+  do sent = send(helper_->Channel(), out_.data(), out_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  if (sent <= 0) {  // nothing written: the worker's exchange meets whatever kept it out
+    out_.clear();
+    return false;
+  }
+  written_ = static_cast<size_t>(sent);
+  headerRead_ = 0;
+  replyRead_ = 0;
+  reply_.clear();
+  error_ = 0;
+  busy_ = true;
+  sentNs_ = startedNs;
+  done_ = std::move(done);
+  Watch(written_ < out_.size() ? UV_READABLE | UV_WRITABLE : UV_READABLE);
+  return true;
+}
+
+// The handle stays started between calls (unreferenced), so a call costs no epoll change.
+void DirectChannel::Watch(int events) {
+  if (watching_ != events) {
+    uv_poll_start(&poll_->handle, events, OnPoll);
+    watching_ = events;
+  }
+  uv_ref(reinterpret_cast<uv_handle_t*>(&poll_->handle));
+}
+
+double DirectChannel::RunningMs() const {
+  if (!busy_) return -1;
+  const long long elapsed = MonotonicNs() - sentNs_;
+  return elapsed > 0 ? static_cast<double>(elapsed) / 1e6 : 0;
+}
+
+bool DirectChannel::Step() {
+  const int fd = helper_->Channel();
+  while (written_ < out_.size()) {
+    const ssize_t sent = send(fd, out_.data() + written_, out_.size() - written_, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent > 0) {
+      written_ += static_cast<size_t>(sent);
+      continue;
+    }
+    if (sent < 0 && errno == EINTR) continue;
+    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    error_ = sent < 0 ? errno : EPIPE;
+    end_ = error_ == EPIPE || error_ == ECONNRESET ? End::kClosed : End::kFailed;
+    return true;
+  }
+  for (;;) {
+    const bool inHeader = headerRead_ < sizeof header_;
+    char* into = inHeader ? header_ + headerRead_ : &reply_[0] + replyRead_;
+    const size_t wanted = inHeader ? sizeof header_ - headerRead_ : reply_.size() - replyRead_;
+    if (wanted == 0) {  // an empty reply
+      end_ = End::kReply;
+      return true;
+    }
+    const ssize_t got = recv(fd, into, wanted, MSG_DONTWAIT);
+    if (got == 0) {
+      end_ = End::kClosed;
+      return true;
+    }
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+      error_ = errno;
+      end_ = errno == ECONNRESET ? End::kClosed : End::kFailed;
+      return true;
+    }
+    if (!inHeader) {
+      replyRead_ += static_cast<size_t>(got);
+      if (replyRead_ < reply_.size()) continue;
+      end_ = End::kReply;
+      return true;
+    }
+    headerRead_ += static_cast<size_t>(got);
+    if (headerRead_ < sizeof header_) continue;
+    uint32_t length = 0;
+    std::memcpy(&length, header_, sizeof length);
+    if (length > kMaxFrameBytes) {
+      error_ = EMSGSIZE;
+      end_ = End::kFailed;
+      return true;
+    }
+    reply_.resize(length);
+  }
+}
+
+void DirectChannel::Orphan() {
+  orphaned_ = true;
+  if (closed_ || !Busy()) {
+    delete this;  // closes
+    return;
+  }
+  closeWhenIdle_ = true;
+}
+
+void DirectChannel::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
+  auto* poll = static_cast<Poll*>(handle->data);
+  DirectChannel* self = poll->owner;
+  if (self == nullptr) return;
+  if (!self->busy_) {
+    // Readable while no call of ours is out: the worker's reply (it reads it itself) or the
+    // helper's end (the next exchange meets it). Watched again by the next call.
+    uv_poll_stop(handle);
+    self->watching_ = 0;
+    return;
+  }
+  if (status < 0) {
+    self->error_ = -status;
+    self->end_ = End::kFailed;
+  } else if (!self->Step()) {
+    if (self->written_ == self->out_.size()) self->Watch(UV_READABLE);  // the request is out
+    return;
+  }
+  Napi::Env env(self->env_);
+  self->Settle(env);
+}
+
+void DirectChannel::Settle(Napi::Env env) {
+  busy_ = false;
+  settling_ = true;
+  sentNs_ = -1;
+  if (poll_ != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(&poll_->handle));
+  Done done = std::move(done_);
+  done_ = nullptr;
+  out_.clear();
+  std::string reply;
+  reply.swap(reply_);
+  // Nothing thrown may cross into libuv; the Done settles its promise itself.
+  try {
+    Napi::HandleScope handles(env);
+    if (context_ != nullptr) {
+      // Closing the scope runs the promise's reactions; what they ask of the session meanwhile
+      // is deferred behind the calls already waiting (Busy() holds while settling).
+      Napi::CallbackScope scope(env, *context_);
+      if (done) done(env, end_, reply, error_);
+    } else if (done) {
+      done(env, end_, reply, error_);
+    }
+  } catch (...) {
+  }
+  // The calls asked meanwhile, in order, to the worker thread (it runs them after this one).
+  while (!deferred_.empty() && !closed_) {
+    std::function<void()> post = std::move(deferred_.front());
+    deferred_.pop_front();
+    post();
+  }
+  settling_ = false;
+  if (closeWhenIdle_ && !closed_) Close();
+  if (orphaned_ && closed_) delete this;  // the last use of this object
+}
+
+void DirectChannel::Defer(std::function<void()> post) {
+  if (Busy()) {
+    deferred_.push_back(std::move(post));
+  } else {
+    post();
+  }
+}
+
+bool DirectChannel::WaitForEnd(double timeoutMs) {
+  const long long deadlineNs = MonotonicNs() + static_cast<long long>(timeoutMs * 1e6);
+  for (;;) {
+    if (Step()) return true;
+    const long long leftNs = deadlineNs - MonotonicNs();
+    if (leftNs <= 0) return false;
+    pollfd watch{helper_->Channel(), static_cast<short>(written_ < out_.size() ? POLLIN | POLLOUT : POLLIN), 0};
+    const long long leftMs = (leftNs + 999999) / 1000000;
+    poll(&watch, 1, leftMs > 2147483647 ? 2147483647 : static_cast<int>(leftMs));
+  }
+}
+
+bool DirectChannel::Finish(Napi::Env env, double timeoutMs) {
+  if (!busy_) return true;
+  if (!WaitForEnd(timeoutMs)) return false;
+  Settle(env);
+  return true;
+}
+
+void DirectChannel::CloseWhenIdle() {
+  if (Busy()) {
+    closeWhenIdle_ = true;
+  } else {
+    Close();
+  }
+}
+
+DirectChannel::Left DirectChannel::Close() {
+  const Left left = !busy_ ? Left::kNothing : written_ < out_.size() ? Left::kPartialRequest : Left::kReply;
+  busy_ = false;
+  sentNs_ = -1;
+  if (closed_) return left;  // ReleaseForTeardown ran
+  closed_ = true;
+  settling_ = false;
+  done_ = nullptr;
+  deferred_.clear();
+  if (poll_ != nullptr) {
+    ClosePoll(poll_);
+    poll_ = nullptr;
+  }
+  context_.reset();  // also at teardown: the cleanup hooks run inside the environment's context
+  return left;
+}
+
+void DirectChannel::ReleaseForTeardown() {
+  closed_ = true;
+  settling_ = false;
+  done_ = nullptr;
+  deferred_.clear();
+  if (poll_ != nullptr) {
+    ClosePoll(poll_);
+    poll_ = nullptr;
+  }
+  context_.reset();
+  if (orphaned_) delete this;
+}
+
+void DirectChannel::ClosePoll(Poll* poll) {
+  if (poll->closing) return;
+  poll->closing = true;
+  poll->owner = nullptr;
+  uv_poll_stop(&poll->handle);
+  uv_close(reinterpret_cast<uv_handle_t*>(&poll->handle), OnClosed);
+}
+
+void DirectChannel::OnClosed(uv_handle_t* handle) {
+  auto* poll = static_cast<Poll*>(handle->data);
+  if (poll->hook != nullptr) napi_remove_async_cleanup_hook(poll->hook);
+  delete poll;
+}
+
+// The environment is being torn down (main thread or worker_threads) with the handle open.
+void DirectChannel::OnEnvironmentCleanup(napi_async_cleanup_hook_handle /*hook*/, void* arg) {
+  auto* poll = static_cast<Poll*>(arg);
+  if (poll->owner != nullptr) {
+    poll->owner->ReleaseForTeardown();
+  } else {
+    ClosePoll(poll);
+  }
+}
+
+}  // namespace gpugate

@@ -1,0 +1,191 @@
+/**
+ * The helper mode's direct path (native/direct_call.h): an awaited call that finds the session
+ * idle is written to the helper's channel by the JavaScript thread and its reply read there when
+ * libuv reports the channel readable. What the worker path promises holds here too: calls asked
+ * meanwhile (asynchronous or blocking) answer in order with their own results, a missed deadline
+ * kills the helper and names it, a crash is a typed rejection, and an idle session never keeps a
+ * process alive. Timing comes from the simulator (delays, hangs, crashes), not from the clock.
+ */
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { NvmlError } from '../../src/nvml/nvml-error';
+import { openNvml } from '../../src/nvml/session';
+import type { NvmlMemoryReader } from '../../src/types';
+import { packageEntryLiteral, runNodeScript } from '../helpers/node-script';
+import { simDevice } from '../helpers/sim';
+import { freshSimulator, repoRoot, useScenario } from '../helpers/session-helpers';
+
+const HELPER_FILE = path.join(repoRoot, 'build', 'Release', 'gpugate-nvml-helper');
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  delete process.env['GPUGATE_SIM_SCENARIO'];
+});
+
+function closeLater(session: NvmlMemoryReader): NvmlMemoryReader {
+  cleanups.push(() => session.close().catch(() => undefined));
+  return session;
+}
+
+function helperChildren(): number[] {
+  return readdirSync(`/proc/${process.pid}/task`).flatMap((task) => {
+    try {
+      const pids = readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      return pids.filter((pid) => {
+        try {
+          return readlinkSync(`/proc/${pid}/exe`) === HELPER_FILE;
+        } catch {
+          return false;
+        }
+      });
+    } catch {
+      return [];
+    }
+  });
+}
+
+async function until<T>(probe: () => T | undefined, what: string, limitMs = 15_000): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() - started > limitMs) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+async function newHelper(before: number[]): Promise<number> {
+  return until(() => {
+    const fresh = helperChildren().filter((pid) => !before.includes(pid));
+    return fresh.length === 1 ? fresh[0] : undefined;
+  }, 'the session to spawn its helper');
+}
+
+function exists(pid: number): boolean {
+  try {
+    readlinkSync(`/proc/${pid}/exe`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function caught(action: () => unknown): Promise<unknown> {
+  try {
+    await action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('nothing was thrown');
+}
+
+describe('the direct path to the NVML helper', () => {
+  it('answers interleaved asynchronous and blocking calls in the order asked, each with its own result', async () => {
+    // Every memory read of GPU 0 takes 150 ms: the first snapshot is still out on the channel
+    // while the rest are asked.
+    useScenario({
+      devices: [simDevice(0), simDevice(1, { processes: [{ pid: 4242, usedBytes: 1 << 30 }] })],
+      faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 0, delayMs: 150 }],
+    });
+    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const order: string[] = [];
+    const first = session.snapshot({ memoryOnly: true }).then((snapshot) => (order.push('first'), snapshot));
+    const withProcesses = session.snapshot({ processes: true }).then((snapshot) => (order.push('processes'), snapshot));
+    const health = session.health(1).then((reading) => (order.push('health'), reading));
+    // Blocking calls wait for the call in flight (as they wait for the worker's) and run then.
+    const blocking = session.snapshotSync({ memoryOnly: true, devices: [1] });
+    order.push('snapshotSync');
+    const memory = session.readMemorySync();
+    order.push('readMemorySync');
+    const last = session.snapshot({ memoryOnly: true, devices: [1] }).then((snapshot) => (order.push('last'), snapshot));
+    const [a, b, h, c] = await Promise.all([first, withProcesses, health, last]);
+    expect(order).toEqual(['snapshotSync', 'readMemorySync', 'first', 'processes', 'health', 'last']);
+    expect(a.devices.map((device) => device.index)).toEqual([0, 1]);
+    expect(b.devices.map((device) => device.index)).toEqual([0, 1]);
+    expect(b.devices[1]?.processes?.map((process) => process.pid)).toEqual([4242]);
+    expect(h.index).toBe(1);
+    expect(blocking.devices.map((device) => device.index)).toEqual([1]);
+    expect(c.devices.map((device) => device.index)).toEqual([1]);
+    expect(memory.length % 2).toBe(0);
+    // Back to idle: the next awaited call goes directly again and answers.
+    for (let i = 0; i < 5; i++) expect((await session.snapshot({ memoryOnly: true, devices: [1] })).devices).toHaveLength(1);
+    expect(session.closed).toBe(false);
+  });
+
+  it('a close asked while a direct call is out waits for it, then shuts the helper down', async () => {
+    useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', delayMs: 150 }] });
+    const before = helperChildren();
+    const session = await openNvml({ libraryPath: freshSimulator() });
+    const helper = await newHelper(before);
+    const pending = session.snapshot({ memoryOnly: true });
+    const closing = session.close();
+    expect((await pending).devices).toHaveLength(1);
+    await closing;
+    await until(() => (exists(helper) ? undefined : true), `helper ${helper} to end`);
+  });
+
+  it('a hung direct call misses its deadline: GPUGATE_TIMEOUT naming the call and the helper, which is killed; calls behind it are closed', async () => {
+    useScenario({ devices: [simDevice(0), simDevice(1)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, hang: true }] });
+    const before = helperChildren();
+    const session = await openNvml({ libraryPath: freshSimulator(), callTimeoutMs: 300 });
+    const helper = await newHelper(before);
+    const stuck = caught(() => session.snapshot({ memoryOnly: true }));
+    const behind = caught(() => session.snapshot());
+    const error = await stuck;
+    expect(error).toBeInstanceOf(NvmlError);
+    expect(error).toMatchObject({ code: 'GPUGATE_TIMEOUT', fn: 'nvmlDeviceGetMemoryInfo_v2', device: 1, helperPid: helper });
+    expect(await behind).toMatchObject({ code: 'GPUGATE_SESSION_CLOSED', cause: error });
+    expect(session.closed).toBe(true);
+    await until(() => (exists(helper) ? undefined : true), `helper ${helper} to be killed and reaped`);
+    await session.close();
+  });
+
+  it('a blocking call behind a direct call that outlasts the deadline throws GPUGATE_TIMEOUT and poisons the session', async () => {
+    useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', delayMs: 3000 }] });
+    const before = helperChildren();
+    const session = await openNvml({ libraryPath: freshSimulator(), callTimeoutMs: 300 });
+    const helper = await newHelper(before);
+    const slow = caught(() => session.snapshot({ memoryOnly: true }));
+    const thrown = await caught(() => session.snapshotSync({ processes: true }));
+    expect(thrown).toMatchObject({ code: 'GPUGATE_TIMEOUT', helperPid: helper });
+    expect(await slow).toMatchObject({ code: 'GPUGATE_TIMEOUT' });
+    expect(session.closed).toBe(true);
+    await until(() => (exists(helper) ? undefined : true), `helper ${helper} to be killed and reaped`);
+  });
+
+  it('a helper that crashes during a direct call: GPUGATE_NVML_HELPER_CRASHED naming the signal; a new session works', async () => {
+    useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', crash: 'SIGSEGV' }] });
+    const before = helperChildren();
+    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const helper = await newHelper(before);
+    const crashed = caught(() => session.snapshot({ memoryOnly: true }));
+    const behind = caught(() => session.snapshot({ memoryOnly: true }));
+    const error = await crashed;
+    expect(error).toBeInstanceOf(NvmlError);
+    expect(error).toMatchObject({ code: 'GPUGATE_NVML_HELPER_CRASHED' });
+    expect((error as Error).message).toMatch(new RegExp(`NVML helper process \\(pid ${helper}\\) was killed by SIGSEGV while answering snapshot`));
+    expect(await behind).toMatchObject({ code: 'GPUGATE_SESSION_CLOSED', cause: error });
+    expect(await caught(() => session.snapshot())).toMatchObject({ code: 'GPUGATE_SESSION_CLOSED' });
+    expect(exists(helper)).toBe(false);
+
+    useScenario({ devices: [simDevice(0)] });
+    const again = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    expect((await again.snapshot({ memoryOnly: true })).devices).toHaveLength(1);
+  });
+
+  it('an idle session never keeps the process alive; a pending direct call does until it answers', async () => {
+    const scenario = useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', delayMs: 200, fromCall: 3 }] });
+    // No close(), no exit(): the program ends by itself once nothing is pending.
+    const script = `
+      const { openNvml } = require(${packageEntryLiteral()});
+      openNvml({ libraryPath: ${JSON.stringify(freshSimulator())} }).then(async (session) => {
+        for (let i = 0; i < 3; i++) await session.snapshot({ memoryOnly: true });
+        session.snapshot({ memoryOnly: true }).then((s) => console.log('answered ' + s.devices.length));
+      });`;
+    const run = await runNodeScript(script, { ...process.env, GPUGATE_SIM_SCENARIO: scenario }, 30_000);
+    expect({ code: run.code, signal: run.signal }, run.stderr).toEqual({ code: 0, signal: null });
+    expect(run.stdout.trim()).toBe('answered 1');
+  });
+});
