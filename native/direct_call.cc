@@ -57,7 +57,7 @@ bool DirectChannel::Open() {
 }
 
 bool DirectChannel::Send(const std::string& request, Done done) {
-  if (closed_ || Busy() || closeWhenIdle_) return false;
+  if (!TakesCall()) return false;
   if (poll_ == nullptr && !Open()) return false;
   const uint32_t length = static_cast<uint32_t>(request.size());
   out_.assign(reinterpret_cast<const char*>(&length), sizeof length);
@@ -178,12 +178,21 @@ void DirectChannel::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
     return;
   }
   Napi::Env env(self->env_);
-  self->Settle(env);
+  self->Settle(env, true);
 }
 
-void DirectChannel::Settle(Napi::Env env) {
+void DirectChannel::PostDeferred() {
+  while (!deferred_.empty() && !closed_) {
+    std::function<void()> post = std::move(deferred_.front());
+    deferred_.pop_front();
+    post();
+  }
+}
+
+void DirectChannel::Settle(Napi::Env env, bool onLoop) {
   busy_ = false;
   settling_ = true;
+  settlingOnLoop_ = onLoop;
   sentNs_ = -1;
   if (poll_ != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(&poll_->handle));
   Done done = std::move(done_);
@@ -191,32 +200,36 @@ void DirectChannel::Settle(Napi::Env env) {
   out_.clear();
   std::string reply;
   reply.swap(reply_);
-  // Nothing thrown may cross into libuv; the Done settles its promise itself.
+  // Nothing thrown may cross into libuv; the Done settles its promise itself. Then the calls
+  // asked while this one was out go, in order, to the worker thread (after what the Done posts:
+  // a failed call's hand-off names the failure they then meet), before anything this call's
+  // promise's reactions ask.
   try {
     Napi::HandleScope handles(env);
     if (context_ != nullptr) {
-      // Closing the scope runs the promise's reactions; what they ask of the session meanwhile
-      // is deferred behind the calls already waiting (Busy() holds while settling).
+      // Closing the scope runs the promise's reactions. On the loop, the next snapshot they ask
+      // of an idle session is sent from here; anything else goes to the worker, and behind a
+      // call they sent it is deferred until that one settles.
       Napi::CallbackScope scope(env, *context_);
       if (done) done(env, end_, reply, error_);
-    } else if (done) {
-      done(env, end_, reply, error_);
+      PostDeferred();
+    } else {
+      if (done) done(env, end_, reply, error_);
+      PostDeferred();
     }
   } catch (...) {
   }
-  // The calls asked meanwhile, in order, to the worker thread (it runs them after this one).
-  while (!deferred_.empty() && !closed_) {
-    std::function<void()> post = std::move(deferred_.front());
-    deferred_.pop_front();
-    post();
-  }
   settling_ = false;
+  settlingOnLoop_ = false;
+  if (busy_) return;  // the reactions sent the next call: it settles what was asked behind it
+  // Inside a blocking call the reactions' calls were held: to the worker, in order.
+  PostDeferred();
   if (closeWhenIdle_ && !closed_) Close();
   if (orphaned_ && closed_) delete this;  // the last use of this object
 }
 
 void DirectChannel::Defer(std::function<void()> post) {
-  if (Busy()) {
+  if (busy_ || (settling_ && !settlingOnLoop_)) {
     deferred_.push_back(std::move(post));
   } else {
     post();
@@ -238,7 +251,7 @@ bool DirectChannel::WaitForEnd(double timeoutMs) {
 bool DirectChannel::Finish(Napi::Env env, double timeoutMs) {
   if (!busy_) return true;
   if (!WaitForEnd(timeoutMs)) return false;
-  Settle(env);
+  Settle(env, false);
   return true;
 }
 

@@ -59,6 +59,11 @@ class DirectChannel {
   bool Send(const std::string& request, Done done);
   // A call is in flight, or its promise is being settled (what that asks is deferred behind).
   bool Busy() const { return busy_ || settling_; }
+  // Whether a new call may be sent now: none in flight, and not while a blocking call settles
+  // one (the blocking call's own exchange comes next). The reactions of a reply read on the loop
+  // may send the next call themselves: an `await` loop alternated between this path and the
+  // worker thread when they could not.
+  bool TakesCall() const { return !closed_ && !busy_ && !closeWhenIdle_ && (!settling_ || settlingOnLoop_); }
   const std::shared_ptr<HelperProcess>& Helper() const { return helper_; }
   // Milliseconds since the call in flight was sent; -1 when none (what deadlines measure).
   double RunningMs() const;
@@ -89,8 +94,12 @@ class DirectChannel {
   // Writes what is left of the request and reads what has arrived of the reply; true when the
   // exchange has ended (`end_`, `error_` say how).
   bool Step();
-  // Ends the call: Done, then the deferred hand-offs, then a close that waited for it.
-  void Settle(Napi::Env env);
+  // Ends the call: the hand-offs deferred while it was out, its Done, then those its Done asked
+  // (unless its Done sent the next call: they wait for that one), then a close that waited for
+  // it. `onLoop`: called from the poll callback, not inside a blocking call.
+  void Settle(Napi::Env env, bool onLoop);
+  // Hands the deferred calls to the worker, in order.
+  void PostDeferred();
   bool Open();
   void Watch(int events);
   // Blocks until the exchange ends (true) or `timeoutMs` passes (false).
@@ -110,6 +119,7 @@ class DirectChannel {
   bool orphaned_ = false;  // owned by nobody: deletes itself once closed
   bool busy_ = false;      // a request is out and its reply not yet in
   bool settling_ = false;  // the reply is in; its Done and the deferred hand-offs are running
+  bool settlingOnLoop_ = false;  // ... from the poll callback (its Done may send the next call)
   long long sentNs_ = -1;
   std::string out_;  // the request frame, from `written_` on still to be written
   size_t written_ = 0;

@@ -292,7 +292,7 @@ Settlement SnapshotOutcome(Napi::Env env, const EncodedSnapshot& encoded, bool o
 // promise of the worker's pending, nothing in flight on the channel) is sent by this thread and
 // its reply read here. False when it did not go that way (the caller queues it on the worker).
 bool SendDirect(SessionHandle* handle, const SnapshotRequest& request, const Napi::Promise::Deferred& deferred) {
-  if (handle->link->pending != 0 || (handle->direct != nullptr && handle->direct->Busy())) return false;
+  if (handle->link->pending != 0 || (handle->direct != nullptr && !handle->direct->TakesCall())) return false;
   std::shared_ptr<NvmlBackend> backend = handle->backend;
   std::shared_ptr<HelperProcess> helper = backend->DirectHelper();
   if (helper == nullptr) return false;

@@ -81,7 +81,40 @@ async function caught(action: () => unknown): Promise<unknown> {
   throw new Error('nothing was thrown');
 }
 
+/** The thread of this process whose child `pid` is (posix_spawn from the session's worker thread makes it the parent). */
+function parentTask(pid: number): string {
+  const task = readdirSync(`/proc/${process.pid}/task`).find((id) => {
+    try {
+      return readFileSync(`/proc/${process.pid}/task/${id}/children`, 'utf8').trim().split(/\s+/).includes(String(pid));
+    } catch {
+      return false;
+    }
+  });
+  if (task === undefined) throw new Error(`no thread of this process is the parent of ${pid}`);
+  return task;
+}
+
+/** How many times a thread of this process has been switched out (it slept, or was preempted). */
+function contextSwitches(task: string): number {
+  const status = readFileSync(`/proc/${process.pid}/task/${task}/status`, 'utf8');
+  const count = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+)$`, 'm').exec(status)?.[1] ?? NaN);
+  return count('voluntary_ctxt_switches') + count('nonvoluntary_ctxt_switches');
+}
+
 describe('the direct path to the NVML helper', () => {
+  it('an await loop of snapshots stays on it: each next call is sent from the last one\'s reactions, and the worker thread sleeps throughout', async () => {
+    useScenario({ devices: [simDevice(0), simDevice(1)] });
+    const before = helperChildren();
+    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const worker = parentTask(await newHelper(before));
+    await session.snapshot({ memoryOnly: true });
+    const switched = contextSwitches(worker);
+    for (let i = 0; i < 200; i += 1) expect((await session.snapshot({ memoryOnly: true })).devices).toHaveLength(2);
+    // A call handed to the worker wakes it (one switch out at least when it sleeps again): 200
+    // calls alternating between the paths cost it about 100 wake-ups.
+    expect(contextSwitches(worker) - switched).toBeLessThan(5);
+  });
+
   it('answers interleaved asynchronous and blocking calls in the order asked, each with its own result', async () => {
     // Every memory read of GPU 0 takes 150 ms: the first snapshot is still out on the channel
     // while the rest are asked.
