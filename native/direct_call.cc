@@ -268,6 +268,11 @@ DirectChannel::Left DirectChannel::Close() {
   busy_ = false;
   sentNs_ = -1;
   if (closed_) return left;  // ReleaseForTeardown ran
+  Release();
+  return left;
+}
+
+void DirectChannel::Release() {
   closed_ = true;
   settling_ = false;
   done_ = nullptr;
@@ -277,19 +282,10 @@ DirectChannel::Left DirectChannel::Close() {
     poll_ = nullptr;
   }
   context_.reset();  // also at teardown: the cleanup hooks run inside the environment's context
-  return left;
 }
 
 void DirectChannel::ReleaseForTeardown() {
-  closed_ = true;
-  settling_ = false;
-  done_ = nullptr;
-  deferred_.clear();
-  if (poll_ != nullptr) {
-    ClosePoll(poll_);
-    poll_ = nullptr;
-  }
-  context_.reset();
+  Release();
   if (orphaned_) delete this;
 }
 

@@ -105,6 +105,8 @@ class DirectChannel {
   // Blocks until the exchange ends (true) or `timeoutMs` passes (false).
   bool WaitForEnd(double timeoutMs);
   static void ClosePoll(Poll* poll);
+  // Closed for good: no Done, no deferred hand-off runs; the handle is closed.
+  void Release();
   // The environment's async cleanup hook: the handle is closed; the call in flight stays for
   // Close() to report (the session's own cleanup hook decides about it).
   void ReleaseForTeardown();

@@ -17,8 +17,8 @@ import type { NvmlMemoryReader } from '../../src/types';
 import { packageEntryLiteral, runNodeScript } from '../helpers/node-script';
 import { simDevice } from '../helpers/sim';
 import { freshSimulator, repoRoot, useScenario } from '../helpers/session-helpers';
+import { exeOf, HELPER_FILE, helperChildren, newHelper, untilDefined as until } from '../helpers/helper-children';
 
-const HELPER_FILE = path.join(repoRoot, 'build', 'Release', 'gpugate-nvml-helper');
 const IN_CALL = /^gpugate-nvml-helper in (\S+) gpu (\d+|-) since (\d+)$/;
 
 const cleanups: Array<() => unknown> = [];
@@ -32,56 +32,12 @@ function closeLater(session: NvmlMemoryReader): NvmlMemoryReader {
   return session;
 }
 
-/** This process's children (every thread's), as the kernel lists them. */
-function children(): number[] {
-  const tasks = readdirSync(`/proc/${process.pid}/task`);
-  return tasks.flatMap((task) => {
-    try {
-      return readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  });
-}
-
-function exeOf(pid: number): string | null {
-  try {
-    return readlinkSync(`/proc/${pid}/exe`);
-  } catch {
-    return null;
-  }
-}
-
-/** The children of this process running the helper file. */
-function helperChildren(): number[] {
-  return children().filter((pid) => exeOf(pid) === HELPER_FILE);
-}
-
 function commandLine(pid: number): string | null {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'latin1');
   } catch {
     return null;
   }
-}
-
-/** Resolves once `probe` returns a value other than undefined, looking again on every turn of a short timer. */
-async function until<T>(probe: () => T | undefined, what: string, limitMs = 15_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() - started > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-/** The one helper child spawned since `before` was listed. */
-async function newHelper(before: number[]): Promise<number> {
-  return until(() => {
-    const fresh = helperChildren().filter((pid) => !before.includes(pid));
-    return fresh.length === 1 ? fresh[0] : undefined;
-  }, 'the session to spawn its helper');
 }
 
 async function gone(pid: number): Promise<void> {

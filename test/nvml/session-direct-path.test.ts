@@ -6,17 +6,15 @@
  * kills the helper and names it, a crash is a typed rejection, and an idle session never keeps a
  * process alive. Timing comes from the simulator (delays, hangs, crashes), not from the clock.
  */
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import * as path from 'node:path';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NvmlError } from '../../src/nvml/nvml-error';
 import { openNvml } from '../../src/nvml/session';
 import type { NvmlMemoryReader } from '../../src/types';
 import { packageEntryLiteral, runNodeScript } from '../helpers/node-script';
 import { simDevice } from '../helpers/sim';
-import { freshSimulator, repoRoot, useScenario } from '../helpers/session-helpers';
-
-const HELPER_FILE = path.join(repoRoot, 'build', 'Release', 'gpugate-nvml-helper');
+import { freshSimulator, useScenario } from '../helpers/session-helpers';
+import { helperChildren, newHelper, parentTask, untilDefined as until } from '../helpers/helper-children';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -27,40 +25,6 @@ afterEach(async () => {
 function closeLater(session: NvmlMemoryReader): NvmlMemoryReader {
   cleanups.push(() => session.close().catch(() => undefined));
   return session;
-}
-
-function helperChildren(): number[] {
-  return readdirSync(`/proc/${process.pid}/task`).flatMap((task) => {
-    try {
-      const pids = readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-      return pids.filter((pid) => {
-        try {
-          return readlinkSync(`/proc/${pid}/exe`) === HELPER_FILE;
-        } catch {
-          return false;
-        }
-      });
-    } catch {
-      return [];
-    }
-  });
-}
-
-async function until<T>(probe: () => T | undefined, what: string, limitMs = 15_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() - started > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-async function newHelper(before: number[]): Promise<number> {
-  return until(() => {
-    const fresh = helperChildren().filter((pid) => !before.includes(pid));
-    return fresh.length === 1 ? fresh[0] : undefined;
-  }, 'the session to spawn its helper');
 }
 
 function exists(pid: number): boolean {
@@ -79,19 +43,6 @@ async function caught(action: () => unknown): Promise<unknown> {
     return error;
   }
   throw new Error('nothing was thrown');
-}
-
-/** The thread of this process whose child `pid` is (posix_spawn from the session's worker thread makes it the parent). */
-function parentTask(pid: number): string {
-  const task = readdirSync(`/proc/${process.pid}/task`).find((id) => {
-    try {
-      return readFileSync(`/proc/${process.pid}/task/${id}/children`, 'utf8').trim().split(/\s+/).includes(String(pid));
-    } catch {
-      return false;
-    }
-  });
-  if (task === undefined) throw new Error(`no thread of this process is the parent of ${pid}`);
-  return task;
 }
 
 /** How many times a thread of this process has been switched out (it slept, or was preempted). */
