@@ -450,13 +450,15 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
     const step = makeCgroup('named', `/gpugate-test-slurm-${process.pid}-${Date.now()}/job_1/step_0`, cleanups);
     const bin = mkdtempSync(join(tmpdir(), 'gpugate-slurm-'));
     cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
-    // It leaves a mark once it has answered (or, 'asking', once it has started and before it
-    // answers, a second later): the step daemon below signals only after that mark, and when
-    // 'answered' only after scontrol has exited too.
+    // It leaves a mark once it has answered (or, 'asking', once it has started, and then answers
+    // only once the step daemon has signalled and left a mark of its own, or after 30 s): the
+    // step daemon below signals only after that mark, and when 'answered' only after scontrol
+    // has exited too.
     const answered = join(bin, 'scontrol-answered');
+    const signalled = join(bin, 'stepd-signalled');
     const script = when === 'answered'
       ? `#!/bin/sh\necho "ProctrackType           = ${proctrack}"\n: > '${answered}'\n`
-      : `#!/bin/sh\n: > '${answered}'\nsleep 1\necho "ProctrackType           = ${proctrack}"\n`;
+      : `#!/bin/sh\n: > '${answered}'\nn=0\nwhile [ ! -e '${signalled}' ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done\necho "ProctrackType           = ${proctrack}"\n`;
     writeFileSync(join(bin, 'scontrol'), script, { mode: 0o755 });
     // The interpreter itself, not a wrapper script on PATH (a version manager's shim).
     const python = spawnSync('python3', ['-c', 'import os, sys; print(os.path.realpath(sys.executable))'], { encoding: 'utf8' }).stdout.trim();
@@ -487,6 +489,7 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
       '        os.kill(int(pid), 15)',
       'else:',
       '    os.killpg(task, 15)',
+      `open(${JSON.stringify(signalled)}, "w").close()`,
       'while True:',
       '    chunk = os.read(r, 4096)',
       '    if not chunk:',
