@@ -14,7 +14,9 @@
 // The inputs: every file under src/, the tsconfig files, package.json, this script and the
 // bundler, and the Node version (the bundle's code cache is made by, and only valid for, the
 // Node that builds it). Their digest is kept in node_modules/.cache/gpugate/, beside the
-// compiler it was built with, never in dist/ (which is packed).
+// compiler it was built with, never in dist/ (which is packed), in a file named after this
+// folder's path: a node_modules shared by several trees (the pack tests' staging copies link the
+// clone's) must never let one tree's build vouch for another's dist/.
 
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -30,7 +32,7 @@ const require = createRequire(import.meta.url);
 const INPUT_FILES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build-ts.mjs', 'scripts/bundle-cli.mjs'];
 /** What a complete dist/ has: without any of them the build runs whatever the digest says. */
 const OUTPUT_FILES = ['dist/index.js', 'dist/index.mjs', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/cli/gpugate-cli.js'];
-const DIGEST_FILE = join(root, 'node_modules', '.cache', 'gpugate', 'build-ts.json');
+const DIGEST_FILE = join(root, 'node_modules', '.cache', 'gpugate', `build-ts-${createHash('sha256').update(root).digest('hex').slice(0, 16)}.json`);
 
 function filesUnder(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -54,7 +56,8 @@ export function inputsDigest() {
 
 function recordedDigest() {
   try {
-    return JSON.parse(readFileSync(DIGEST_FILE, 'utf8')).digest ?? null;
+    const record = JSON.parse(readFileSync(DIGEST_FILE, 'utf8'));
+    return record.root === root ? record.digest ?? null : null;
   } catch {
     return null;
   }
@@ -74,7 +77,7 @@ export function buildTs() {
   execFileSync(process.execPath, [require.resolve('typescript/bin/tsc', { paths: [root] }), '-p', join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
   execFileSync(process.execPath, [join(root, 'scripts', 'bundle-cli.mjs')], { cwd: root, stdio: 'inherit' });
   mkdirSync(dirname(DIGEST_FILE), { recursive: true });
-  writeFileSync(DIGEST_FILE, `${JSON.stringify({ digest })}\n`);
+  writeFileSync(DIGEST_FILE, `${JSON.stringify({ root, digest })}\n`);
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -35,7 +35,7 @@ const repoRoot = resolve(__dirname, '..');
 const NEVER_STAGED = new Set(['build', 'prebuilds', 'dist', 'node_modules']);
 
 /** Besides package.json's `files`: what `npm pack`'s lifecycle scripts read in a clean clone. */
-const PACK_INPUTS = ['package.json', 'package-lock.json', 'src', 'tsconfig.json', 'tsconfig.build.json', 'scripts/prebuild-linux.mjs', 'scripts/bundle-cli.mjs'];
+const PACK_INPUTS = ['package.json', 'package-lock.json', 'src', 'tsconfig.json', 'tsconfig.build.json', 'scripts/prebuild-linux.mjs', 'scripts/build-ts.mjs', 'scripts/bundle-cli.mjs'];
 
 /** Unused entries older than this are removed. */
 const PRUNE_AFTER_MS = 24 * 3_600_000;
