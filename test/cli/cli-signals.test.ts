@@ -448,6 +448,17 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
    */
   function signalAsStepDaemon(proctrack: 'proctrack/cgroup' | 'proctrack/pgid', when: 'answered' | 'asking' = 'answered'): { stdout: string; stderr: string } {
     const step = makeCgroup('named', `/gpugate-test-slurm-${process.pid}-${Date.now()}/job_1/step_0`, cleanups);
+    // Whatever of the step is still running when the test ends (a stand-in that timed out leaves
+    // gpugate and CMD behind: they are in sessions of their own) is killed before the cgroup goes.
+    cleanups.push(() => {
+      for (const pid of readFileSync(step.procs, 'utf8').split('\n').filter((line) => line !== '')) {
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          // exited meanwhile
+        }
+      }
+    });
     const bin = mkdtempSync(join(tmpdir(), 'gpugate-slurm-'));
     cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
     // It leaves a mark once it has answered (or, 'asking', once it has started, and then answers
