@@ -14,3 +14,13 @@ export function thrownBy<E extends Error>(fn: () => unknown, type: abstract new 
   }
   throw new Error(`expected a ${type.name}`);
 }
+
+/** Await `action`; it must reject (or throw), and what it rejected with is returned, of any kind. */
+export async function rejectionOf(action: () => unknown): Promise<unknown> {
+  try {
+    await action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('nothing was thrown');
+}

@@ -13,9 +13,10 @@ import { ConfigError } from '../../src/config-error';
 import { GpugateError } from '../../src/gpugate-error';
 import { NvmlError } from '../../src/nvml/nvml-error';
 import { openNvml } from '../../src/nvml/session';
-import type { NvmlMemoryReader } from '../../src/types';
 import { packageEntryLiteral, runNodeScript } from '../helpers/node-script';
 import { simDevice } from '../helpers/sim';
+import { closeTrackedSessions, trackSession } from '../helpers/tracked-sessions';
+import { rejectionOf as caught } from '../helpers/thrown-by';
 import { freshSimulator, repoRoot, useScenario } from '../helpers/session-helpers';
 import { exeOf, HELPER_FILE, helperChildren, newHelper, untilDefined as until } from '../helpers/helper-children';
 
@@ -23,14 +24,10 @@ const IN_CALL = /^gpugate-nvml-helper in (\S+) gpu (\d+|-) since (\d+)$/;
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
+  await closeTrackedSessions({ ignoreFailures: true });
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   delete process.env['GPUGATE_SIM_SCENARIO'];
 });
-
-function closeLater(session: NvmlMemoryReader): NvmlMemoryReader {
-  cleanups.push(() => session.close().catch(() => undefined));
-  return session;
-}
 
 function commandLine(pid: number): string | null {
   try {
@@ -44,20 +41,11 @@ async function gone(pid: number): Promise<void> {
   await until(() => (exeOf(pid) === null && commandLine(pid) === null ? true : undefined), `helper ${pid} to be reaped`);
 }
 
-async function caught(action: () => unknown): Promise<unknown> {
-  try {
-    await action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('nothing was thrown');
-}
-
 describe('the NVML helper process', () => {
   it('is spawned once per session (not per call), beside the addon, and ends with the session', async () => {
     useScenario({ devices: [simDevice(0), simDevice(1)] });
     const before = helperChildren();
-    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const session = trackSession(await openNvml({ libraryPath: freshSimulator() }));
     const helper = await newHelper(before);
     for (let poll = 0; poll < 20; poll++) {
       await session.snapshot({ memoryOnly: true });
@@ -75,7 +63,7 @@ describe('the NVML helper process', () => {
   it('inherits only its channel (fd 3) and /dev/null on 0-2, with no blocked or ignored signals', async () => {
     useScenario({ devices: [simDevice(0)] });
     const before = helperChildren();
-    closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    trackSession(await openNvml({ libraryPath: freshSimulator() }));
     const helper = await newHelper(before);
     const fds = readdirSync(`/proc/${helper}/fd`).sort();
     expect(fds).toEqual(['0', '1', '2', '3']);
@@ -94,7 +82,7 @@ describe('the NVML helper process', () => {
   it('shows `idle` between requests and the NVML call, GPU and start time while one runs', async () => {
     useScenario({ devices: [simDevice(0), simDevice(1)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 1, delayMs: 1500 }] });
     const before = helperChildren();
-    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const session = trackSession(await openNvml({ libraryPath: freshSimulator() }));
     const helper = await newHelper(before);
     expect(commandLine(helper)).toBe('gpugate-nvml-helper idle\0');
     const askedAt = Date.now();
@@ -142,7 +130,7 @@ describe('the NVML helper process', () => {
   it('a helper killed by SIGSEGV mid-call: GPUGATE_NVML_HELPER_CRASHED naming the signal; the program opens a new session', async () => {
     useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', delayMs: 10_000 }] });
     const before = helperChildren();
-    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const session = trackSession(await openNvml({ libraryPath: freshSimulator() }));
     const helper = await newHelper(before);
     const pending = caught(() => session.snapshot({ memoryOnly: true }));
     const queued = caught(() => session.snapshot({ memoryOnly: true }));
@@ -159,7 +147,7 @@ describe('the NVML helper process', () => {
     await gone(helper);
 
     useScenario({ devices: [simDevice(0)] });
-    const again = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const again = trackSession(await openNvml({ libraryPath: freshSimulator() }));
     expect((await again.snapshot({ memoryOnly: true })).devices).toHaveLength(1);
   });
 
@@ -183,7 +171,7 @@ describe('the NVML helper process', () => {
   it("nvmlProcess 'in-process' runs NVML on a thread of this process: no helper is spawned", async () => {
     useScenario({ devices: [simDevice(0), simDevice(1)] });
     const before = helperChildren();
-    const session = closeLater(await openNvml({ libraryPath: freshSimulator(), nvmlProcess: 'in-process' }));
+    const session = trackSession(await openNvml({ libraryPath: freshSimulator(), nvmlProcess: 'in-process' }));
     expect((await session.snapshot({ processes: true })).devices).toHaveLength(2);
     expect(session.readMemorySync()).toHaveLength(2 * (session.readMemorySync().length / 2));
     expect(helperChildren().filter((pid) => !before.includes(pid))).toEqual([]);

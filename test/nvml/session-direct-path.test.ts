@@ -10,22 +10,17 @@ import { readFileSync, readlinkSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NvmlError } from '../../src/nvml/nvml-error';
 import { openNvml } from '../../src/nvml/session';
-import type { NvmlMemoryReader } from '../../src/types';
 import { packageEntryLiteral, runNodeScript } from '../helpers/node-script';
 import { simDevice } from '../helpers/sim';
+import { closeTrackedSessions, trackSession } from '../helpers/tracked-sessions';
+import { rejectionOf as caught } from '../helpers/thrown-by';
 import { freshSimulator, useScenario } from '../helpers/session-helpers';
 import { helperChildren, newHelper, parentTask, untilDefined as until } from '../helpers/helper-children';
 
-const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  await closeTrackedSessions({ ignoreFailures: true });
   delete process.env['GPUGATE_SIM_SCENARIO'];
 });
-
-function closeLater(session: NvmlMemoryReader): NvmlMemoryReader {
-  cleanups.push(() => session.close().catch(() => undefined));
-  return session;
-}
 
 function exists(pid: number): boolean {
   try {
@@ -34,15 +29,6 @@ function exists(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function caught(action: () => unknown): Promise<unknown> {
-  try {
-    await action();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('nothing was thrown');
 }
 
 /** How many times a thread of this process has been switched out (it slept, or was preempted). */
@@ -56,7 +42,7 @@ describe('the direct path to the NVML helper', () => {
   it('an await loop of snapshots stays on it: each next call is sent from the last one\'s reactions, and the worker thread sleeps throughout', async () => {
     useScenario({ devices: [simDevice(0), simDevice(1)] });
     const before = helperChildren();
-    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const session = trackSession(await openNvml({ libraryPath: freshSimulator() }));
     const worker = parentTask(await newHelper(before));
     await session.snapshot({ memoryOnly: true });
     const switched = contextSwitches(worker);
@@ -73,7 +59,7 @@ describe('the direct path to the NVML helper', () => {
       devices: [simDevice(0), simDevice(1, { processes: [{ pid: 4242, usedBytes: 1 << 30 }] })],
       faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', device: 0, delayMs: 150 }],
     });
-    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const session = trackSession(await openNvml({ libraryPath: freshSimulator() }));
     const order: string[] = [];
     const first = session.snapshot({ memoryOnly: true }).then((snapshot) => (order.push('first'), snapshot));
     const withProcesses = session.snapshot({ processes: true }).then((snapshot) => (order.push('processes'), snapshot));
@@ -142,7 +128,7 @@ describe('the direct path to the NVML helper', () => {
   it('a helper that crashes during a direct call: GPUGATE_NVML_HELPER_CRASHED naming the signal; a new session works', async () => {
     useScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', crash: 'SIGSEGV' }] });
     const before = helperChildren();
-    const session = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const session = trackSession(await openNvml({ libraryPath: freshSimulator() }));
     const helper = await newHelper(before);
     const crashed = caught(() => session.snapshot({ memoryOnly: true }));
     const behind = caught(() => session.snapshot({ memoryOnly: true }));
@@ -155,7 +141,7 @@ describe('the direct path to the NVML helper', () => {
     expect(exists(helper)).toBe(false);
 
     useScenario({ devices: [simDevice(0)] });
-    const again = closeLater(await openNvml({ libraryPath: freshSimulator() }));
+    const again = trackSession(await openNvml({ libraryPath: freshSimulator() }));
     expect((await again.snapshot({ memoryOnly: true })).devices).toHaveLength(1);
   });
 
