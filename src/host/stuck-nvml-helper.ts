@@ -6,7 +6,6 @@
  * line another program could copy. Reads only; what the findings mean is the caller's policy.
  */
 import { readdirSync, readlinkSync } from 'node:fs';
-import * as path from 'node:path';
 import { failureOf, parseArgv, parseStat, parseStatus, readProcText } from './procfs';
 
 /** The NVML call a helper's command line says it is in. */
@@ -102,7 +101,7 @@ async function readArgvWithin(file: string, limitMs: number): Promise<string[] |
 
 /** Reads one matched process; null when it vanished (or left state D) meanwhile. */
 async function readStuck(dir: string, fileReplaced: boolean): Promise<StuckNvmlHelper | 'running' | 'vanished' | 'unreadable'> {
-  const statText = await readProcText(path.join(dir, 'stat'));
+  const statText = await readProcText(`${dir}/stat`);
   if (statText.kind === 'missing') return 'vanished';
   if (statText.kind !== 'ok') return 'unreadable';
   let stat;
@@ -113,9 +112,9 @@ async function readStuck(dir: string, fileReplaced: boolean): Promise<StuckNvmlH
   }
   if (stat.state !== 'D') return 'running';
   const [statusText, wchanText, argv] = await Promise.all([
-    readProcText(path.join(dir, 'status')),
-    readProcText(path.join(dir, 'wchan')),
-    readArgvWithin(path.join(dir, 'cmdline'), CMDLINE_READ_LIMIT_MS),
+    readProcText(`${dir}/status`),
+    readProcText(`${dir}/wchan`),
+    readArgvWithin(`${dir}/cmdline`, CMDLINE_READ_LIMIT_MS),
   ]);
   const status = statusText.kind === 'ok' ? parseStatus(statusText.text) : null;
   const uidText = status?.get('Uid')?.split(/\s+/)[0];
@@ -152,10 +151,12 @@ export async function findStuckNvmlHelpers(helperPath: string, procRoot = '/proc
   }
   for (const name of names) {
     if (!/^\d+$/.test(name)) continue;
-    const dir = path.join(procRoot, name);
+    // Joined as text, not with path.join: a host lists thousands of processes, and normalising
+    // each path cost more than its readlink (names from readdir hold no '/' or '..').
+    const dir = `${procRoot}/${name}`;
     let linkText: string;
     try {
-      linkText = readlinkSync(path.join(dir, 'exe'));
+      linkText = readlinkSync(`${dir}/exe`);
     } catch (error) {
       // Gone meanwhile, or a kernel thread (no executable): not a helper. Anything else is unknown.
       if (failureOf(error, dir).kind !== 'missing') scan.unreadable += 1;

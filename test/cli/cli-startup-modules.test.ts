@@ -64,6 +64,12 @@ describe('gpugate check start-up', () => {
     expect(files.sort()).toEqual(['cli/gpugate-cli.js', 'cli/main.js']);
   });
 
+  it('uses each Node built-in module as it is, without copying its properties per importing module (esbuild\'s __toESM)', () => {
+    const bundle = readFileSync(path.join(repoRoot(), 'dist', 'cli', 'gpugate-cli.js'), 'latin1');
+    expect(bundle).toContain('require("node:path")');
+    expect(bundle).not.toMatch(/__toESM\(require\("node:/);
+  });
+
   it('runs the check command and the gate, and nothing a plain check does not use', async () => {
     const { code, modules } = await loadedBy(['check']);
     expect(code).toBe(0);
