@@ -185,10 +185,13 @@ function renderOutcome(
 ): void {
   const { logger } = context;
   const evaluation = outcome.evaluation;
+  // One figure for the log line and the JSON document: rounding the seconds of one and the
+  // milliseconds of the other could tell 6.1s in one place and 6.2s in the other.
+  const elapsedMs = Math.round(outcome.elapsedMs);
   if (exitCode === ExitCode.ok) {
     const gpus = evaluation === null ? null : evaluation.devices.map((gpu) => gpu.index).join(',') || '(none selected)';
     // elapsed_ms for programs; a person at a terminal reads elapsed.
-    logger.notice(logEvent('ready', [['gpus', gpus], ['elapsed', formatDuration(outcome.elapsedMs)], ['elapsed_ms', logger.compact ? null : Math.round(outcome.elapsedMs)], ['polls', evaluation?.polls ?? null]]));
+    logger.notice(logEvent('ready', [['gpus', gpus], ['elapsed', formatDuration(elapsedMs)], ['elapsed_ms', logger.compact ? null : elapsedMs], ['polls', evaluation?.polls ?? null]]));
     for (const gpu of evaluation?.devices ?? []) if (gpu.engineView !== null) logger.notice(`GPU ${gpu.index}: ${engineViewText(gpu.engineView)}`);
   } else {
     if (evaluation !== null && (outcome.result === 'timeout' || outcome.result === 'interrupted' || outcome.result === 'busy')) {
@@ -209,7 +212,7 @@ function renderOutcome(
     const { gpuJson, staleJson } = require('./json-result') as typeof JsonResult;
     const fields: Omit<ResultJson, keyof JsonEnvelope> = {
       reason: outcome.reason,
-      elapsedMs: Math.round(outcome.elapsedMs),
+      elapsedMs,
       polls: evaluation?.polls ?? 0,
       selection: outcome.selection === null ? null : { source: outcome.selection.source, warnings: outcome.selection.warnings },
       library:
