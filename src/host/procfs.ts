@@ -28,6 +28,8 @@ export interface ProcStat {
 
 /** PF_EXITING: the task is in its exit path. */
 export const PF_EXITING = 0x4;
+/** PF_KTHREAD in field 9: a thread of the kernel's, which no process can set on itself. */
+export const PF_KTHREAD = 0x200000;
 
 /** Clock ticks per second assumed for /proc start times (USER_HZ is 100 on every Linux ABI gpugate supports). */
 export const CLOCK_TICKS_PER_SECOND = 100;

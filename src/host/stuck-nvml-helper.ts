@@ -5,8 +5,8 @@
  * A helper is recognised by /proc/PID/exe naming exactly the helper's file: no name or command
  * line another program could copy. Reads only; what the findings mean is the caller's policy.
  */
-import { readdirSync, readlinkSync } from 'node:fs';
-import { failureOf, parseArgv, parseStat, parseStatus, readProcText } from './procfs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { failureOf, parseArgv, parseStat, parseStatus, PF_KTHREAD, readProcText } from './procfs';
 
 /** The NVML call a helper's command line says it is in. */
 export interface HelperCall {
@@ -132,10 +132,28 @@ async function readStuck(dir: string, fileReplaced: boolean): Promise<StuckNvmlH
 }
 
 /**
+ * kthreadd (pid 2) and its children: the kernel's threads (a host with many cores has hundreds),
+ * and the kernel's user-mode helpers, never a gpugate helper (whose parent is gpugate, or an init
+ * once orphaned). Skipping them spares a readlink that throws for each (no executable), which
+ * costs more than the read. Read from one file; empty when pid 2 is not proven to be the kernel's
+ * (PF_KTHREAD in its flags: another PID namespace's pid 2 is a process like any other) or the
+ * kernel has no `children` file.
+ */
+function kernelThreadPids(procRoot: string): Set<string> {
+  try {
+    if ((parseStat(readFileSync(`${procRoot}/2/stat`, 'latin1')).flags & PF_KTHREAD) === 0) return new Set();
+    const children = readFileSync(`${procRoot}/2/task/2/children`, 'latin1').split(' ').filter((pid) => /^\d+$/.test(pid));
+    return new Set(['2', ...children]);
+  } catch {
+    return new Set();
+  }
+}
+
+/**
  * Every process whose /proc/PID/exe is `helperPath` and whose state is D. One directory listing
- * and one readlink per process (synchronous: neither waits on another process); the few matches
- * are then read in full. A process that exits mid-scan is left out; an entry that cannot be read
- * is counted, never thrown (procRoot itself unreadable counts as one).
+ * and one readlink per process but the kernel's threads (synchronous: neither waits on another
+ * process); the few matches are then read in full. A process that exits mid-scan is left out; an
+ * entry that cannot be read is counted, never thrown (procRoot itself unreadable counts as one).
  * @param helperPath the absolute path of the helper executable (see src/nvml/helper-path.ts)
  */
 export async function findStuckNvmlHelpers(helperPath: string, procRoot = '/proc'): Promise<StuckHelperScan> {
@@ -149,8 +167,9 @@ export async function findStuckNvmlHelpers(helperPath: string, procRoot = '/proc
     scan.unreadable += 1;
     return scan;
   }
+  const kernelThreads = kernelThreadPids(procRoot);
   for (const name of names) {
-    if (!/^\d+$/.test(name)) continue;
+    if (!/^\d+$/.test(name) || kernelThreads.has(name)) continue;
     // Joined as text, not with path.join: a host lists thousands of processes, and normalising
     // each path cost more than its readlink (names from readdir hold no '/' or '..').
     const dir = `${procRoot}/${name}`;

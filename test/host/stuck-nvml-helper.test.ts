@@ -163,6 +163,28 @@ describe('findStuckNvmlHelpers over a prepared /proc', () => {
     expect(scan.running).toBe(0);
   });
 
+  it('skips kthreadd and its children without asking each for an executable, once pid 2 is proven the kernel\'s', async () => {
+    // pid 7 is made to look like a stuck helper: were it read, it would be reported. A real child
+    // of kthreadd (a kernel thread or a user-mode helper of the kernel's) is never gpugate's helper.
+    const kthreadd = (flags: number): string => {
+      const root = procTree([{ pid: 2, exe: null, comm: 'kthreadd', stat: makeStat(2, 'kthreadd', { 4: 0, 9: flags }) }, { pid: 7, exe: HELPER }, { pid: 8, exe: HELPER }]);
+      mkdirSync(path.join(root, '2', 'task', '2'), { recursive: true });
+      writeFileSync(path.join(root, '2', 'task', '2', 'children'), '3 7 ');
+      return root;
+    };
+    const kernel = await findStuckNvmlHelpers(HELPER, kthreadd(0x208040));
+    expect(kernel.stuck.map((helper) => helper.pid)).toEqual([8]);
+    // Without PF_KTHREAD, pid 2 is a process like any other (the first of another PID namespace,
+    // named kthreadd or not): its children are read as every other process.
+    const namespaced = await findStuckNvmlHelpers(HELPER, kthreadd(0x400100));
+    expect(namespaced.stuck.map((helper) => helper.pid)).toEqual([7, 8]);
+  });
+
+  it('reads every process when the kernel has no children file', async () => {
+    const root = procTree([{ pid: 2, exe: null, comm: 'kthreadd', stat: makeStat(2, 'kthreadd', { 4: 0, 9: 0x208040 }) }, { pid: 7, exe: HELPER }]);
+    expect((await findStuckNvmlHelpers(HELPER, root)).stuck.map((helper) => helper.pid)).toEqual([7]);
+  });
+
   it('counts a /proc that cannot be listed as one unreadable entry', async () => {
     const scan = await findStuckNvmlHelpers(HELPER, path.join(procTree([]), 'missing'));
     expect(scan).toEqual({ stuck: [], running: 0, unreadable: 1 });
