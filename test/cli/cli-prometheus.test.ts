@@ -20,11 +20,18 @@ import { bundledScenario, simDevice, writeScenario } from '../helpers/sim';
 const work = mkdtempSync(join(tmpdir(), 'gpugate-cli-prometheus-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
+/**
+ * The Python with prometheus_client: Debian's package installs it for the system's interpreter,
+ * which a version manager's `python3` earlier on PATH (pyenv) does not see.
+ */
+const PYTHON = ['python3', '/usr/bin/python3'].find(
+  (python) => spawnSync(python, ['-c', 'import prometheus_client.parser, prometheus_client.openmetrics.parser'], { encoding: 'utf8' }).status === 0,
+);
+
 function missingConsumer(): string | null {
   const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
   if (promtool.error !== undefined || promtool.status !== 0) return 'promtool is not installed (Debian package prometheus)';
-  const python = spawnSync('python3', ['-c', 'import prometheus_client.parser, prometheus_client.openmetrics.parser'], { encoding: 'utf8' });
-  if (python.status !== 0) return 'python3 prometheus_client is not installed (Debian package python3-prometheus-client)';
+  if (PYTHON === undefined) return 'python3 prometheus_client is not installed (Debian package python3-prometheus-client)';
   return null;
 }
 const missing = missingConsumer();
@@ -49,7 +56,7 @@ function pythonParse(text: string, parser: 'text' | 'openmetrics'): ParsedFamily
     '    out.append({"name": f.name, "type": f.type, "samples": [{"name": s.name, "labels": s.labels, "value": s.value} for s in f.samples]})',
     'print(json.dumps(out))',
   ].join('\n');
-  const r = spawnSync('python3', ['-c', code], { input: text, encoding: 'utf8' });
+  const r = spawnSync(PYTHON!, ['-c', code], { input: text, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`prometheus_client ${parser} parser rejected the output:\n${r.stderr}\n--- output ---\n${text}`);
   return JSON.parse(r.stdout) as ParsedFamily[];
 }
