@@ -452,7 +452,7 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
    * does: every process of the cgroup one by one (proctrack/cgroup), or the task's process group
    * (proctrack/pgid). `scontrol show config` is a script on PATH naming `proctrack`.
    */
-  function signalAsStepDaemon(proctrack: 'proctrack/cgroup' | 'proctrack/pgid', when: 'answered' | 'asking' = 'answered'): { stdout: string; stderr: string } {
+  function signalAsStepDaemon(proctrack: 'proctrack/cgroup' | 'proctrack/pgid', when: 'answered' | 'asking' | 'hung' = 'answered'): { stdout: string; stderr: string } {
     const step = makeCgroup('named', `/gpugate-test-slurm-${process.pid}-${Date.now()}/job_1/step_0`, cleanups);
     // Whatever of the step is still running when the test ends (a stand-in that timed out leaves
     // gpugate and CMD behind: they are in sessions of their own) is killed before the cgroup goes.
@@ -468,14 +468,17 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
     const bin = mkdtempSync(join(tmpdir(), 'gpugate-slurm-'));
     cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
     // It leaves a mark once it has answered (or, 'asking', once it has started, and then answers
-    // only once the step daemon has signalled and left a mark of its own, or after 30 s): the
-    // step daemon below signals only after that mark, and when 'answered' only after scontrol
-    // has exited too.
+    // only once the step daemon has signalled and left a mark of its own, or after 30 s; or,
+    // 'hung', once it has started, and never answers): the step daemon below signals only after
+    // that mark, and unless 'asking' only after scontrol has exited too ('hung': killed at
+    // gpugate's time limit for the question).
     const answered = join(bin, 'scontrol-answered');
     const signalled = join(bin, 'stepd-signalled');
-    const script = when === 'answered'
-      ? `#!/bin/sh\necho "ProctrackType           = ${proctrack}"\n: > '${answered}'\n`
-      : `#!/bin/sh\n: > '${answered}'\nn=0\nwhile [ ! -e '${signalled}' ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done\necho "ProctrackType           = ${proctrack}"\n`;
+    const script = {
+      answered: `#!/bin/sh\necho "ProctrackType           = ${proctrack}"\n: > '${answered}'\n`,
+      asking: `#!/bin/sh\n: > '${answered}'\nn=0\nwhile [ ! -e '${signalled}' ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done\necho "ProctrackType           = ${proctrack}"\n`,
+      hung: `#!/bin/sh\n: > '${answered}'\nwhile :; do sleep 0.05; done\n`,
+    }[when];
     writeFileSync(join(bin, 'scontrol'), script, { mode: 0o755 });
     // The interpreter itself, not a wrapper script on PATH (a version manager's shim).
     const python = spawnSync('python3', ['-c', 'import os, sys; print(os.path.realpath(sys.executable))'], { encoding: 'utf8' }).stdout.trim();
@@ -504,6 +507,7 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
       '        return None',
       `while not os.path.exists(${JSON.stringify(answered)}) or any(comm(pid) == "scontrol" for pid in open(procs).read().split()) != ${when === 'asking' ? 'True' : 'False'}:`,
       '    time.sleep(0.01)',
+      ...(when === 'hung' ? ['sys.stdout.write("scontrol gone before the signal\\n")'] : []),
       'if proctrack == "proctrack/cgroup":',
       '    for pid in open(procs).read().split():',
       '        try:',
@@ -552,5 +556,16 @@ describe.skipIf(namedUnavailable !== null)(`gpugate wait -- CMD as a Slurm task,
     const { stdout, stderr } = signalAsStepDaemon('proctrack/pgid', 'asking');
     expect(stdout).toMatch(/count=1\b/);
     expect(stderr).not.toMatch(/not-forwarded/);
+  });
+
+  // gpugate's time limit for the question (5 s) kills an scontrol that does not answer; the
+  // manager's kill mode is then unknown, and an unknown sender's signal is forwarded (docs/cli.md:
+  // a signal CMD never gets is worse than one it gets twice), so under proctrack/cgroup CMD gets
+  // it from the step daemon and from gpugate.
+  it('proctrack/cgroup with an scontrol that never answers: killed at gpugate\'s time limit, gone before the signal; the signal is forwarded as from an unknown sender', () => {
+    const { stdout, stderr } = signalAsStepDaemon('proctrack/cgroup', 'hung');
+    expect(stdout).toMatch(/count=2\b/);
+    expect(stderr).not.toMatch(/not-forwarded/);
+    expect(stdout).toContain('scontrol gone before the signal');
   });
 });
