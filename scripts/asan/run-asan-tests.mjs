@@ -15,8 +15,9 @@
 //   (the lsan-hook.c addon built here): in each vitest worker after the last test of its file
 //   (vitest.asan.config.mjs + lsan-check-after-file.ts), and in every other Node process at its
 //   'exit' event (leak-check-at-exit.cjs via NODE_OPTIONS: the CLI processes that tests start);
-//   other programs (the C clients of the simulator, the NVML helper process, which inherits the
-//   environment and so the preload and the log path) are checked for memory errors, not leaks;
+//   the NVML helper process (which inherits the environment, so the preload and the log path)
+//   runs LSan's recoverable check itself before it returns from main (native/helper/main.cc);
+//   other programs (the C clients of the simulator) are checked for memory errors, not leaks;
 // - node leaks its V8 heap at exit: scripts/asan/lsan-node.supp suppresses those, and the log parser
 //   (sanitizer-report.cjs) attributes each remaining leak by who allocated it;
 // - a deliberately leaking canary addon proves the check is not blind: once in a plain Node process

@@ -34,7 +34,7 @@ const NODE_FRAME_RE = /\bin (v8::|v8impl::|node::|napi_|Builtins_|uv_|uv__)|\/no
  * @param {string} repoRoot absolute path of the repository (source paths of our objects start there)
  */
 function isOurFrame(frame, repoRoot) {
-  if (/\bgpugate[\w.-]*\.(node|so)\b/.test(frame)) return true;
+  if (/\bgpugate[\w.-]*\.(node|so)\b|\/gpugate-nvml-helper\b/.test(frame)) return true;
   if (/leak-canary/.test(frame)) return true;
   const inRepo = frame.includes(`${repoRoot}/`);
   if (!inRepo) return false;

@@ -52,6 +52,13 @@ describe('sanitizer log reading', () => {
     expect(classifyLeak(['#0 0x1 in malloc x', '#1 0x2 in std::vector (/lib/x86_64-linux-gnu/libstdc++.so.6+0x1)'], ROOT)).toBe('unknown');
   });
 
+  it('counts a leak of the NVML helper process as ours, by its executable when no source line is known', () => {
+    const unsymbolised = ['#0 0x1 in malloc x', '#1 0x2  (/tmp/gpugate-asan-x/build/Release/gpugate-nvml-helper+0x4a1f)'];
+    expect(classifyLeak(unsymbolised, ROOT)).toBe('ours');
+    // A program merely named like it elsewhere, as a test's stand-in: not by name alone.
+    expect(classifyLeak(['#0 0x1 in malloc x', '#1 0x2  (/usr/local/bin/not-gpugate-nvml-helper-x+0x1)'], ROOT)).toBe('foreign');
+  });
+
   it('reports ASan errors, sanitizer CHECK failures and UBSan runtime errors, not summaries', () => {
     const text = [
       '==1==ERROR: AddressSanitizer: heap-use-after-free on address 0x6020 at pc 0x7f bp 0x7f sp 0x7f',
