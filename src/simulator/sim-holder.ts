@@ -8,7 +8,9 @@
  */
 
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, readFileSync } from 'node:fs';
+import { constants } from 'node:os';
+import { loadBinding } from '../nvml/binding';
 
 /** Titles a holder may carry: what engine process titles look like, nothing a shell would expand. */
 const TITLE_RE = /^[\w:.@-]{1,64}$/;
@@ -51,17 +53,50 @@ export class SimHolder {
     return cmdlineIs(this.pid, this.title) && startTimeOf(this.pid) === this.startTime;
   }
 
-  /** End the holder (SIGKILL: it holds nothing) after proving it is still ours; waits until it is gone. */
+  /**
+   * End the holder (SIGKILL: it holds nothing) after proving it is still ours; waits until it is
+   * gone. It is held by a pidfd opened before the proof (a pid reused before the open fails the
+   * proof; one reused after it is not what the pidfd names), so the signal reaches this holder or
+   * no process; where pidfds are missing, the proof is re-read before each signal, as the reaper
+   * does (src/gate/reap.ts).
+   */
   stop(): void {
-    for (let i = 0; i < 200 && this.alive(); i += 1) {
-      try {
-        process.kill(this.pid, 'SIGKILL');
-      } catch {
-        return;
+    const held = holdByPidfd(this.pid);
+    if (held === 'gone') return;
+    try {
+      for (let i = 0; i < 200 && this.alive(); i += 1) {
+        try {
+          if (held === null) process.kill(this.pid, 'SIGKILL');
+          else held.kill();
+        } catch {
+          return;
+        }
+        sleepMs(5);
       }
-      sleepMs(5);
+    } finally {
+      if (held !== null) held.close();
     }
   }
+}
+
+/** A pidfd on `pid` with its SIGKILL; 'gone' when no process has the pid; null without pidfds (old kernel, no addon). */
+function holdByPidfd(pid: number): { kill(): void; close(): void } | 'gone' | null {
+  let binding;
+  try {
+    binding = loadBinding();
+  } catch {
+    return null;
+  }
+  let fd: number;
+  try {
+    fd = binding.pidfdOpen(pid);
+  } catch (error) {
+    return (error as { errno?: unknown }).errno === constants.errno.ESRCH ? 'gone' : null;
+  }
+  return {
+    kill: () => binding.pidfdSendSignal(fd, constants.signals.SIGKILL),
+    close: () => closeSync(fd),
+  };
 }
 
 /** Pids that no process has now (for simulated processes that are already gone). */
