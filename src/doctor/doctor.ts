@@ -64,13 +64,16 @@ function timedOutText(error: NvmlError, deadlineMs: number, cause: NvmlError | n
 
 function failureOf(error: unknown, deadlineMs: number): NvmlOpenFailure {
   if (error instanceof DriverStuckError) {
-    return { code: error.code, nvmlReturn: null, fn: error.fn, message: error.message, notResponding: stuckCallText({ helper: error.helper, others: 0, stuckForMs: error.stuckForMs }) };
+    return { code: error.code, nvmlReturn: null, fn: error.fn, message: error.message, notResponding: stuckCallText({ helper: error.helper, others: 0, stuckForMs: error.stuckForMs }), helperPid: error.helperPid };
   }
   if (error instanceof NvmlError) {
     const failure: NvmlOpenFailure = { code: error.code, nvmlReturn: error.nvmlReturn, fn: error.fn, message: error.message };
     // A later call of a session poisoned by a hung one is closed: the hung call (its cause) is what to name.
     const cause = error.code === GPUGATE_SESSION_CLOSED && error.cause instanceof NvmlError && error.cause.code === GPUGATE_TIMEOUT ? error.cause : null;
-    if (error.code === GPUGATE_TIMEOUT || cause !== null) failure.notResponding = timedOutText(error, deadlineMs, cause);
+    if (error.code === GPUGATE_TIMEOUT || cause !== null) {
+      failure.notResponding = timedOutText(error, deadlineMs, cause);
+      failure.helperPid = (cause ?? error).helperPid;
+    }
     return failure;
   }
   const e = error as { code?: unknown; message?: unknown };

@@ -36,6 +36,8 @@ export interface NvmlOpenFailure {
   message: string;
   /** NVML hung: "stuck in the kernel for N s in F" (an earlier helper found stuck, or this session's deadline passed). */
   notResponding?: string;
+  /** The NVML helper process left in the driver: the earlier one found stuck, or the one this session abandoned at its deadline. */
+  helperPid?: number | null;
 }
 
 /** What the driver checks judge. */
@@ -102,7 +104,7 @@ function nvmlCheck(facts: DriverFacts, moduleVersion: string | null): DoctorChec
     return {
       id: 'driver.nvml', subject: SUBJECT, status: 'fail',
       summary: `NVML not responding (${failure.notResponding})`,
-      evidence: { code: failure.code, fn: failure.fn, message: failure.message, libraryFile: facts.libraryFile, kernelModuleVersion: moduleVersion },
+      evidence: { code: failure.code, fn: failure.fn, helperPid: failure.helperPid ?? null, message: failure.message, libraryFile: facts.libraryFile, kernelModuleVersion: moduleVersion },
       advice: failure.code === 'GPUGATE_DRIVER_STUCK'
         ? 'an earlier gpugate NVML helper is stuck in the driver, so NVML was not opened (it would hang too): look for Xid errors below and in the kernel log; nvidia-smi will hang as well; a GPU reset (nvidia-smi -r) or a reboot clears it'
         : 'an NVML call hung in the driver: look for Xid errors below and in the kernel log; nvidia-smi will hang as well; a GPU reset (nvidia-smi -r) or a reboot clears it',

@@ -37,7 +37,7 @@ export class DriverStuckError extends NvmlError {
 
   constructor(stuck: StuckDriver) {
     const call = stuck.helper.state.kind === 'in' ? stuck.helper.state.call : null;
-    super({ code: GPUGATE_DRIVER_STUCK, nvmlReturn: null, fn: call?.fn ?? null, device: call?.gpu ?? null, message: driverStuckText(stuck) });
+    super({ code: GPUGATE_DRIVER_STUCK, nvmlReturn: null, fn: call?.fn ?? null, device: call?.gpu ?? null, helperPid: stuck.helper.pid, message: driverStuckText(stuck) });
     this.helper = stuck.helper;
     this.stuckForMs = stuck.stuckForMs;
   }

@@ -67,7 +67,7 @@ export interface NvmlErrorOptions {
   device?: number | null;
   message: string;
   dlerrors?: string[];
-  /** For GPUGATE_TIMEOUT in the helper mode: the pid of the NVML helper left behind. */
+  /** For GPUGATE_TIMEOUT in the helper mode: the pid of the NVML helper left behind; for GPUGATE_DRIVER_STUCK: the stuck helper's. */
   helperPid?: number | null;
   cause?: unknown;
 }
@@ -85,7 +85,7 @@ export class NvmlError extends GpugateError {
   readonly device: number | null;
   /** For GPUGATE_LIBRARY_NOT_FOUND: every place tried with its dlerror() text. */
   readonly dlerrors?: string[];
-  /** GPUGATE_TIMEOUT of a session whose NVML ran in a helper process: that process's pid (it was killed and is reaped when the kernel lets it go); null otherwise. */
+  /** GPUGATE_TIMEOUT of a session whose NVML ran in a helper process: that process's pid (it was killed and is reaped when the kernel lets it go); GPUGATE_DRIVER_STUCK: the pid of the earlier helper found stuck; null otherwise. */
   readonly helperPid: number | null;
 
   constructor(options: NvmlErrorOptions) {

@@ -237,7 +237,7 @@ describe.skipIf(!isRoot)('a gate started while a helper is stuck', () => {
       const outcome = await copy.gate({ mode: 'check', libraryPath: cliEnv(null)['GPUGATE_NVML_LIBRARY'] as string, callTimeoutMs: 600_000 });
       expect(outcome.result).toBe('unavailable');
       expect(outcome.library).toBeNull();
-      expect(outcome.error).toMatchObject({ code: 'GPUGATE_DRIVER_STUCK', fn: 'nvmlDeviceGetMemoryInfo_v2', device: 2, helper: { pid, uid: 0 } });
+      expect(outcome.error).toMatchObject({ code: 'GPUGATE_DRIVER_STUCK', fn: 'nvmlDeviceGetMemoryInfo_v2', device: 2, helperPid: pid, helper: { pid, uid: 0 } });
     } finally {
       delete process.env['GPUGATE_SIM_SCENARIO'];
     }
@@ -260,12 +260,13 @@ describe.skipIf(!isRoot)('`gpugate doctor` when NVML hangs', () => {
   };
 
   it('a stuck helper found at start: every NVML check says not responding, the rest of the report is complete, exit 69, NVML never opened', async () => {
-    await startHelper(inCall('nvmlDeviceGetMemoryInfo_v2', 3, Date.now() - 3_600_000), { stuck: true });
+    const pid = await startHelper(inCall('nvmlDeviceGetMemoryInfo_v2', 3, Date.now() - 3_600_000), { stuck: true });
     const run = await runCopy(['doctor', '--json', '--nvml-timeout', '10m', '--kernel-log', kernelLog()], initHangs());
     expect(run.code).toBe(69);
     const document = parseJsonOutput(run) as { exitCode: number; library: unknown; checks: Array<{ id: string; status: string; summary: string; evidence: Record<string, unknown> }> };
     const byId = (id: string): { status: string; summary: string; evidence: Record<string, unknown> } | undefined => document.checks.find((check) => check.id === id);
-    expect(byId('driver.nvml')).toMatchObject({ status: 'fail', evidence: { code: 'GPUGATE_DRIVER_STUCK' } });
+    expect(byId('driver.nvml')).toMatchObject({ status: 'fail', evidence: { code: 'GPUGATE_DRIVER_STUCK', helperPid: pid } });
+    expect(byId('gpu.snapshot')?.evidence['helperPid']).toBe(pid);
     expect(byId('driver.nvml')?.summary).toMatch(/^NVML not responding \(stuck in the kernel for 36\d\d s in nvmlDeviceGetMemoryInfo_v2 on GPU 3\)$/);
     expect(byId('gpu.snapshot')?.summary).toMatch(/^reading the GPUs: not responding \(stuck in the kernel for 36\d\d s in nvmlDeviceGetMemoryInfo_v2 on GPU 3\)$/);
     expect(document.library).toBeNull();
@@ -279,10 +280,14 @@ describe.skipIf(!isRoot)('`gpugate doctor` when NVML hangs', () => {
     const scenario = writeScenario({ devices: [simDevice(0)], faults: [{ function: 'nvmlDeviceGetMemoryInfo_v2', hang: true }] });
     const run = await runCopy(['doctor', '--json', '--nvml-timeout', '500ms', '--kernel-log', kernelLog()], scenario);
     expect(run.code).toBe(69);
-    const document = parseJsonOutput(run) as { checks: Array<{ id: string; status: string; summary: string }> };
+    const document = parseJsonOutput(run) as { checks: Array<{ id: string; status: string; summary: string; evidence: Record<string, unknown> }> };
     const snapshot = document.checks.find((check) => check.id === 'gpu.snapshot');
     expect(snapshot).toMatchObject({ status: 'fail' });
     expect(snapshot?.summary).toMatch(/^reading the GPUs: not responding \(stuck in the kernel for 0\.5 s in nvmlDeviceGetMemoryInfo_v2 on GPU 0: no answer within its 500 ms deadline\)$/);
+    // The helper doctor's own session abandoned, by pid: the one its message names.
+    const helperPid = snapshot?.evidence['helperPid'];
+    expect(typeof helperPid).toBe('number');
+    expect(String(snapshot?.evidence['message'])).toContain(`pid ${String(helperPid)}`);
     expect(document.checks.find((check) => check.id === 'kernel.xid-79')?.status).toBe('fail');
     expect(document.checks.some((check) => check.id === 'host.device-nodes')).toBe(true);
   });
