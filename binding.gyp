@@ -33,7 +33,7 @@
   },
   "target_defaults": {
     "cflags_cc": ["-std=c++17", "-fvisibility=hidden", "-Wall", "-Wextra"],
-    "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
+    "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=gnu++20"],
     "defines": ["NAPI_VERSION=<(gpugate_napi_version)"]
   },
   "targets": [
