@@ -1,35 +1,6 @@
 {
   "variables": {
-    "gpugate_napi_version": "8",
-    "gpugate_nvml_core_sources": [
-      "native/encode.cc",
-      "native/errors.cc",
-      "native/frame_io.cc",
-      "native/health.cc",
-      "native/helper_protocol.cc",
-      "native/loader.cc",
-      "native/process_list.cc",
-      "native/queries.cc",
-      "native/session.cc",
-      "native/symbols.cc"
-    ],
-    "gpugate_sim_core_sources": [
-      "sim/exports_device.cc",
-      "sim/exports_health.cc",
-      "sim/exports_memory.cc",
-      "sim/exports_mig.cc",
-      "sim/exports_process.cc",
-      "sim/exports_stubs.cc",
-      "sim/exports_system.cc",
-      "sim/exports_telemetry.cc",
-      "sim/extras.cc",
-      "sim/fault_actions.cc",
-      "sim/gpu_models.cc",
-      "sim/json.cc",
-      "sim/lookup.cc",
-      "sim/runtime.cc",
-      "sim/scenario_reader.cc"
-    ]
+    "gpugate_napi_version": "8"
   },
   "target_defaults": {
     "cflags_cc": ["-std=c++17", "-fvisibility=hidden", "-Wall", "-Wextra"],
@@ -40,13 +11,13 @@
     {
       "target_name": "gpugate_nvml_core",
       "type": "static_library",
-      "sources": ["<@(gpugate_nvml_core_sources)"],
+      "sources": ["native/nvml_core.unity.cc"],
       "cflags": ["-fPIC"]
     },
     {
       "target_name": "gpugate_sim_core",
       "type": "static_library",
-      "sources": ["<@(gpugate_sim_core_sources)"],
+      "sources": ["sim/sim_core.unity.cc"],
       "cflags": ["-fPIC"]
     },
     {

@@ -8,11 +8,11 @@
  * package.json's binary.napi_versions agrees with the NAPI_VERSION define. The entry points
  * package.json names are the ones the TypeScript build makes, and they load.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REQUIRED_NAPI_VERSION } from '../../src/nvml/native-load-error';
@@ -272,3 +272,38 @@ describe('CMakeLists.txt reads binding.gyp', () => {
     expect(output).toMatch(/binding\.gyp: expected a strict JSON object/);
   });
 });
+
+describe('the static libraries\' unity sources', () => {
+  // binding.gyp compiles each static library as one unit (native/nvml_core.unity.cc and
+  // sim/sim_core.unity.cc include its sources): a source that compiled only because one before it
+  // had included a header would break the day the list is reordered, or the file reused alone.
+  it('each source they include compiles on its own', async () => {
+    const gyp = JSON.parse(gypText) as Gyp;
+    const unities = gyp.targets.filter((t) => t.type === 'static_library').flatMap((t) => sourcesOf(t, gyp)).filter((s) => s.endsWith('.unity.cc'));
+    expect(unities.length).toBeGreaterThan(0);
+    const members = unities.flatMap((unity) =>
+      [...readFileSync(join(root, unity), 'utf8').matchAll(/^#include "([^"]+\.cc)"$/gm)].map((m) => join(root, dirname(unity), m[1]!)));
+    expect(members.length).toBeGreaterThan(unities.length);
+    const defines = (gyp.target_defaults?.defines ?? []).map((d) => `-D${expand(d, gyp)}`);
+    const compiler = process.env['CXX'] ?? 'c++';
+    const failures: string[] = [];
+    // Two at a time: the project's machines have two cores.
+    const queue = [...members];
+    await Promise.all([0, 1].map(async () => {
+      for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+        const run = await execFileResult(compiler, ['-std=c++17', '-fsyntax-only', '-Wall', '-Wextra', ...defines, file]);
+        if (run.code !== 0) failures.push(`${file}: ${run.output}`);
+      }
+    }));
+    expect(failures).toEqual([]);
+  }, 300_000);
+});
+
+function execFileResult(file: string, args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolvePromise) => {
+    execFile(file, args, { cwd: root, encoding: 'utf8' }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+      resolvePromise({ code, output: `${stdout}${stderr}${error !== null && code === null ? error.message : ''}` });
+    });
+  });
+}

@@ -3,7 +3,7 @@
  * library `gpugate demo` loads, nothing else; the simulator's other driver profiles come from one
  * target that never includes the addon, built only when a profile's file is missing.
  */
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { QUICK_START_TARGETS, SIM_PROFILES_TARGET, buildSimProfiles, install, missingSimProfiles } from '../../scripts/native-build.cjs';
@@ -31,6 +31,24 @@ function sourcesOf(target: GypTarget): string[] {
     return Array.isArray(v) ? (v as string[]) : [s];
   });
 }
+/** The C++ files a unity source (`*.unity.cc`) compiles: its `#include "*.cc"` lines, relative to its folder. */
+function unityMembers(source: string): string[] {
+  const text = readFileSync(join(root, source), 'utf8');
+  return [...text.matchAll(/^#include "([^"]+\.cc)"$/gm)].map((m) => join(dirname(source), m[1]!));
+}
+
+/** The C++ files a target compiles: its sources, with each unity source replaced by its members. */
+function compiledFiles(target: GypTarget): string[] {
+  return sourcesOf(target).flatMap((s) => (s.endsWith('.unity.cc') ? unityMembers(s) : [s]));
+}
+
+/** Every .cc file under `dir` (relative to the repository root), subfolders included. */
+function cxxFilesUnder(dir: string): string[] {
+  return readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.cc'))
+    .map((name) => join(dir, name));
+}
+
 const profileTargets = targets.filter((t) => (t.defines ?? []).some((d) => d.startsWith('GPUGATE_SIM_LIBRARY_PROFILE='))).map((t) => t.target_name);
 const profileTable = require(join(root, 'sim', 'profile-table.cjs')) as {
   readProfileTable(): { profiles: Array<{ token: string }> };
@@ -96,7 +114,7 @@ describe('binding.gyp compiles each source once', () => {
   it('no source is in two targets (but the profile file, below): code that several targets need is a static library they link', () => {
     const seen = new Map<string, string>();
     for (const target of targets.filter((t) => !profileTargets.includes(t.target_name))) {
-      for (const source of sourcesOf(target)) {
+      for (const source of compiledFiles(target)) {
         expect(seen.get(source), `${source} in ${target.target_name}`).toBeUndefined();
         seen.set(source, target.target_name);
       }
@@ -109,7 +127,7 @@ describe('binding.gyp compiles each source once', () => {
 
   it('each driver profile compiles only the file its profile define changes, and links the simulator\'s core', () => {
     // The sources that read the define (no header does: sim/symbols.h names it in a comment only).
-    const defineUsers = [...new Set(targets.flatMap(sourcesOf))]
+    const defineUsers = [...new Set(targets.flatMap(compiledFiles))]
       .filter((source) => source.endsWith('.cc') && readFileSync(join(root, source), 'utf8').includes('GPUGATE_SIM_LIBRARY_PROFILE'));
     expect(defineUsers).toEqual(['sim/symbols.cc']);
     const cores = new Set<string>();
@@ -121,6 +139,21 @@ describe('binding.gyp compiles each source once', () => {
       cores.add(target.dependencies![0]!);
     }
     expect(cores.size).toBe(1);
+  });
+
+  it('every C++ file of native/ and sim/ is compiled, once: as a target\'s source or through one unity source of a static library', () => {
+    const unitySources = targets.flatMap(sourcesOf).filter((s) => s.endsWith('.unity.cc'));
+    expect(unitySources.length).toBeGreaterThan(0);
+    for (const unity of unitySources) {
+      const owners = targets.filter((t) => sourcesOf(t).includes(unity));
+      expect(owners.map((t) => t.type), unity).toEqual(['static_library']);
+      expect(unityMembers(unity).length, unity).toBeGreaterThan(1);
+    }
+    // The profile file is compiled once per profile (above); everything else once in all.
+    const compiled = [...targets.filter((t) => !profileTargets.includes(t.target_name)).flatMap(compiledFiles), 'sim/symbols.cc'];
+    expect([...compiled].sort()).toEqual([...new Set(compiled)].sort());
+    const onDisk = [...cxxFilesUnder('native'), ...cxxFilesUnder('sim')].filter((f) => !f.endsWith('.unity.cc'));
+    expect([...compiled].sort()).toEqual(onDisk.sort());
   });
 
   it('the addon and its NVML helper link the same NVML core', () => {
