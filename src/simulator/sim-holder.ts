@@ -2,50 +2,82 @@
  * A real process standing in for a simulated GPU holder, so tools that join NVML's pids with the
  * host's process table (nvitop, gpustat, `gpugate holders`) see a live process with the expected
  * name: argv[0] and comm carry the title (e.g. `VLLM::Worker_TP0`; comm is the name of the file
- * executed, so it runs `tail` through a symlink of that name), it is double-forked and so
- * reparented, as the workers of a killed server are, and it ends by itself when the process that
- * started it is gone (`tail --pid`), so it cannot outlive its simulated host by more than a second.
+ * executed, so it runs `cat` through a symlink of that name), and it is double-forked and so
+ * reparented, as the workers of a killed server are.
+ *
+ * It is never signalled. The holder is `cat` reading a socket whose other end only this process
+ * holds (its lifeline): it ends at end of file, when stop() closes that end or this process exits,
+ * whichever comes first. A reparented process's pid can be reused once it is gone; with no signal
+ * to send, no pid is ever acted on, so no process that took a holder's pid can be hit.
  */
 
-import { spawnSync } from 'node:child_process';
-import { closeSync, readFileSync } from 'node:fs';
-import { constants } from 'node:os';
-import { loadBinding } from '../nvml/binding';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
 
 /** Titles a holder may carry: what engine process titles look like, nothing a shell would expand. */
 const TITLE_RE = /^[\w:.@-]{1,64}$/;
+
+/** How long start() waits for the holder to run under its title, and stop() for it to be gone. */
+const SETTLE_MS = 3000;
+const POLL_MS = 5;
+
+/** How many holders this process has started (it names their pid files). */
+let startedHolders = 0;
 
 /** A live, reparented stand-in process. */
 export class SimHolder {
   readonly pid: number;
   readonly title: string;
   private readonly startTime: string;
+  private readonly lifeline: Socket;
 
-  private constructor(pid: number, title: string, startTime: string) {
+  private constructor(pid: number, title: string, startTime: string, lifeline: Socket) {
     this.pid = pid;
     this.title = title;
     this.startTime = startTime;
+    this.lifeline = lifeline;
   }
 
   /**
-   * Start a holder titled `title` that lives while process `ownerPid` (default: this one) does;
-   * its executable's symlink is made in `binDir` (which may be removed once it runs).
+   * Start a holder titled `title` that lives until stop() or until this process exits; its
+   * executable's symlink (and the file its pid is passed through) is made in `binDir`, a folder of
+   * this process's own (it may be removed once the holder runs).
    * @throws Error when the title has unexpected characters, bash is missing, or it did not start
    */
-  static start(title: string, binDir: string, ownerPid: number = process.pid): SimHolder {
+  static start(title: string, binDir: string): SimHolder {
     if (!TITLE_RE.test(title)) throw new Error(`holder title ${JSON.stringify(title)}: expected 1-64 letters, digits or _:.@-`);
     // bash's `exec -a` sets argv[0], the symlink's name sets comm; the `&` job is detached from
     // bash, which exits at once, so the holder is reparented (to PID 1 or the nearest subreaper).
-    const script = 'ln -sf "$(command -v tail)" "$1/$2" && { exec -a "$2" "$1/$2" -s 1 --pid="$3" -f /dev/null </dev/null >/dev/null 2>&1 & echo $!; }';
-    const result = spawnSync('bash', ['-c', script, 'holder', binDir, title, String(ownerPid)], { encoding: 'utf8', timeout: 5000 });
-    if (result.error !== undefined) throw new Error(`cannot start the holder ${title} with bash: ${result.error.message}`);
-    const pid = Number(result.stdout.trim());
-    if (!Number.isInteger(pid) || pid <= 1) throw new Error(`the holder ${title} did not start (bash printed ${JSON.stringify(result.stdout)})`);
-    // exec may not have happened yet: give it a moment to take its title.
-    for (let i = 0; i < 600 && !cmdlineIs(pid, title); i += 1) sleepMs(5);
-    const startTime = startTimeOf(pid);
-    if (!cmdlineIs(pid, title) || startTime === null) throw new Error(`the holder ${pid} did not take its title ${title}`);
-    return new SimHolder(pid, title, startTime);
+    // Its standard input is descriptor 3, the far end of the lifeline, which bash then drops.
+    // Several holders may share a title (and so the symlink): each has a pid file of its own.
+    startedHolders += 1;
+    const pidFile = join(binDir, `${title}.${startedHolders}.pid`);
+    const script = 'ln -sf "$(command -v cat)" "$1/$2" && { exec -a "$2" "$1/$2" <&3 3<&- >/dev/null 2>&1 & echo $! > "$3"; }';
+    const child = spawn('bash', ['-c', script, 'holder', binDir, title, pidFile], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+    const lifeline = child.stdio[3] as Socket | null;
+    if (child.pid === undefined || lifeline === null) {
+      lifeline?.destroy();
+      throw new Error(`cannot start the holder ${title} with bash`);
+    }
+    // Neither may keep this process's event loop alive; a late error only means the holder ended.
+    lifeline.on('error', () => undefined);
+    lifeline.unref();
+    child.on('error', () => undefined);
+    child.unref();
+    let pid = Number.NaN;
+    for (let waited = 0; waited < SETTLE_MS; waited += POLL_MS) {
+      pid = readPid(pidFile);
+      if (Number.isInteger(pid) && pid > 1 && cmdlineIs(pid, title)) break;
+      sleepMs(POLL_MS);
+    }
+    const startTime = Number.isInteger(pid) && pid > 1 ? startTimeOf(pid) : null;
+    if (!cmdlineIs(pid, title) || startTime === null) {
+      lifeline.destroy();
+      throw new Error(`the holder ${title} did not start under its title (pid ${Number.isNaN(pid) ? 'unknown' : pid})`);
+    }
+    return new SimHolder(pid, title, startTime, lifeline);
   }
 
   /** True while the process exists and is still this holder (same title and start time: no pid reuse). */
@@ -53,50 +85,20 @@ export class SimHolder {
     return cmdlineIs(this.pid, this.title) && startTimeOf(this.pid) === this.startTime;
   }
 
-  /**
-   * End the holder (SIGKILL: it holds nothing) after proving it is still ours; waits until it is
-   * gone. It is held by a pidfd opened before the proof (a pid reused before the open fails the
-   * proof; one reused after it is not what the pidfd names), so the signal reaches this holder or
-   * no process; where pidfds are missing, the proof is re-read before each signal, as the reaper
-   * does (src/gate/reap.ts).
-   */
+  /** End the holder: close this process's end of its lifeline, then wait (a few seconds at most) until it is gone. */
   stop(): void {
-    const held = holdByPidfd(this.pid);
-    if (held === 'gone') return;
-    try {
-      for (let i = 0; i < 200 && this.alive(); i += 1) {
-        try {
-          if (held === null) process.kill(this.pid, 'SIGKILL');
-          else held.kill();
-        } catch {
-          return;
-        }
-        sleepMs(5);
-      }
-    } finally {
-      if (held !== null) held.close();
-    }
+    this.lifeline.destroy();
+    for (let waited = 0; waited < SETTLE_MS && this.alive(); waited += POLL_MS) sleepMs(POLL_MS);
   }
 }
 
-/** A pidfd on `pid` with its SIGKILL; 'gone' when no process has the pid; null without pidfds (old kernel, no addon). */
-function holdByPidfd(pid: number): { kill(): void; close(): void } | 'gone' | null {
-  let binding;
+function readPid(file: string): number {
   try {
-    binding = loadBinding();
+    const text = readFileSync(file, 'utf8');
+    return /^\d+\n$/.test(text) ? Number(text) : Number.NaN;
   } catch {
-    return null;
+    return Number.NaN;
   }
-  let fd: number;
-  try {
-    fd = binding.pidfdOpen(pid);
-  } catch (error) {
-    return (error as { errno?: unknown }).errno === constants.errno.ESRCH ? 'gone' : null;
-  }
-  return {
-    kill: () => binding.pidfdSendSignal(fd, constants.signals.SIGKILL),
-    close: () => closeSync(fd),
-  };
 }
 
 /** Pids that no process has now (for simulated processes that are already gone). */
