@@ -14,6 +14,7 @@ import type { Holder, HolderReport } from './stale';
 import { PF_EXITING, readBootTimeMs, readProcess, startTimeMsOf } from '../host/procfs';
 import { DEFAULT_KILL_GRACE_MS } from './gate-defaults';
 import { ConfigError } from '../config-error';
+import { loadBinding } from '../nvml/binding';
 
 /** The signals reapStale sends. */
 export type ReapSignal = 'SIGTERM' | 'SIGKILL';
@@ -159,7 +160,6 @@ interface PidfdCalls {
 function pidfdCalls(wanted: boolean): PidfdCalls | string {
   if (!wanted) return 'disabled (GPUGATE_NO_PIDFD=1 or pidfd: false)';
   try {
-    const { loadBinding } = require('../nvml/binding') as typeof import('../nvml/binding');
     return loadBinding();
   } catch (error) {
     return `the native addon did not load: ${error instanceof Error ? error.message : String(error)}`;

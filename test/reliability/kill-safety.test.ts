@@ -109,6 +109,8 @@ describe('reapStale on a real snapshot of real processes', () => {
     const actions = await reapStale(report, { procRoot: root.root, graceMs: 400 });
     expect(actionOf(actions, pids.leftover)).toMatchObject({ signal: 'SIGTERM', result: 'exited' });
     expect(actionOf(actions, pids.stubborn)).toMatchObject({ signal: 'SIGKILL', result: 'signalled' });
+    // The addon loads here as in a gate: each target was held by a pidfd, not re-read by pid.
+    expect(actionOf(actions, pids.stubborn)!.reason).toMatch(/held by a pidfd from before the first signal/);
     for (const pid of [pids.foreign, pids.draining, pids.self, pids.parent, pids.init]) {
       expect(actionOf(actions, pid), `pid ${pid}`).toMatchObject({ signal: null });
       expect(['skipped', 'exited']).toContain(actionOf(actions, pid)!.result);
