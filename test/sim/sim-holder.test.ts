@@ -4,11 +4,12 @@
  * started it holds, and ends at end of file, when stop() closes that end or that process exits.
  * No pid is acted on, so a process that took a holder's pid is never touched.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SimHolder } from '../../src/simulator/sim-holder';
+import { isAlive, until } from '../helpers/processes';
 import { repoRoot, testTempDir } from '../helpers/sim';
 
 const dirs: string[] = [];
@@ -23,13 +24,14 @@ function binDir(): string {
   return dir;
 }
 
-/** Polls until the pid's /proc entry is gone (the holder is reparented, so init reaps it). */
-async function gone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 400; i += 1) {
-    if (!existsSync(`/proc/${pid}`)) return true;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  return false;
+/**
+ * Resolves once the holder has ended: no /proc entry, or a zombie. A holder is reparented, so its
+ * zombie is reaped by PID 1 (or a subreaper) on that process's own schedule, which is no measure
+ * of the holder.
+ */
+async function ended(pid: number): Promise<void> {
+  await until(`holder ${pid} to end`, () => !isAlive(pid));
+  expect(isAlive(pid)).toBe(false);
 }
 
 /** Field 4 of /proc/PID/stat: the parent's pid. */
@@ -58,22 +60,42 @@ describe('SimHolder', () => {
     holder.stop();
     expect(byPid).not.toHaveBeenCalled();
     expect(holder.alive()).toBe(false);
-    expect(await gone(holder.pid)).toBe(true);
+    await ended(holder.pid);
   });
 
-  it('ends by itself when the process that started it exits', async () => {
-    // A separate Node process starts a holder, prints its pid and exits without stopping it.
+  it('lives while the process that started it does, and ends by itself when that process exits', async () => {
+    // A separate Node process starts a holder, prints its pid, and exits when its stdin closes,
+    // without stopping the holder.
     const script = `const { SimHolder } = require(${JSON.stringify(path.join(repoRoot(), 'dist', 'simulator', 'sim-holder.js'))});
-      process.stdout.write(String(SimHolder.start('VLLM::Worker_TP5', process.argv[1]).pid));`;
-    const pid = Number(execFileSync(process.execPath, ['-e', script, binDir()], { encoding: 'utf8', timeout: 20_000 }));
-    expect(Number.isInteger(pid) && pid > 1).toBe(true);
-    expect(await gone(pid)).toBe(true);
+      process.stdout.write(SimHolder.start('VLLM::Worker_TP5', process.argv[1]).pid + '\\n');
+      process.stdin.on('end', () => process.exit(0)).resume();`;
+    const starter = spawn(process.execPath, ['-e', script, binDir()], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const exited = new Promise<number | null>((resolve) => starter.on('exit', (code) => resolve(code)));
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        let text = '';
+        starter.stdout!.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+          if (text.includes('\n')) resolve(text.trim());
+        });
+        starter.on('exit', (code) => reject(new Error(`the starter exited (${code}) before printing a pid: ${JSON.stringify(text)}`)));
+      });
+      const pid = Number(line);
+      expect(Number.isInteger(pid) && pid > 1).toBe(true);
+      expect(isAlive(pid)).toBe(true);
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).toBe('VLLM::Worker_TP5\0');
+      starter.stdin!.end();
+      expect(await exited).toBe(0);
+      await ended(pid);
+    } finally {
+      starter.kill('SIGKILL');
+    }
   });
 
   it('stop() leaves alone a live process that has a pid the holder had', async () => {
     const holder = SimHolder.start('VLLM::Worker_TP4', binDir());
     holder.stop();
-    expect(await gone(holder.pid)).toBe(true);
+    await ended(holder.pid);
     // Another process now answers to a pid the holder had; here a live child stands at the same
     // kind of place: stopping a holder object that names it must leave it alone.
     const other = spawn('sleep', ['30'], { stdio: 'ignore' });
