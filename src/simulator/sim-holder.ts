@@ -12,9 +12,9 @@
  */
 
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { join } from 'node:path';
+import { parseStat, type ProcStat } from '../host/procfs';
 
 /** Titles a holder may carry: what engine process titles look like, nothing a shell would expand. */
 const TITLE_RE = /^[\w:.@-]{1,64}$/;
@@ -23,17 +23,14 @@ const TITLE_RE = /^[\w:.@-]{1,64}$/;
 const SETTLE_MS = 3000;
 const POLL_MS = 5;
 
-/** How many holders this process has started (it names their pid files). */
-let startedHolders = 0;
-
 /** A live, reparented stand-in process. */
 export class SimHolder {
   readonly pid: number;
   readonly title: string;
-  private readonly startTime: string;
+  private readonly startTime: number;
   private readonly lifeline: Socket;
 
-  private constructor(pid: number, title: string, startTime: string, lifeline: Socket) {
+  private constructor(pid: number, title: string, startTime: number, lifeline: Socket) {
     this.pid = pid;
     this.title = title;
     this.startTime = startTime;
@@ -42,62 +39,59 @@ export class SimHolder {
 
   /**
    * Start a holder titled `title` that lives until stop() or until this process exits; its
-   * executable's symlink (and the file its pid is passed through) is made in `binDir`, a folder of
-   * this process's own (it may be removed once the holder runs).
+   * executable's symlink is made in `binDir`, a folder of this process's own (it may be removed
+   * once the holder runs).
    * @throws Error when the title has unexpected characters, bash is missing, or it did not start
    */
   static start(title: string, binDir: string): SimHolder {
     if (!TITLE_RE.test(title)) throw new Error(`holder title ${JSON.stringify(title)}: expected 1-64 letters, digits or _:.@-`);
-    // bash's `exec -a` sets argv[0], the symlink's name sets comm; the `&` job is detached from
-    // bash, which exits at once, so the holder is reparented (to PID 1 or the nearest subreaper).
-    // Its standard input is descriptor 3, the far end of the lifeline, which bash then drops.
-    // Several holders may share a title (and so the symlink): each has a pid file of its own.
-    startedHolders += 1;
-    const pidFile = join(binDir, `${title}.${startedHolders}.pid`);
-    const script = 'ln -sf "$(command -v cat)" "$1/$2" && { exec -a "$2" "$1/$2" <&3 3<&- >/dev/null 2>&1 & echo $! > "$3"; }';
-    const child = spawn('bash', ['-c', script, 'holder', binDir, title, pidFile], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
-    const lifeline = child.stdio[3] as Socket | null;
-    if (child.pid === undefined || lifeline === null) {
+    // bash's `exec -a` sets argv[0], the symlink's name sets comm. The holder's standard input is
+    // descriptor 3, the far end of the lifeline, which bash then drops. bash waits for its own
+    // standard input to close: until then the holder is its child, so the kernel names it (no file
+    // passes its pid); then bash exits and the holder is reparented (to PID 1 or the nearest
+    // subreaper), as the workers of a killed server are.
+    const script = 'ln -sf "$(command -v cat)" "$1/$2" && { exec -a "$2" "$1/$2" <&3 3<&- >/dev/null 2>&1 & } && exec 3<&- && read -r _';
+    const bash = spawn('bash', ['-c', script, 'holder', binDir, title], { stdio: ['pipe', 'ignore', 'ignore', 'pipe'] });
+    const lifeline = bash.stdio[3] as Socket | null;
+    const release = bash.stdin;
+    if (bash.pid === undefined || lifeline === null || release === null) {
       lifeline?.destroy();
+      release?.destroy();
       throw new Error(`cannot start the holder ${title} with bash`);
     }
-    // Neither may keep this process's event loop alive; a late error only means the holder ended.
-    lifeline.on('error', () => undefined);
+    // None may keep this process's event loop alive; a late error only means bash or the holder ended.
+    for (const stream of [lifeline, release]) stream.on('error', () => undefined);
     lifeline.unref();
-    child.on('error', () => undefined);
-    child.unref();
-    let pid = Number.NaN;
-    for (let waited = 0; waited < SETTLE_MS; waited += POLL_MS) {
-      pid = readPid(pidFile);
-      if (Number.isInteger(pid) && pid > 1 && cmdlineIs(pid, title)) break;
-      sleepMs(POLL_MS);
+    bash.on('error', () => undefined);
+    bash.unref();
+    let pid: number | null = null;
+    try {
+      for (let waited = 0; waited < SETTLE_MS && pid === null; waited += POLL_MS) {
+        pid = childrenOf(bash.pid).find((child) => cmdlineIs(child, title)) ?? null;
+        if (pid === null) sleepMs(POLL_MS);
+      }
+    } finally {
+      release.destroy();
     }
-    const startTime = Number.isInteger(pid) && pid > 1 ? startTimeOf(pid) : null;
-    if (!cmdlineIs(pid, title) || startTime === null) {
+    const startTime = pid === null ? null : statOf(pid)?.startTimeTicks ?? null;
+    if (pid === null || startTime === null) {
       lifeline.destroy();
-      throw new Error(`the holder ${title} did not start under its title (pid ${Number.isNaN(pid) ? 'unknown' : pid})`);
+      throw new Error(`the holder ${title} did not start under its title`);
     }
+    // Returned once reparented, so that whoever reads the host sees the orphan it stands for.
+    for (let waited = 0; waited < SETTLE_MS && statOf(pid)?.ppid === bash.pid; waited += POLL_MS) sleepMs(POLL_MS);
     return new SimHolder(pid, title, startTime, lifeline);
   }
 
   /** True while the process exists and is still this holder (same title and start time: no pid reuse). */
   alive(): boolean {
-    return cmdlineIs(this.pid, this.title) && startTimeOf(this.pid) === this.startTime;
+    return cmdlineIs(this.pid, this.title) && statOf(this.pid)?.startTimeTicks === this.startTime;
   }
 
   /** End the holder: close this process's end of its lifeline, then wait (a few seconds at most) until it is gone. */
   stop(): void {
     this.lifeline.destroy();
     for (let waited = 0; waited < SETTLE_MS && this.alive(); waited += POLL_MS) sleepMs(POLL_MS);
-  }
-}
-
-function readPid(file: string): number {
-  try {
-    const text = readFileSync(file, 'utf8');
-    return /^\d+\n$/.test(text) ? Number(text) : Number.NaN;
-  } catch {
-    return Number.NaN;
   }
 }
 
@@ -128,13 +122,24 @@ function cmdlineIs(pid: number, title: string): boolean {
   }
 }
 
-/** Field 22 of /proc/PID/stat (start time in clock ticks), or null. */
-function startTimeOf(pid: number): string | null {
+/** /proc/PID/stat parsed, or null when the process is gone (or its line unreadable). */
+function statOf(pid: number): ProcStat | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+    return parseStat(readFileSync(`/proc/${pid}/stat`, 'latin1'));
   } catch {
     return null;
+  }
+}
+
+/**
+ * The pids of `pid`'s children: the kernel's list of them, or, on a kernel without that file
+ * (CONFIG_PROC_CHILDREN), every process whose parent `pid` is.
+ */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').split(' ').filter((word) => /^\d+$/.test(word)).map(Number);
+  } catch {
+    return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number).filter((child) => statOf(child)?.ppid === pid);
   }
 }
 

@@ -5,7 +5,7 @@
  * No pid is acted on, so a process that took a holder's pid is never touched.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SimHolder } from '../../src/simulator/sim-holder';
@@ -41,13 +41,20 @@ function parentOf(pid: number): number {
 }
 
 describe('SimHolder', () => {
-  it('runs under its title as comm and argv[0], reparented away from its starter', () => {
-    const holder = SimHolder.start('VLLM::Worker_TP2', binDir());
+  it('runs under its title as comm and argv[0], reparented away from its starter, leaving only its symlink', () => {
+    const dir = binDir();
+    const holder = SimHolder.start('VLLM::Worker_TP2', dir);
     try {
       expect(holder.alive()).toBe(true);
       expect(readFileSync(`/proc/${holder.pid}/comm`, 'utf8')).toBe('VLLM::Worker_TP\n');
       expect(readFileSync(`/proc/${holder.pid}/cmdline`, 'utf8')).toBe('VLLM::Worker_TP2\0');
-      expect(parentOf(holder.pid)).not.toBe(process.pid);
+      // Reparented by the time start() returns: neither this process nor the bash that started it.
+      const parent = parentOf(holder.pid);
+      expect(parent).not.toBe(process.pid);
+      expect(readFileSync(`/proc/${parent}/comm`, 'utf8')).not.toBe('bash\n');
+      // Its pid came from the kernel (bash's children), not through a file.
+      expect(readdirSync(dir)).toEqual(['VLLM::Worker_TP2']);
+      expect(lstatSync(path.join(dir, 'VLLM::Worker_TP2')).isSymbolicLink()).toBe(true);
     } finally {
       holder.stop();
     }
@@ -101,7 +108,7 @@ describe('SimHolder', () => {
     const other = spawn('sleep', ['30'], { stdio: 'ignore' });
     try {
       const impostor = Object.create(SimHolder.prototype) as SimHolder;
-      Object.assign(impostor, { pid: other.pid!, title: holder.title, startTime: '1', lifeline: { destroy: () => undefined } });
+      Object.assign(impostor, { pid: other.pid!, title: holder.title, startTime: 1, lifeline: { destroy: () => undefined } });
       expect(impostor.alive()).toBe(false);
       impostor.stop();
       expect(existsSync(`/proc/${other.pid!}`)).toBe(true);
