@@ -81,15 +81,13 @@ export interface BenchReport {
   /** The same measure over the native read alone (no per-call allocation), for comparison. */
   rssNativeRead: BenchReport['rss'];
   /**
-   * NVML in the session's helper process (the default) against NVML in the caller's process, 8 GPUs:
-   * openNvml() time per mode (the helper's includes spawning it), and the awaited memory snapshot of
-   * each with its median ratio to the thread-pool round trip timed interleaved with it.
+   * NVML in the session's helper process (the default) against NVML in the caller's process, 8 GPUs,
+   * in each of PROCESS_MODEL_RUNS measuring processes: openNvml() time per mode (the helper's
+   * includes spawning it), and the awaited memory snapshot of each with its median ratio to the
+   * thread-pool round trip timed interleaved with it. Several processes because where the scheduler
+   * keeps a process's threads, for the whole process, decides which hand-off is the cheap one.
    */
-  processModel: {
-    openNs: { helper: LatencySummaryNs; inProcess: LatencySummaryNs };
-    contenders: Record<string, LatencySummaryNs>;
-    threadPoolRatios: Record<string, number>;
-  } | null;
+  processModel: { runs: ProcessModelRun[] } | null;
   startup: {
     nodeEmptyNs: LatencySummaryNs | null;
     gpugateCheckNs: LatencySummaryNs | null;
@@ -116,3 +114,10 @@ export interface BenchReport {
 
 /** What became of the bundled CLI's code cache (src/cli/code-cache.ts's compileBundle). */
 export type CodeCacheState = 'used' | 'rejected' | 'refused' | 'none';
+
+/** One measuring process of the process model (bench/worker.ts, mode `process-model`). */
+export interface ProcessModelRun {
+  openNs: { helper: LatencySummaryNs; inProcess: LatencySummaryNs };
+  contenders: Record<string, LatencySummaryNs>;
+  threadPoolRatios: Record<string, number>;
+}
