@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -113,12 +114,14 @@ bool DirectChannel::Step() {
   }
   for (;;) {
     const bool inHeader = headerRead_ < sizeof header_;
-    char* into = inHeader ? header_ + headerRead_ : &reply_[0] + replyRead_;
-    const size_t wanted = inHeader ? sizeof header_ - headerRead_ : reply_.size() - replyRead_;
-    if (wanted == 0) {  // an empty reply
+    if (!inHeader && replyRead_ == reply_.size()) {  // an empty reply
       end_ = End::kReply;
       return true;
     }
+    // In the header, one read takes it and as much of the reply as has arrived (frame_io.h).
+    char first[kFirstReadBytes];
+    char* into = inHeader ? first : &reply_[0] + replyRead_;
+    const size_t wanted = inHeader ? sizeof first : reply_.size() - replyRead_;
     const ssize_t got = recv(fd, into, wanted, MSG_DONTWAIT);
     if (got == 0) {
       end_ = End::kClosed;
@@ -137,16 +140,21 @@ bool DirectChannel::Step() {
       end_ = End::kReply;
       return true;
     }
-    headerRead_ += static_cast<size_t>(got);
+    const size_t toHeader = std::min(static_cast<size_t>(got), sizeof header_ - headerRead_);
+    std::memcpy(header_ + headerRead_, first, toHeader);
+    headerRead_ += toHeader;
+    const size_t arrived = static_cast<size_t>(got) - toHeader;
     if (headerRead_ < sizeof header_) continue;
     uint32_t length = 0;
     std::memcpy(&length, header_, sizeof length);
-    if (length > kMaxFrameBytes) {
-      error_ = EMSGSIZE;
+    if (length > kMaxFrameBytes || arrived > length) {
+      error_ = length > kMaxFrameBytes ? EMSGSIZE : EPROTO;
       end_ = End::kFailed;
       return true;
     }
+    reply_.assign(first + toHeader, arrived);
     reply_.resize(length);
+    replyRead_ = arrived;
   }
 }
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "helper_protocol.h"
 
@@ -14,10 +15,11 @@ namespace gpugate {
 
 namespace {
 
-// Reads exactly `size` bytes.
-FrameResult ReadExactly(int fd, char* data, size_t size, long long deadlineNs, int* error) {
-  size_t done = 0;
-  while (done < size) {
+// Reads into `data` until at least `least` bytes have arrived, asking each time for up to `most`
+// (so whatever has already arrived comes in one call); `*done` says how many were read.
+FrameResult ReadAtLeast(int fd, char* data, size_t least, size_t most, long long deadlineNs, int* error, size_t* done) {
+  *done = 0;
+  while (*done < least) {
     if (deadlineNs >= 0) {
       const long long leftNs = deadlineNs - MonotonicNs();
       if (leftNs <= 0) return FrameResult::kTimedOut;
@@ -31,7 +33,7 @@ FrameResult ReadExactly(int fd, char* data, size_t size, long long deadlineNs, i
       }
       if (ready == 0) continue;  // the loop re-checks the deadline
     }
-    const ssize_t got = recv(fd, data + done, size - done, 0);
+    const ssize_t got = recv(fd, data + *done, most - *done, 0);
     if (got == 0) return FrameResult::kClosed;
     if (got < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
@@ -39,7 +41,7 @@ FrameResult ReadExactly(int fd, char* data, size_t size, long long deadlineNs, i
       *error = errno;
       return FrameResult::kFailed;
     }
-    done += static_cast<size_t>(got);
+    *done += static_cast<size_t>(got);
   }
   return FrameResult::kDone;
 }
@@ -67,15 +69,29 @@ FrameResult WriteFrame(int fd, const std::string& payload) {
 }
 
 FrameResult ReadFrame(int fd, std::string* out, long long deadlineNs, int* error) {
-  uint32_t length = 0;
-  FrameResult result = ReadExactly(fd, reinterpret_cast<char*>(&length), sizeof length, deadlineNs, error);
+  // One call reads the header and as much of the payload as has arrived (a request, or a reply of
+  // a few GPUs, whole): each side sends one frame and then waits for the answer, so nothing can
+  // follow it on the channel, and a byte that does is a broken peer.
+  char first[kFirstReadBytes];
+  size_t got = 0;
+  FrameResult result = ReadAtLeast(fd, first, kFrameHeaderBytes, sizeof first, deadlineNs, error, &got);
   if (result != FrameResult::kDone) return result;
+  uint32_t length = 0;
+  std::memcpy(&length, first, sizeof length);
   if (length > kMaxFrameBytes) {
     *error = EMSGSIZE;
     return FrameResult::kFailed;
   }
+  const size_t arrived = got - kFrameHeaderBytes;
+  if (arrived > length) {
+    *error = EPROTO;
+    return FrameResult::kFailed;
+  }
+  out->assign(first + kFrameHeaderBytes, arrived);
+  if (arrived == length) return FrameResult::kDone;
   out->resize(length);
-  return length == 0 ? FrameResult::kDone : ReadExactly(fd, &(*out)[0], length, deadlineNs, error);
+  size_t rest = 0;
+  return ReadAtLeast(fd, &(*out)[arrived], length - arrived, length - arrived, deadlineNs, error, &rest);
 }
 
 }  // namespace gpugate

@@ -256,9 +256,11 @@ std::string HelperProcess::Exchange(const std::string& request, double timeoutMs
 }
 
 void HelperProcess::ChannelEnded(const char* what, int error) {
-  if (error == EMSGSIZE) {
+  if (error == EMSGSIZE || error == EPROTO) {
     Abandon();
-    throw CodedFailure("GPUGATE_NATIVE_FAILURE", std::string(what) + ": the NVML helper sent a frame over the size limit; it was stopped");
+    throw CodedFailure("GPUGATE_NATIVE_FAILURE", std::string(what) + ": the NVML helper sent " +
+                                                     (error == EMSGSIZE ? "a frame over the size limit" : "bytes after its reply, which the protocol never does") +
+                                                     "; it was stopped");
   }
   Died(what);
 }

@@ -63,8 +63,9 @@ class HelperProcess {
   int Channel() const { return channel_; }
   // The channel ended while `what` waited for its reply: kClosed (EOF, reset, or a write that
   // failed: `error` 0 or its errno) is the helper's death, reaped and named (CodedFailure
-  // GPUGATE_NVML_HELPER_CRASHED, or GPUGATE_SESSION_CLOSED when abandoned meanwhile); EMSGSIZE, a
-  // frame over the limit (the helper is stopped). Always throws; may wait for the reaping.
+  // GPUGATE_NVML_HELPER_CRASHED, or GPUGATE_SESSION_CLOSED when abandoned meanwhile); EMSGSIZE (a
+  // frame over the limit) or EPROTO (bytes after the reply): a broken helper, stopped
+  // (GPUGATE_NATIVE_FAILURE). Always throws; may wait for the reaping.
   [[noreturn]] void ChannelEnded(const char* what, int error);
   // Waits (without limit) for the reply to a request sent from the JavaScript thread that nobody
   // will read there any more, and drops it; returns early when the channel ends or is abandoned.

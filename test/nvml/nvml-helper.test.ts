@@ -6,8 +6,10 @@
  * addon and helper against the simulator, real signals, /proc read as it is.
  */
 import { copyFileSync, chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config-error';
 import { GpugateError } from '../../src/gpugate-error';
@@ -166,6 +168,48 @@ describe('the NVML helper process', () => {
     expect(outcome.helperPid).toBeGreaterThan(0);
     // Killed at the deadline; its parent is gone, so init reaps it.
     await gone(outcome.helperPid);
+  });
+
+  it('reads a reply larger than one first read (16 GPUs with 8 processes each) whole, on the direct path and the blocking one', async () => {
+    const busy = Array.from({ length: 8 }, (_, i) => ({ pid: 3000 + i, usedBytes: 2 ** 30, kinds: ['compute'], name: `worker-${i}` }));
+    useScenario({ devices: Array.from({ length: 16 }, (_, i) => simDevice(i, { processes: busy.map((p) => ({ ...p, pid: p.pid + 100 * i })) })) });
+    const session = trackSession(await openNvml({ libraryPath: freshSimulator() }));
+    for (const snapshot of [await session.snapshot({ processes: true }), session.snapshotSync({ processes: true })]) {
+      expect(snapshot.devices).toHaveLength(16);
+      expect(snapshot.devices.map((device) => device.processes?.length)).toEqual(Array(16).fill(8));
+      expect(snapshot.devices[15]?.processes?.[7]?.pid).toBe(3000 + 7 + 1500);
+    }
+  });
+
+  it('takes a request split across writes, and stops, answering nothing, at bytes after a request (a broken peer)', async () => {
+    // The helper started by hand on a socket this test holds as fd 3, as the addon starts it.
+    const startHelper = () => {
+      const child = spawn(HELPER_FILE, ['idle', String(process.pid), ' '.repeat(160)], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+      const channel = child.stdio[3] as Duplex;
+      const received: Buffer[] = [];
+      channel.on('data', (chunk: Buffer) => received.push(chunk));
+      const ended = new Promise<{ code: number | null; bytes: Buffer }>((resolve) =>
+        child.on('close', (code) => resolve({ code, bytes: Buffer.concat(received) })),
+      );
+      return { pid: child.pid as number, channel, ended };
+    };
+    const stateOf = (pid: number): string | undefined => {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    };
+    const SHUTDOWN = 5;
+    const header = (length: number) => Buffer.from(new Uint32Array([length]).buffer);
+    // The header, then the request once the helper sleeps again (so it has taken the header and
+    // waits for the rest): answered (a 1-byte "done" reply), then it ends.
+    const split = startHelper();
+    await new Promise((resolve) => split.channel.write(header(1), resolve));
+    await until(() => (stateOf(split.pid) === 'S' ? true : undefined), 'the helper to wait for the rest of its request');
+    split.channel.write(Buffer.from([SHUTDOWN]));
+    expect(await split.ended).toEqual({ code: 0, bytes: Buffer.concat([header(1), Buffer.from([0])]) });
+    // The same request with one byte more in the same write: nothing is answered.
+    const broken = startHelper();
+    broken.channel.write(Buffer.concat([header(1), Buffer.from([SHUTDOWN, 0xff])]));
+    expect(await broken.ended).toEqual({ code: 0, bytes: Buffer.alloc(0) });
   });
 
   it("nvmlProcess 'in-process' runs NVML on a thread of this process: no helper is spawned", async () => {
