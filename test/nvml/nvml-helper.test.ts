@@ -185,6 +185,8 @@ describe('the NVML helper process', () => {
     // The helper started by hand on a socket this test holds as fd 3, as the addon starts it.
     const startHelper = () => {
       const child = spawn(HELPER_FILE, ['idle', String(process.pid), ' '.repeat(160)], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+      // Our own child, not yet reaped while Node holds its handle: a failed assertion leaves no helper behind.
+      cleanups.push(() => child.kill('SIGKILL'));
       const channel = child.stdio[3] as Duplex;
       const received: Buffer[] = [];
       channel.on('data', (chunk: Buffer) => received.push(chunk));
