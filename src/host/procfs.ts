@@ -244,6 +244,11 @@ export function environValue(raw: string, name: string): string | null {
   return null;
 }
 
+/** The pids in a /proc/PID/task/TID/children file (space-separated; empty when there are none). */
+export function parseChildren(text: string): number[] {
+  return text.split(' ').filter((word) => /^\d+$/.test(word)).map(Number);
+}
+
 /** The arguments of a NUL-separated /proc/PID/cmdline, each whole (empty for kernel threads and zombies). */
 export function parseArgv(raw: string): string[] {
   const parts = raw.split('\0');

@@ -6,7 +6,7 @@
  * line another program could copy. Reads only; what the findings mean is the caller's policy.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { failureOf, parseArgv, parseStat, parseStatus, PF_KTHREAD, readProcText } from './procfs';
+import { failureOf, parseArgv, parseChildren, parseStat, parseStatus, PF_KTHREAD, readProcText } from './procfs';
 
 /** The NVML call a helper's command line says it is in. */
 export interface HelperCall {
@@ -142,8 +142,8 @@ async function readStuck(dir: string, fileReplaced: boolean): Promise<StuckNvmlH
 function kernelThreadPids(procRoot: string): Set<string> {
   try {
     if ((parseStat(readFileSync(`${procRoot}/2/stat`, 'latin1')).flags & PF_KTHREAD) === 0) return new Set();
-    const children = readFileSync(`${procRoot}/2/task/2/children`, 'latin1').split(' ').filter((pid) => /^\d+$/.test(pid));
-    return new Set(['2', ...children]);
+    const children = parseChildren(readFileSync(`${procRoot}/2/task/2/children`, 'latin1'));
+    return new Set(['2', ...children.map(String)]);
   } catch {
     return new Set();
   }

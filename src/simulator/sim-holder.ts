@@ -14,7 +14,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { parseStat, type ProcStat } from '../host/procfs';
+import { parseChildren, parseStat, type ProcStat } from '../host/procfs';
 
 /** Titles a holder may carry: what engine process titles look like, nothing a shell would expand. */
 const TITLE_RE = /^[\w:.@-]{1,64}$/;
@@ -137,7 +137,7 @@ function statOf(pid: number): ProcStat | null {
  */
 function childrenOf(pid: number): number[] {
   try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').split(' ').filter((word) => /^\d+$/.test(word)).map(Number);
+    return parseChildren(readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1'));
   } catch {
     return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number).filter((child) => statOf(child)?.ppid === pid);
   }

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { spawnSync } from 'node:child_process';
 import {
   parseBootTime,
   parseCgroup,
+  parseChildren,
   parseArgv,
   parseCmdline,
   parseMaps,
@@ -87,6 +89,14 @@ describe('parseStat', () => {
 });
 
 describe('status, cgroup, maps, mountinfo, cmdline, btime', () => {
+
+  it('children: the pids the kernel lists (with its trailing space), none for an empty file, the live file as it is', () => {
+    expect(parseChildren('41 42 107 ')).toEqual([41, 42, 107]);
+    expect(parseChildren('')).toEqual([]);
+    // A child reads its parent's files (one per thread: whichever thread spawned it lists it).
+    const child = spawnSync('sh', ['-c', 'cat /proc/$PPID/task/*/children'], { encoding: 'latin1' });
+    expect(parseChildren(child.stdout)).toContain(child.pid);
+  });
   it('NSpid: one id in the host namespace, several when nested', () => {
     expect(parseNSpid('Name:\tx\nNSpid:\t4242\n')).toEqual([4242]);
     expect(parseNSpid('Name:\tx\nNSpid:\t4242\t17\t1\n')).toEqual([4242, 17, 1]);

@@ -16,6 +16,7 @@ import { GpugateError } from '../../src/gpugate-error';
 import { NvmlError } from '../../src/nvml/nvml-error';
 import { openNvml } from '../../src/nvml/session';
 import { packageEntryLiteral, runNodeScript } from '../helpers/node-script';
+import { procState } from '../helpers/processes';
 import { simDevice } from '../helpers/sim';
 import { closeTrackedSessions, trackSession } from '../helpers/tracked-sessions';
 import { rejectionOf as caught } from '../helpers/thrown-by';
@@ -195,17 +196,13 @@ describe('the NVML helper process', () => {
       );
       return { pid: child.pid as number, channel, ended };
     };
-    const stateOf = (pid: number): string | undefined => {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
-    };
     const SHUTDOWN = 5;
     const header = (length: number) => Buffer.from(new Uint32Array([length]).buffer);
     // The header, then the request once the helper sleeps again (so it has taken the header and
     // waits for the rest): answered (a 1-byte "done" reply), then it ends.
     const split = startHelper();
     await new Promise((resolve) => split.channel.write(header(1), resolve));
-    await until(() => (stateOf(split.pid) === 'S' ? true : undefined), 'the helper to wait for the rest of its request');
+    await until(() => (procState(split.pid) === 'S' ? true : undefined), 'the helper to wait for the rest of its request');
     split.channel.write(Buffer.from([SHUTDOWN]));
     expect(await split.ended).toEqual({ code: 0, bytes: Buffer.concat([header(1), Buffer.from([0])]) });
     // The same request with one byte more in the same write: nothing is answered.

@@ -9,7 +9,7 @@ import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import * as path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SimHolder } from '../../src/simulator/sim-holder';
-import { isAlive, until } from '../helpers/processes';
+import { isAlive, procPpid, until } from '../helpers/processes';
 import { repoRoot, testTempDir } from '../helpers/sim';
 
 const dirs: string[] = [];
@@ -34,12 +34,6 @@ async function ended(pid: number): Promise<void> {
   expect(isAlive(pid)).toBe(false);
 }
 
-/** Field 4 of /proc/PID/stat: the parent's pid. */
-function parentOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-}
-
 describe('SimHolder', () => {
   it('runs under its title as comm and argv[0], reparented away from its starter, leaving only its symlink', () => {
     const dir = binDir();
@@ -49,7 +43,7 @@ describe('SimHolder', () => {
       expect(readFileSync(`/proc/${holder.pid}/comm`, 'utf8')).toBe('VLLM::Worker_TP\n');
       expect(readFileSync(`/proc/${holder.pid}/cmdline`, 'utf8')).toBe('VLLM::Worker_TP2\0');
       // Reparented by the time start() returns: neither this process nor the bash that started it.
-      const parent = parentOf(holder.pid);
+      const parent = procPpid(holder.pid)!;
       expect(parent).not.toBe(process.pid);
       expect(readFileSync(`/proc/${parent}/comm`, 'utf8')).not.toBe('bash\n');
       // Its pid came from the kernel (bash's children), not through a file.
