@@ -2,9 +2,8 @@
 #include "direct_call.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -31,17 +30,12 @@ DirectChannel::~DirectChannel() { Close(); }
 bool DirectChannel::Open() {
   uv_loop_t* loop = nullptr;
   if (napi_get_uv_event_loop(env_, &loop) != napi_ok || loop == nullptr) return false;
-  const int fd = helper_->Channel();
-  const int flags = fcntl(fd, F_GETFL);
-  if (flags < 0) return false;
   auto* poll = new Poll;
-  if (uv_poll_init(loop, &poll->handle, fd) != 0) {
+  // The reply pipe's end is non-blocking already (helper_client.cc); the worker's waits poll it.
+  if (uv_poll_init(loop, &poll->handle, helper_->ReplyEnd()) != 0) {
     delete poll;
     return false;
   }
-  // libuv made the descriptor non-blocking; the worker thread's exchanges block on it. Every
-  // read and write here says MSG_DONTWAIT instead.
-  fcntl(fd, F_SETFL, flags);
   poll->handle.data = poll;
   poll->helper = helper_;
   poll->owner = this;
@@ -60,18 +54,17 @@ bool DirectChannel::Open() {
 bool DirectChannel::Send(const std::string& request, Done done) {
   if (!TakesCall()) return false;
   if (poll_ == nullptr && !Open()) return false;
+  // A frame of at most PIPE_BUF bytes goes into the pipe whole or not at all (POSIX), so a call
+  // is never left half sent; a larger request goes by the worker.
+  if (kFrameHeaderBytes + request.size() > kFirstReadBytes) return false;
   const uint32_t length = static_cast<uint32_t>(request.size());
-  out_.assign(reinterpret_cast<const char*>(&length), sizeof length);
-  out_.append(request);
+  std::string frame(reinterpret_cast<const char*>(&length), sizeof length);
+  frame.append(request);
   const long long startedNs = MonotonicNs();
-  ssize_t sent;
-  do sent = send(helper_->Channel(), out_.data(), out_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  long sent;
+  do sent = WriteQuietly(helper_->RequestEnd(), frame.data(), frame.size(), helper_->QuietPipe());
   while (sent < 0 && errno == EINTR);
-  if (sent <= 0) {  // nothing written: the worker's exchange meets whatever kept it out
-    out_.clear();
-    return false;
-  }
-  written_ = static_cast<size_t>(sent);
+  if (sent != static_cast<long>(frame.size())) return false;  // nothing written: the worker's exchange meets whatever kept it out
   headerRead_ = 0;
   replyRead_ = 0;
   reply_.clear();
@@ -79,7 +72,7 @@ bool DirectChannel::Send(const std::string& request, Done done) {
   busy_ = true;
   sentNs_ = startedNs;
   done_ = std::move(done);
-  Watch(written_ < out_.size() ? UV_READABLE | UV_WRITABLE : UV_READABLE);
+  Watch(UV_READABLE);
   return true;
 }
 
@@ -99,19 +92,7 @@ double DirectChannel::RunningMs() const {
 }
 
 bool DirectChannel::Step() {
-  const int fd = helper_->Channel();
-  while (written_ < out_.size()) {
-    const ssize_t sent = send(fd, out_.data() + written_, out_.size() - written_, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (sent > 0) {
-      written_ += static_cast<size_t>(sent);
-      continue;
-    }
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-    error_ = sent < 0 ? errno : EPIPE;
-    end_ = error_ == EPIPE || error_ == ECONNRESET ? End::kClosed : End::kFailed;
-    return true;
-  }
+  const int fd = helper_->ReplyEnd();
   for (;;) {
     const bool inHeader = headerRead_ < sizeof header_;
     if (!inHeader && replyRead_ == reply_.size()) {  // an empty reply
@@ -122,7 +103,7 @@ bool DirectChannel::Step() {
     char first[kFirstReadBytes];
     char* into = inHeader ? first : &reply_[0] + replyRead_;
     const size_t wanted = inHeader ? sizeof first : reply_.size() - replyRead_;
-    const ssize_t got = recv(fd, into, wanted, MSG_DONTWAIT);
+    const ssize_t got = read(fd, into, wanted);
     if (got == 0) {
       end_ = End::kClosed;
       return true;
@@ -182,7 +163,6 @@ void DirectChannel::OnPoll(uv_poll_t* handle, int status, int /*events*/) {
     self->error_ = -status;
     self->end_ = End::kFailed;
   } else if (!self->Step()) {
-    if (self->written_ == self->out_.size()) self->Watch(UV_READABLE);  // the request is out
     return;
   }
   Napi::Env env(self->env_);
@@ -205,7 +185,6 @@ void DirectChannel::Settle(Napi::Env env, bool onLoop) {
   if (poll_ != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(&poll_->handle));
   Done done = std::move(done_);
   done_ = nullptr;
-  out_.clear();
   std::string reply;
   reply.swap(reply_);
   // Nothing thrown may cross into libuv; the Done settles its promise itself. Then the calls
@@ -250,7 +229,7 @@ bool DirectChannel::WaitForEnd(double timeoutMs) {
     if (Step()) return true;
     const long long leftNs = deadlineNs - MonotonicNs();
     if (leftNs <= 0) return false;
-    pollfd watch{helper_->Channel(), static_cast<short>(written_ < out_.size() ? POLLIN | POLLOUT : POLLIN), 0};
+    pollfd watch{helper_->ReplyEnd(), POLLIN, 0};
     const long long leftMs = (leftNs + 999999) / 1000000;
     poll(&watch, 1, leftMs > 2147483647 ? 2147483647 : static_cast<int>(leftMs));
   }
@@ -272,7 +251,7 @@ void DirectChannel::CloseWhenIdle() {
 }
 
 DirectChannel::Left DirectChannel::Close() {
-  const Left left = !busy_ ? Left::kNothing : written_ < out_.size() ? Left::kPartialRequest : Left::kReply;
+  const Left left = busy_ ? Left::kReply : Left::kNothing;
   busy_ = false;
   sentNs_ = -1;
   if (closed_) return left;  // ReleaseForTeardown ran

@@ -4,9 +4,9 @@
 // thread's hand-off wakes four.
 //
 // One DirectChannel per session, created on its first direct call and used on the JavaScript
-// thread only. It is transport alone: one request frame out (non-blocking; a partial write is
-// finished when the socket is writable), one reply frame in (non-blocking, reassembled across
-// callbacks), then `Done` runs inside a handle scope and a callback scope (so the promise it
+// thread only. It is transport alone: one request frame out (non-blocking, into the request pipe
+// whole: at most PIPE_BUF bytes), one reply frame in from the reply pipe (non-blocking,
+// reassembled across callbacks), then `Done` runs inside a handle scope and a callback scope (so the promise it
 // settles runs its reactions). session_api.cc decides when a call may go this way, decodes the
 // reply with the worker path's decoders and names a helper's death the way the worker does.
 //
@@ -44,18 +44,17 @@ class DirectChannel {
   enum class End { kReply, kClosed, kFailed };
   using Done = std::function<void(Napi::Env env, End end, const std::string& reply, int error)>;
 
-  // What Close() left on the channel: nothing, a request whose reply is still to come, or a
-  // request only partly written (the channel cannot be used again).
-  enum class Left { kNothing, kReply, kPartialRequest };
+  // What Close() left on the channel: nothing, or a request whose reply is still to come.
+  enum class Left { kNothing, kReply };
 
   DirectChannel(napi_env env, std::shared_ptr<HelperProcess> helper);
   ~DirectChannel();
   DirectChannel(const DirectChannel&) = delete;
   DirectChannel& operator=(const DirectChannel&) = delete;
 
-  // Sends `request` and waits (on the loop) for its reply. False when it was not sent (nothing
-  // written at once, or the handle could not be made): the caller uses the worker thread instead,
-  // whose exchange then meets the same channel.
+  // Sends `request` and waits (on the loop) for its reply. False when it was not sent (the pipe
+  // took nothing at once, the request is over PIPE_BUF, or the handle could not be made): the
+  // caller uses the worker thread instead, whose exchange then meets the same channel.
   bool Send(const std::string& request, Done done);
   // A call is in flight, or its promise is being settled (what that asks is deferred behind).
   bool Busy() const { return busy_ || settling_; }
@@ -91,8 +90,8 @@ class DirectChannel {
   static void OnPoll(uv_poll_t* handle, int status, int events);
   static void OnClosed(uv_handle_t* handle);
   static void OnEnvironmentCleanup(napi_async_cleanup_hook_handle hook, void* arg);
-  // Writes what is left of the request and reads what has arrived of the reply; true when the
-  // exchange has ended (`end_`, `error_` say how).
+  // Reads what has arrived of the reply; true when the exchange has ended (`end_`, `error_` say
+  // how).
   bool Step();
   // Ends the call: the hand-offs deferred while it was out, its Done, then those its Done asked
   // (unless its Done sent the next call: they wait for that one), then a close that waited for
@@ -123,8 +122,6 @@ class DirectChannel {
   bool settling_ = false;  // the reply is in; its Done and the deferred hand-offs are running
   bool settlingOnLoop_ = false;  // ... from the poll callback (its Done may send the next call)
   long long sentNs_ = -1;
-  std::string out_;  // the request frame, from `written_` on still to be written
-  size_t written_ = 0;
   char header_[4];
   size_t headerRead_ = 0;
   std::string reply_;

@@ -8,7 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "frame_io.h"
+#include "helper_protocol.h"
 #include "pidfd_syscalls.h"
 
 extern char** environ;
@@ -85,6 +86,28 @@ std::string ReadSmallFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// A descriptor moved to 10 or above (close-on-exec), out of the way of the helper's 3 and 4:
+// dup2 onto its own number would leave close-on-exec set.
+int AboveHelperFds(int fd) {
+  if (fd < 0 || fd >= 10) return fd;
+  const int moved = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  close(fd);
+  return moved;
+}
+
+void CloseAll(std::initializer_list<int> fds) {
+  for (int fd : fds) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+// Whether the host ignores SIGPIPE (Node does): then a write to a gone helper's pipe is a plain
+// EPIPE, and writes need no masking.
+bool PipeSignalIgnored() {
+  struct sigaction current {};
+  return sigaction(SIGPIPE, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_IGN;
+}
+
 void SendKill(int pidfd) {
   if (pidfd >= 0) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
 }
@@ -123,15 +146,27 @@ std::string LocateHelper() {
 }
 
 HelperProcess::HelperProcess(const std::string& path) {
-  int ends[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
-    throw CodedFailure(kMissing, "could not create the NVML helper's channel: " + ErrnoText(errno));
+  int requests[2] = {-1, -1};
+  int replies[2] = {-1, -1};
+  if (pipe2(requests, O_CLOEXEC) != 0 || pipe2(replies, O_CLOEXEC) != 0 || (hangUp_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+    const int error = errno;
+    CloseAll({requests[0], requests[1], replies[0], replies[1], hangUp_});
+    throw CodedFailure(kMissing, "could not create the NVML helper's channel: " + ErrnoText(error));
   }
-  channel_ = ends[0];
-  int childEnd = ends[1];
-  if (childEnd == 3) {  // dup2(3, 3) would keep close-on-exec set: move it out of the way first
-    childEnd = fcntl(ends[1], F_DUPFD_CLOEXEC, 10);
-    close(ends[1]);
+  requestEnd_ = requests[1];
+  replyEnd_ = replies[0];
+  // Ours are non-blocking: the JavaScript thread never blocks on them, and the worker's waits
+  // poll first (frame_io.h). The helper's stay blocking.
+  fcntl(requestEnd_, F_SETFL, fcntl(requestEnd_, F_GETFL) | O_NONBLOCK);
+  fcntl(replyEnd_, F_SETFL, fcntl(replyEnd_, F_GETFL) | O_NONBLOCK);
+  quietPipe_ = !PipeSignalIgnored();
+  const int childRequests = AboveHelperFds(requests[0]);
+  const int childReplies = AboveHelperFds(replies[1]);
+  if (childRequests < 0 || childReplies < 0) {
+    const int error = errno;
+    CloseAll({childRequests, childReplies, requestEnd_, replyEnd_, hangUp_});
+    requestEnd_ = replyEnd_ = hangUp_ = -1;
+    throw CodedFailure(kMissing, "could not create the NVML helper's channel: " + ErrnoText(error));
   }
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attributes;
@@ -140,7 +175,8 @@ HelperProcess::HelperProcess(const std::string& path) {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, childEnd, 3);
+  posix_spawn_file_actions_adddup2(&actions, childRequests, kHelperRequestFd);
+  posix_spawn_file_actions_adddup2(&actions, childReplies, kHelperReplyFd);
   sigset_t none;
   sigset_t all;
   sigemptyset(&none);
@@ -160,10 +196,10 @@ HelperProcess::HelperProcess(const std::string& path) {
   const int spawned = posix_spawn(&pid, path.c_str(), &actions, &attributes, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
-  close(childEnd);
+  CloseAll({childRequests, childReplies});
   if (spawned != 0) {
-    close(channel_);
-    channel_ = -1;
+    CloseAll({requestEnd_, replyEnd_, hangUp_});
+    requestEnd_ = replyEnd_ = hangUp_ = -1;
     throw CodedFailure(kMissing, "the NVML helper " + path + " could not be started: " + ErrnoText(spawned));
   }
   child_->pid = pid;
@@ -173,15 +209,15 @@ HelperProcess::HelperProcess(const std::string& path) {
     kill(pid, SIGKILL);  // our unreaped child: its pid cannot have been reused
     waitpid(pid, nullptr, 0);
     child_->reaped = true;
-    close(channel_);
-    channel_ = -1;
+    CloseAll({requestEnd_, replyEnd_, hangUp_});
+    requestEnd_ = replyEnd_ = hangUp_ = -1;
     throw CodedFailure(kMissing, "pidfd_open on the NVML helper failed (" + ErrnoText(error) + "); Linux 5.3 or later is needed to run it");
   }
 }
 
 HelperProcess::~HelperProcess() {
   Abandon();  // no-op for a finished helper; else it must not outlive its session
-  if (channel_ >= 0) close(channel_);
+  CloseAll({requestEnd_, replyEnd_, hangUp_});
 }
 
 bool HelperProcess::Reap(const std::shared_ptr<Child>& child, int waitMs) {
@@ -216,7 +252,7 @@ void HelperProcess::Died(const char* what) {
     std::lock_guard<std::mutex> lock(abandonMutex_);
     if (abandoned_) throw CodedFailure("GPUGATE_SESSION_CLOSED", std::string(what) + ": the NVML session was abandoned");
   }
-  shutdown(channel_, SHUT_RDWR);
+  HangUp();
   if (!Reap(child_, kEndWaitMs)) {
     {
       std::lock_guard<std::mutex> lock(child_->mutex);
@@ -234,11 +270,14 @@ void HelperProcess::Died(const char* what) {
 }
 
 std::string HelperProcess::Exchange(const std::string& request, double timeoutMs, const char* what) {
-  if (WriteFrame(channel_, request) != FrameResult::kDone) Died(what);
   const long long deadlineNs = timeoutMs < 0 ? -1 : MonotonicNs() + static_cast<long long>(timeoutMs * 1e6);
+  // A request is a few bytes into a pipe the helper has emptied: its write waits only on a
+  // helper that stopped reading, and that wait shares the reply's deadline.
+  FrameResult result = WriteFrame(requestEnd_, request, Waiting(deadlineNs));
   std::string reply;
   int error = 0;
-  switch (ReadFrame(channel_, &reply, deadlineNs, &error)) {
+  if (result == FrameResult::kDone) result = ReadFrame(replyEnd_, &reply, Waiting(deadlineNs), &error);
+  switch (result) {
     case FrameResult::kDone:
       return reply;
     case FrameResult::kTimedOut: {
@@ -268,7 +307,7 @@ void HelperProcess::ChannelEnded(const char* what, int error) {
 void HelperProcess::DiscardReply() {
   std::string reply;
   int error = 0;
-  ReadFrame(channel_, &reply, -1, &error);
+  ReadFrame(replyEnd_, &reply, Waiting(-1), &error);
 }
 
 void HelperProcess::Finish() {
@@ -281,7 +320,7 @@ void HelperProcess::Abandon() {
     if (abandoned_) return;
     abandoned_ = true;
   }
-  if (channel_ >= 0) shutdown(channel_, SHUT_RDWR);
+  HangUp();
   {
     std::lock_guard<std::mutex> lock(child_->mutex);
     if (child_->reaped) return;
@@ -290,6 +329,19 @@ void HelperProcess::Abandon() {
   // A helper stuck in the kernel ends only when its call returns: nobody waits for that here.
   std::shared_ptr<Child> child = child_;
   std::thread([child] { Reap(child, -1); }).detach();
+}
+
+void HelperProcess::HangUp() {
+  if (hangUp_ >= 0) {
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t written = write(hangUp_, &one, sizeof one);
+  }
+  // Read-only: a write there later fails (EBADF) rather than vanishing into /dev/null.
+  const int nothing = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (nothing >= 0) {
+    if (requestEnd_ >= 0) dup3(nothing, requestEnd_, O_CLOEXEC);
+    close(nothing);
+  }
 }
 
 HelperState HelperProcess::State() const {

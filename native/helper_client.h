@@ -4,7 +4,8 @@
 // Root safety: the helper is found only beside the addon's own file (dladdr), never through PATH
 // or the environment, and refused unless it is a regular file owned by root or the effective
 // user and writable by nobody else, in a directory of the same kind. It is spawned (posix_spawn,
-// no fork of a threaded Node), inherits only its channel as fd 3, and is held by a pidfd: it is
+// no fork of a threaded Node), inherits only its channel (a pipe each way: requests on fd 3,
+// replies on fd 4; pipes cost a round trip less than a socket pair), and is held by a pidfd: it is
 // signalled only through that, so a reused pid is never hit. It is reaped by whoever learns of
 // its end first (the crash path or the detached reaper of an abandoned helper), never waited on
 // by JavaScript.
@@ -16,6 +17,8 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+
+#include "frame_io.h"
 
 namespace gpugate {
 
@@ -54,13 +57,16 @@ class HelperProcess {
   std::string Exchange(const std::string& request, double timeoutMs, const char* what);
   // After a shutdown reply: waits briefly for the helper to exit and reaps it, else kills it.
   void Finish();
-  // Any thread: closes the channel, SIGKILL through the pidfd, and leaves the reaping to a
-  // detached thread (a helper stuck in the kernel dies only when its call returns).
+  // Any thread: hangs the channel up (HangUp), SIGKILL through the pidfd, and leaves the reaping
+  // to a detached thread (a helper stuck in the kernel dies only when its call returns).
   void Abandon();
   pid_t Pid() const { return child_->pid; }
-  // The addon's end of the channel, for the JavaScript thread's own exchanges (direct_call.h);
-  // open until this object is destroyed.
-  int Channel() const { return channel_; }
+  // The addon's ends of the channel, for the JavaScript thread's own exchanges (direct_call.h),
+  // both non-blocking; open until this object is destroyed.
+  int ReplyEnd() const { return replyEnd_; }
+  int RequestEnd() const { return requestEnd_; }
+  // How a write on RequestEnd() must be made (frame_io.h: WriteQuietly).
+  bool QuietPipe() const { return quietPipe_; }
   // The channel ended while `what` waited for its reply: kClosed (EOF, reset, or a write that
   // failed: `error` 0 or its errno) is the helper's death, reaped and named (CodedFailure
   // GPUGATE_NVML_HELPER_CRASHED, or GPUGATE_SESSION_CLOSED when abandoned meanwhile); EMSGSIZE (a
@@ -87,7 +93,16 @@ class HelperProcess {
   [[noreturn]] void Died(const char* what);
 
   std::shared_ptr<Child> child_ = std::make_shared<Child>();
-  int channel_ = -1;
+  // Any thread: every wait on the channel ends (the hang-up eventfd), and the request pipe's end
+  // becomes a read-only /dev/null: the helper reads the end of its requests, and a later write
+  // fails. The descriptor number stays ours, so no thread can write to a reused one.
+  void HangUp();
+  FrameWait Waiting(long long deadlineNs) const { return FrameWait{deadlineNs, hangUp_, quietPipe_}; }
+
+  int replyEnd_ = -1;
+  int requestEnd_ = -1;
+  int hangUp_ = -1;
+  bool quietPipe_ = false;
   bool abandoned_ = false;  // set by Abandon (any thread); read after a failed exchange
   std::mutex abandonMutex_;
 };

@@ -20,6 +20,11 @@ namespace gpugate {
 enum class RequestKind : uint8_t { kOpen = 1, kSnapshot = 2, kHealth = 3, kReadMemory = 4, kShutdown = 5 };
 enum class ReplyKind : uint8_t { kDone = 0, kOpenFailed = 1, kThrew = 2, kNotOpen = 3 };
 
+// The helper's ends of its channel, a pipe each way: it reads requests on one and writes replies
+// on the other (helper_client.cc sets them up, helper/main.cc uses them).
+constexpr int kHelperRequestFd = 3;
+constexpr int kHelperReplyFd = 4;
+
 // The largest frame either end accepts (a snapshot of many GPUs with many processes fits easily).
 constexpr uint32_t kMaxFrameBytes = 256u << 20;
 

@@ -93,8 +93,7 @@ void Submit(SessionHandle* handle, Worker::Task task, bool stop = false) {
 }
 
 // Teardown: closes the direct path; a reply still to come is left to the worker thread, which
-// reads it before the tasks queued after this (as a worker call in flight would end there); a
-// request only partly written leaves the helper to be killed at its shutdown.
+// reads it before the tasks queued after this (as a worker call in flight would end there).
 void CloseDirectPath(SessionHandle* handle) {
   if (handle->direct == nullptr) return;
   switch (handle->direct->Close()) {
@@ -105,9 +104,6 @@ void CloseDirectPath(SessionHandle* handle) {
       handle->worker->Post([helper] { helper->DiscardReply(); });
       break;
     }
-    case DirectChannel::Left::kPartialRequest:
-      handle->backend->DirectCallFailed();
-      break;
   }
 }
 

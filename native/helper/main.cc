@@ -1,7 +1,7 @@
 // gpugate-nvml-helper: runs one NVML session for the addon that spawned it, out of its process.
 //
-// The addon (helper_client.cc) spawns it with its channel as fd 3 (a stream socket), /dev/null on
-// 0-2, default signal dispositions and an empty mask, and `argv` = { name, "idle", parent pid,
+// The addon (helper_client.cc) spawns it with its channel as fds 3 (requests in) and 4 (replies
+// out), a pipe each way, /dev/null on 0-2, default signal dispositions and an empty mask, and `argv` = { name, "idle", parent pid,
 // padding }. It serves requests (helper_protocol.h) one at a time until the channel closes or a
 // shutdown request, and it dies with its parent (PR_SET_PDEATHSIG). What it is doing is its
 // command line (process_title.h). A driver call stuck in the kernel leaves only this process
@@ -27,19 +27,27 @@
 
 namespace {
 
-constexpr int kChannel = 3;
+using gpugate::kHelperReplyFd;
+using gpugate::kHelperRequestFd;
 
 // Exit codes (the addon reports them if the helper ends before answering).
 constexpr int kExitUsage = 64;       // not started by the addon (no channel, wrong arguments)
 constexpr int kExitParentGone = 65;  // the parent died before PR_SET_PDEATHSIG took hold
 
-// Every descriptor but 0-3 is closed: the helper holds nothing of its parent but its channel.
+// Every descriptor but 0-4 is closed: the helper holds nothing of its parent but its channel.
 void CloseInherited() {
 #ifdef SYS_close_range
-  if (syscall(SYS_close_range, kChannel + 1, ~0U, 0) == 0) return;
+  if (syscall(SYS_close_range, kHelperReplyFd + 1, ~0U, 0) == 0) return;
 #endif
   const long limit = sysconf(_SC_OPEN_MAX);
-  for (long fd = kChannel + 1; fd < (limit > 0 ? limit : 1024); ++fd) close(static_cast<int>(fd));
+  for (long fd = kHelperReplyFd + 1; fd < (limit > 0 ? limit : 1024); ++fd) close(static_cast<int>(fd));
+}
+
+// A pipe or a stream socket (a test may start the helper on sockets); anything else, or nothing,
+// means it was not started by the addon.
+bool IsChannel(int fd) {
+  struct stat info {};
+  return fstat(fd, &info) == 0 && (S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode));
 }
 
 // posix_spawn resets every signal glibc lets it name; the two glibc keeps for itself (32, 33)
@@ -65,8 +73,7 @@ void OnNvmlCall(const gpugate::SymbolTable& table, int fn) {
 int main(int argc, char** argv) {
   CloseInherited();
   DefaultEverySignal();
-  struct stat channel {};
-  if (argc < 3 || fstat(kChannel, &channel) != 0 || !S_ISSOCK(channel.st_mode)) return kExitUsage;
+  if (argc < 3 || !IsChannel(kHelperRequestFd) || !IsChannel(kHelperReplyFd)) return kExitUsage;
   const long parent = strtol(argv[2], nullptr, 10);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return kExitUsage;
   if (getppid() != parent) return kExitParentGone;  // died before the line above: nobody to serve
@@ -78,11 +85,13 @@ int main(int argc, char** argv) {
   for (;;) {
     std::string request;
     int error = 0;
-    if (gpugate::ReadFrame(kChannel, &request, -1, &error) != gpugate::FrameResult::kDone) break;
+    if (gpugate::ReadFrame(kHelperRequestFd, &request, gpugate::FrameWait(), &error) != gpugate::FrameResult::kDone) break;
     bool shutdown = false;
     const std::string reply = gpugate::HandleRequest(core, request, &shutdown);
     gpugate::ShowIdleInTitle();
-    if (gpugate::WriteFrame(kChannel, reply) != gpugate::FrameResult::kDone || shutdown) break;
+    // With its signals at their defaults, a reply to an addon that is gone ends the helper by
+    // SIGPIPE, which is what the addon's end means (it is abandoned or exiting).
+    if (gpugate::WriteFrame(kHelperReplyFd, reply) != gpugate::FrameResult::kDone || shutdown) break;
   }
   // The channel closed without a shutdown request (the addon's process ended): still pair the init.
   core.Shutdown();

@@ -63,15 +63,22 @@ describe('the NVML helper process', () => {
     expect(helperChildren().filter((pid) => !before.includes(pid))).toEqual([]);
   });
 
-  it('inherits only its channel (fd 3) and /dev/null on 0-2, with no blocked or ignored signals', async () => {
+  it('inherits only its channel (a pipe each way: requests on fd 3, replies on fd 4) and /dev/null on 0-2, with no blocked or ignored signals', async () => {
     useScenario({ devices: [simDevice(0)] });
     const before = helperChildren();
     trackSession(await openNvml({ libraryPath: freshSimulator() }));
     const helper = await newHelper(before);
     const fds = readdirSync(`/proc/${helper}/fd`).sort();
-    expect(fds).toEqual(['0', '1', '2', '3']);
+    expect(fds).toEqual(['0', '1', '2', '3', '4']);
     for (const fd of ['0', '1', '2']) expect(readlinkSync(`/proc/${helper}/fd/${fd}`)).toBe('/dev/null');
-    expect(readlinkSync(`/proc/${helper}/fd/3`)).toMatch(/^socket:\[\d+\]$/);
+    const requests = readlinkSync(`/proc/${helper}/fd/3`);
+    const replies = readlinkSync(`/proc/${helper}/fd/4`);
+    expect(requests).toMatch(/^pipe:\[\d+\]$/);
+    expect(replies).toMatch(/^pipe:\[\d+\]$/);
+    expect(replies).not.toBe(requests);
+    // The access mode in fdinfo's octal flags: 0 read-only, 1 write-only.
+    const accessMode = (fd: number) => Number.parseInt(/^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/${helper}/fdinfo/${fd}`, 'utf8'))?.[1] ?? 'x', 8) & 3;
+    expect([accessMode(3), accessMode(4)]).toEqual([0, 1]);
     const status = readFileSync(`/proc/${helper}/status`, 'utf8');
     expect(status).toMatch(/^SigBlk:\s+0+$/m);
     expect(status).toMatch(/^SigIgn:\s+0+$/m);
@@ -171,6 +178,47 @@ describe('the NVML helper process', () => {
     await gone(outcome.helperPid);
   });
 
+  it('a helper that died while idle: the next call is GPUGATE_NVML_HELPER_CRASHED, and writing to its pipe raises no SIGPIPE in the program', async () => {
+    // A program that listens for SIGPIPE (so the signal is not ignored, as Node's default has
+    // it) must not get one from the addon's write to the dead helper's request pipe.
+    const scenario = useScenario({ devices: [simDevice(0)] });
+    const outcome = async (listen: boolean) => {
+      const script = `
+        const fs = require('node:fs');
+        const { openNvml } = require(${packageEntryLiteral()});
+        let pipeSignals = 0;
+        if (${listen}) process.on('SIGPIPE', () => { pipeSignals++; });
+        const helperOf = () => fs.readdirSync('/proc/self/task')
+          .flatMap((task) => fs.readFileSync('/proc/self/task/' + task + '/children', 'utf8').split(' ').filter(Boolean).map(Number))
+          .find((pid) => { try { return fs.readlinkSync('/proc/' + pid + '/exe') === ${JSON.stringify(HELPER_FILE)}; } catch { return false; } });
+        const state = (pid) => { const stat = fs.readFileSync('/proc/' + pid + '/stat', 'utf8'); return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3); };
+        const turn = () => new Promise((resolve) => setImmediate(resolve));
+        (async () => {
+          const session = await openNvml({ libraryPath: ${JSON.stringify(freshSimulator())} });
+          await session.snapshot({ memoryOnly: true });
+          const helper = helperOf();
+          process.kill(helper, 'SIGKILL');
+          while (state(helper) !== 'Z') await turn();
+          const errors = [];
+          for (const call of [() => session.snapshot({ memoryOnly: true }), () => session.snapshotSync({ memoryOnly: true })]) {
+            try { await call(); errors.push('answered'); } catch (error) { errors.push(error.code + ': ' + error.message); }
+          }
+          for (let i = 0; i < 3; i++) await turn(); // a signal would be dispatched by now
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          console.log(JSON.stringify({ helper, errors, pipeSignals }));
+        })();`;
+      const run = await runNodeScript(script, { ...process.env, GPUGATE_SIM_SCENARIO: scenario }, 30_000);
+      expect({ code: run.code, signal: run.signal }, run.stderr).toEqual({ code: 0, signal: null });
+      return JSON.parse(run.stdout.trim()) as { helper: number; errors: string[]; pipeSignals: number };
+    };
+    for (const listen of [true, false]) {
+      const { helper, errors, pipeSignals } = await outcome(listen);
+      expect(errors[0]).toMatch(new RegExp(`^GPUGATE_NVML_HELPER_CRASHED: .*NVML helper process \\(pid ${helper}\\) was killed by SIGKILL`));
+      expect(errors[1]).toMatch(/^GPUGATE_SESSION_CLOSED: /);
+      expect(pipeSignals).toBe(0);
+    }
+  });
+
   it('reads a reply larger than one first read (16 GPUs with 8 processes each) whole, on the direct path and the blocking one', async () => {
     const busy = Array.from({ length: 8 }, (_, i) => ({ pid: 3000 + i, usedBytes: 2 ** 30, kinds: ['compute'], name: `worker-${i}` }));
     useScenario({ devices: Array.from({ length: 16 }, (_, i) => simDevice(i, { processes: busy.map((p) => ({ ...p, pid: p.pid + 100 * i })) })) });
@@ -183,14 +231,15 @@ describe('the NVML helper process', () => {
   });
 
   it('takes a request split across writes, and stops, answering nothing, at bytes after a request (a broken peer)', async () => {
-    // The helper started by hand on a socket this test holds as fd 3, as the addon starts it.
+    // The helper started by hand, as the addon starts it but on stream sockets this test holds
+    // (Node has no plain pipes to give a child): requests in on fd 3, replies out on fd 4.
     const startHelper = () => {
-      const child = spawn(HELPER_FILE, ['idle', String(process.pid), ' '.repeat(160)], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+      const child = spawn(HELPER_FILE, ['idle', String(process.pid), ' '.repeat(160)], { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
       // Our own child, not yet reaped while Node holds its handle: a failed assertion leaves no helper behind.
       cleanups.push(() => child.kill('SIGKILL'));
       const channel = child.stdio[3] as Duplex;
       const received: Buffer[] = [];
-      channel.on('data', (chunk: Buffer) => received.push(chunk));
+      (child.stdio[4] as Duplex).on('data', (chunk: Buffer) => received.push(chunk));
       const ended = new Promise<{ code: number | null; bytes: Buffer }>((resolve) =>
         child.on('close', (code) => resolve({ code, bytes: Buffer.concat(received) })),
       );

@@ -90,7 +90,8 @@ function cleanUpProcesses(scenario: string): void {
  * filesystem. Cleanup (registered here): thaw, kill the processes left using the scenario, then
  * unmount, detach and remove.
  */
-function stuckHost(): StuckHost {
+/** `fn`: the NVML call that blocks, on TARGET_DEVICE (a memory read unless a test says otherwise). */
+function stuckHost(fn = 'nvmlDeviceGetMemoryInfo*'): StuckHost {
   const mounted = makeFrozenFs();
   const blockFile = path.join(mounted.path, 'nvml-call');
   let scenario = '';
@@ -103,7 +104,7 @@ function stuckHost(): StuckHost {
     }
   });
   fs.writeFileSync(blockFile, ''); // so that the write, not the file's creation, is what blocks
-  const fault: SimFault = { function: 'nvmlDeviceGetMemoryInfo*', device: TARGET_DEVICE, kernelBlock: blockFile };
+  const fault: SimFault = { function: fn, device: TARGET_DEVICE, kernelBlock: blockFile };
   scenario = writeScenario(matrixScenario([fault]));
   return { mounted, blockFile, scenario };
 }
@@ -247,6 +248,45 @@ describe.skipIf(unavailable !== null)(`a call stuck in the kernel, through the N
     expect(rejection.message).toMatch(/nvmlDeviceGetMemoryInfo/);
     host.mounted.thaw();
     await until(`the abandoned helper ${helperPid} to end after the thaw`, () => !isAlive(helperPid), EVENT_BOUND_MS);
+  });
+
+  it('a call its NVML thread waits on without a limit of its own (health): the deadline ends that wait too, the helper still in D', async () => {
+    // health() is asked through the session's NVML thread, which waits for the helper's reply
+    // until the session's deadline abandons the helper. The helper, in D, is deaf to that SIGKILL
+    // and keeps its end of the reply pipe open: the abandon itself must end the wait, or the
+    // thread would stay until the thaw.
+    expectHelperBuilt();
+    const host = stuckHost('nvmlDeviceGetRemappedRows');
+    host.mounted.freeze();
+    const script = `
+      const fs = require('node:fs');
+      const g = require(${ENTRY});
+      const spawner = () => fs.readdirSync('/proc/self/task').find((tid) => {
+        try { return fs.readFileSync('/proc/self/task/' + tid + '/children', 'utf8').trim() !== ''; } catch { return false; }
+      });
+      (async () => {
+        const session = await g.openNvml({ callTimeoutMs: ${DEADLINE_MS} });
+        const thread = spawner(); // the NVML thread spawned the helper: the kernel lists its child under it
+        const outcome = await session.health(${TARGET_DEVICE}).then(() => 'resolved', (e) => e.code);
+        const bound = Date.now() + ${EVENT_BOUND_MS};
+        while (fs.existsSync('/proc/self/task/' + thread) && Date.now() < bound) await new Promise((resolve) => setTimeout(resolve, 20));
+        console.log(JSON.stringify({ mainThread: String(process.pid), thread, outcome, threadEnded: !fs.existsSync('/proc/self/task/' + thread) }));
+      })();`;
+    const program = startNodeScript(script, cliEnv(host.scenario), 2 * EVENT_BOUND_MS + DEADLINE_MS);
+    expect(await program.exited).toEqual({ code: 0, signal: null });
+    const { stdout, stderr } = await program.closed;
+    const result = JSON.parse(stdout) as { mainThread: string; thread: string | undefined; outcome: string; threadEnded: boolean };
+    expect(result.thread, stderr).toMatch(/^\d+$/);
+    expect(result.thread).not.toBe(result.mainThread);
+    expect(result.outcome).toBe('GPUGATE_TIMEOUT');
+    expect(result.threadEnded).toBe(true);
+    // The thread's end did not wait for the thaw: the helper is still in the call, in D.
+    const helpers = nvmlHelpersUsingScenario(host.scenario, host.blockFile, copy.helperPath);
+    expect(helpers).toHaveLength(1);
+    expect(procState(helpers[0]!)).toBe('D');
+    expect(shownCommandLine(helpers[0]!)).toMatch(new RegExp(`^gpugate-nvml-helper in nvmlDeviceGetRemappedRows gpu ${TARGET_DEVICE} since \\d+$`));
+    host.mounted.thaw();
+    await until(`the abandoned helper ${helpers[0]!} to end after the thaw`, () => !isAlive(helpers[0]!), EVENT_BOUND_MS);
   });
 
   it('a second `gpugate check` started while the first one\'s helper is stuck exits 69 at once, pointing at `gpugate doctor`, and starts no helper of its own', async () => {
