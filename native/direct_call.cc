@@ -2,6 +2,7 @@
 #include "direct_call.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 #include "helper_protocol.h"
 
 namespace gpugate {
+
+static_assert(kFirstReadBytes <= PIPE_BUF, "a request the JavaScript thread writes must go into the pipe whole");
 
 // Outlives its DirectChannel until libuv has closed the handle.
 struct DirectChannel::Poll {
