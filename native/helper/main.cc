@@ -1,11 +1,12 @@
 // gpugate-nvml-helper: runs one NVML session for the addon that spawned it, out of its process.
 //
 // The addon (helper_client.cc) spawns it with its channel as fds 3 (requests in) and 4 (replies
-// out), a pipe each way, /dev/null on 0-2, default signal dispositions and an empty mask, and `argv` = { name, "idle", parent pid,
-// padding }. It serves requests (helper_protocol.h) one at a time until the channel closes or a
-// shutdown request, and it dies with its parent (PR_SET_PDEATHSIG). What it is doing is its
-// command line (process_title.h). A driver call stuck in the kernel leaves only this process
-// stuck; a crash inside the library ends only this process, and the addon reports the signal.
+// out), a pipe each way, /dev/null on 0-2, default signal dispositions and an empty mask, and
+// `argv` = { name, "idle", parent pid, padding }. It serves requests (helper_protocol.h) one at
+// a time until the channel closes or a shutdown request, and it dies with its parent
+// (PR_SET_PDEATHSIG). What it is doing is its command line (process_title.h). A driver call
+// stuck in the kernel leaves only this process stuck; a crash inside the library ends only this
+// process, and the addon reports the signal.
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
