@@ -19,7 +19,8 @@ enum class FrameResult { kDone, kClosed, kTimedOut, kFailed };
 
 // How a side waits. `hangUp`: a descriptor that becomes readable when the exchange is given up
 // (helper_client.cc's eventfd; -1: none); the wait then ends as kClosed. With `hangUp` set or a
-// deadline, the data descriptor may be non-blocking: every read and write waits in poll() first.
+// deadline, the data descriptor may be non-blocking: every read waits in poll() first, and a write
+// that would block waits there before it is tried again.
 // `quietPipe`: a write to a pipe whose reader is gone must not raise SIGPIPE in this process
 // (the addon: set when the host has not ignored SIGPIPE; Node ignores it).
 struct FrameWait {

@@ -89,7 +89,6 @@ describe('parseStat', () => {
 });
 
 describe('status, cgroup, maps, mountinfo, cmdline, btime', () => {
-
   it('children: the pids the kernel lists (with its trailing space), none for an empty file, the live file as it is', () => {
     expect(parseChildren('41 42 107 ')).toEqual([41, 42, 107]);
     expect(parseChildren('')).toEqual([]);
