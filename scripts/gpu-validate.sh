@@ -8,6 +8,9 @@
 #   race       gpugate wait --min-free 0.9 --stable 2s --timeout 120s while the holder runs; SIGKILL
 #              the holder; gpugate must return 0 only after the memory is back
 #   latency    gpugate bench: gpugate's poll latency against nvidia-smi on this host
+#   open-cost  what NVML in gpugate's helper process adds to opening NVML, against NVML in the
+#              process itself: first opens in fresh processes (what one `gpugate check` pays) and
+#              repeated opens in one (needs the package: --tarball, --package or a built checkout)
 #   doctor     gpugate doctor --json: its findings recorded (exit 0, 75 and 69 are results); the
 #              document must be well-formed and every GPU's health read or an NVML code given
 #   select     gpugate select --count 1 --json, with --no-lease and then leasing under the run's
@@ -65,8 +68,8 @@ Options:
   --tolerance-mib N   allowed difference of a process's memory, gpugate vs nvidia-smi (default 4)
   --used-tolerance-mib N  allowed difference of device used memory between readers (default 64)
   --report FILE       where to write the JSON report (default: a new temp dir; the path is printed)
-  --skip STEPS        steps not to run, comma separated: processes, race, latency, doctor, select,
-                      driver (identity always runs)
+  --skip STEPS        steps not to run, comma separated: processes, race, latency, open-cost, doctor,
+                      select, driver (identity always runs)
   --keep              keep the work directory (logs of every command) and print its path
   -h, --help          show this help
 
@@ -141,7 +144,7 @@ while (($# > 0)); do
         --skip)
           IFS=, read -r -a skipped <<<"$value"
           for name in "${skipped[@]}"; do
-            [[ $name =~ ^(processes|race|latency|doctor|select|driver)$ ]] || die 64 "--skip $value: '$name' is not a step that can be skipped (expected processes, race, latency, doctor, select or driver)"
+            [[ $name =~ ^(processes|race|latency|open-cost|doctor|select|driver)$ ]] || die 64 "--skip $value: '$name' is not a step that can be skipped (expected processes, race, latency, open-cost, doctor, select or driver)"
             SKIP="$SKIP$name,"
           done
           ;;
@@ -679,6 +682,26 @@ step_latency() {
     --bench-stderr "$LOGS/bench.err"
 }
 
+step_open_cost() {
+  heading "open-cost: what the NVML helper process adds to opening NVML"
+  if skipped open-cost; then
+    write_step 45 open-cost skip "--skip open-cost"
+    return 0
+  fi
+  if [[ -z $PACKAGE_ROOT ]]; then
+    write_step 45 open-cost skip "no gpugate package to load the library from (pass --tarball or --package)"
+    return 0
+  fi
+  local left
+  left=$(time_left_s)
+  if ((left < 20)); then
+    write_step 45 open-cost skip "only ${left}s of the ${TOTAL_BUDGET_S}s budget left"
+    return 0
+  fi
+  # Its probes are bounded by the budget given (a probe stuck in the kernel is left, and named).
+  helper 45-open-cost.json open-cost open-cost.cjs --package "$PACKAGE_ROOT" --node "$NODE_BIN" --budget-s "$(capped 40)"
+}
+
 # schema_dir COMMAND: the schemas/ of the gpugate being validated when it has COMMAND's (its
 # documents' own), else this script's package's.
 schema_dir() {
@@ -853,6 +876,7 @@ else
   write_step 30 race skip "the identity step could not read the GPUs"
 fi
 step_latency
+step_open_cost
 step_doctor
 step_select
 step_driver

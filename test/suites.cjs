@@ -49,7 +49,7 @@ const SLOW_SUITES = [
   {
     name: 'gpu-validate',
     why: 'the GPU host validation script and its step programs, run whole against the simulator',
-    files: ['test/gpu-validate/gpu-validate.test.ts', 'test/gpu-validate/gpu-validate-judging.test.ts'],
+    files: ['test/gpu-validate/gpu-validate.test.ts', 'test/gpu-validate/gpu-validate-judging.test.ts', 'test/gpu-validate/open-cost.test.ts'],
   },
 ];
 

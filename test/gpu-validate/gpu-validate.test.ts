@@ -200,6 +200,10 @@ describe('gpu-validate.sh --simulate', () => {
     expect(latency.status, latency.summary).toBe('pass');
     expect(latency.data).toMatchObject({ devices: 2, gpugateMedianMs: expect.any(Number), nvidiaSmiMedianMs: expect.any(Number), ratio: expect.any(Number) });
     expect(latency.summary).toMatch(/^gpugate median .+; nvidia-smi median .+: gpugate \d+x faster/);
+    // What the NVML helper adds to opening NVML, this checkout loaded as the package (its own test: open-cost.test.ts).
+    const openCost = step(report, 'open-cost');
+    expect(openCost.status, openCost.summary).toBe('pass');
+    expect(openCost.data).toMatchObject({ goalMs: 5, firstOpen: { pairs: 10, addedMedianMs: expect.any(Number) }, repeatedOpen: { opens: 10, addedMs: expect.any(Number) } });
     // gpugate doctor: whatever this host makes it conclude is recorded; every GPU's health was read.
     const doctor = step(report, 'doctor');
     expect(doctor.status, doctor.summary).toBe('pass');
@@ -231,7 +235,7 @@ describe('gpu-validate.sh --simulate', () => {
     expect(driver.status, driver.summary).toBe('pass');
     expect(driver.summary).toBe('driver 580.95.05: v2 used-excludes-reserved; 2 GPU(s) read');
     expect(driver.checks.find((c) => c.name === 'GPU 0 gpugate reads the same semantics')?.ok).toBe(true);
-    expect(report.steps.map((s) => s.step)).toEqual(['identity', 'processes', 'race', 'latency', 'doctor', 'select', 'select-lease', 'driver', 'driver-abi']);
+    expect(report.steps.map((s) => s.step)).toEqual(['identity', 'processes', 'race', 'latency', 'open-cost', 'doctor', 'select', 'select-lease', 'driver', 'driver-abi']);
     expect(run.stdout).toMatch(/identity\s+PASS/);
     expect(run.stdout).toMatch(/race\s+PASS\s+exit 0/);
     expect(run.stdout).toMatch(/doctor\s+PASS\s+exit (0|69|75) /);
@@ -248,15 +252,15 @@ describe('gpu-validate.sh --simulate', () => {
     writeFileSync(wrapper, `#!/bin/sh\n"${standin}" "$@" | sed 's/GPU-b24f9d13-7e6a-4c21-8f05-93d1c6a4e702/GPU-00000000-0000-0000-0000-000000000bad/'\n`);
     chmodSync(wrapper, 0o755);
     const reportPath = join(bin, 'report.json');
-    const run = await runScript(['--simulate', '--nvidia-smi', wrapper, '--report', reportPath, '--skip', 'processes,race,latency,doctor,select']);
+    const run = await runScript(['--simulate', '--nvidia-smi', wrapper, '--report', reportPath, '--skip', 'processes,race,latency,open-cost,doctor,select']);
     expect(run.code).toBe(1);
     const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
     expect(report.result).toBe('fail');
     // The driver step reads NVML directly: it does not depend on nvidia-smi agreeing.
-    expect(report.steps.map((s) => `${s.step}:${s.status}`)).toEqual(['identity:fail', 'processes:skip', 'race:skip', 'latency:skip', 'doctor:skip', 'select:skip', 'select-lease:skip', 'driver:pass', 'driver-abi:pass']);
+    expect(report.steps.map((s) => `${s.step}:${s.status}`)).toEqual(['identity:fail', 'processes:skip', 'race:skip', 'latency:skip', 'open-cost:skip', 'doctor:skip', 'select:skip', 'select-lease:skip', 'driver:pass', 'driver-abi:pass']);
     expect(step(report, 'race').summary).toBe('skipped: --skip race');
     expect(step(report, 'select-lease').summary).toBe('skipped: --skip select');
-    expect((report as Report & { settings: unknown }).settings).toEqual({ gpu: 0, holdMib: '20% of total', toleranceMib: 4, usedToleranceMib: 64, skip: ['processes', 'race', 'latency', 'doctor', 'select'] });
+    expect((report as Report & { settings: unknown }).settings).toEqual({ gpu: 0, holdMib: '20% of total', toleranceMib: 4, usedToleranceMib: 64, skip: ['processes', 'race', 'latency', 'open-cost', 'doctor', 'select'] });
     const identity = step(report, 'identity');
     expect(identity.status).toBe('fail');
     const failed = identity.checks.filter((c) => !c.ok);
@@ -270,7 +274,7 @@ describe('gpu-validate.sh --simulate', () => {
   it('skips the race, saying why, when the holder is too small to make --min-free 0.9 fail', async () => {
     const reportPath = join(work, 'small-holder', 'report.json');
     // Also the --package form: an installed package directory (here this checkout).
-    const run = await runScript(['--simulate', '--package', repo, '--hold-mib', '2048', '--skip', 'latency', '--report', reportPath]);
+    const run = await runScript(['--simulate', '--package', repo, '--hold-mib', '2048', '--skip', 'latency,open-cost', '--report', reportPath]);
     expect(run.code, run.stdout).toBe(0);
     const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report & { gpugate: { command: string; version: string } };
     expect(report.gpugate.command.endsWith(` ${join(repo, 'dist', 'cli', 'main.js')}`)).toBe(true);
@@ -289,7 +293,7 @@ describe('gpu-validate.sh --simulate', () => {
     spawnSync('mkdir', ['-p', site]);
     writeFileSync(join(site, 'pynvml.py'), PYNVML_STAND_IN);
     const reportPath = join(work, 'pynvml', 'report.json');
-    const run = await runScript(['--simulate', '--skip', 'processes,race,latency', '--report', reportPath], { PYTHONPATH: site });
+    const run = await runScript(['--simulate', '--skip', 'processes,race,latency,open-cost', '--report', reportPath], { PYTHONPATH: site });
     expect(run.code, run.stdout).toBe(0);
     const identity = step(JSON.parse(readFileSync(reportPath, 'utf8')) as Report, 'identity');
     expect(identity.status).toBe('pass');
@@ -367,7 +371,7 @@ describe('gpu-validate.sh without a GPU or a driver', () => {
     expect(spawnSync(process.execPath, [join(helpers, 'sim-scenario.cjs'), 'write-base', scenario]).status).toBe(0);
     const reportPath = join(dir, 'report.json');
     const run = await runScript(
-      ['--gpugate', join(repo, 'dist', 'cli', 'main.js'), '--node', process.execPath, '--nvidia-smi', standin, '--skip', 'latency', '--report', reportPath],
+      ['--gpugate', join(repo, 'dist', 'cli', 'main.js'), '--node', process.execPath, '--nvidia-smi', standin, '--skip', 'latency,open-cost', '--report', reportPath],
       { PATH: path, GPUGATE_NVML_LIBRARY: join(repo, 'build', 'Release', 'gpugate_sim.so'), GPUGATE_SIM_SCENARIO: scenario },
     );
     expect(run.code, run.stdout).toBe(0);
@@ -398,6 +402,8 @@ describe('gpu-validate.sh without a GPU or a driver', () => {
     expect(run.code, run.stdout).toBe(0);
     const report = JSON.parse(readFileSync(reportPath, 'utf8')) as Report;
     expect(step(report, 'doctor').summary).toBe("skipped: gpugate doctor unavailable (gpugate: unknown command 'doctor')");
+    // A command that is not an installed package's main.js: no library to load for the probes.
+    expect(step(report, 'open-cost').summary).toBe('skipped: no gpugate package to load the library from (pass --tarball or --package)');
     expect(step(report, 'select').summary).toBe("skipped: gpugate select unavailable (gpugate: unknown command 'select')");
     expect(step(report, 'select-lease').status).toBe('skip');
   }, 60_000);
