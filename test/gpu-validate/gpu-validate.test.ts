@@ -203,7 +203,7 @@ describe('gpu-validate.sh --simulate', () => {
     // What the NVML helper adds to opening NVML, this checkout loaded as the package (its own test: open-cost.test.ts).
     const openCost = step(report, 'open-cost');
     expect(openCost.status, openCost.summary).toBe('pass');
-    expect(openCost.data).toMatchObject({ goalMs: 5, firstOpen: { pairs: 10, addedMedianMs: expect.any(Number) }, repeatedOpen: { opens: 10, addedMs: expect.any(Number) } });
+    expect(openCost.data).toMatchObject({ goalMs: 5, firstOpen: { pairs: expect.any(Number), addedMedianMs: expect.any(Number) }, repeatedOpen: { opens: 10, addedMs: expect.any(Number) } });
     // gpugate doctor: whatever this host makes it conclude is recorded; every GPU's health was read.
     const doctor = step(report, 'doctor');
     expect(doctor.status, doctor.summary).toBe('pass');
