@@ -10,7 +10,7 @@
  *
  * Prints one JSON line: { openMs, helpers } for first (helpers: this process's gpugate-nvml-helper
  * children while the session was open, 1 in the helper mode and 0 in-process when the mode was
- * honoured), { helperMs: [...], inProcessMs: [...] } for repeated, or { error, code } when opening
+ * honoured; null when they cannot be listed), { helperMs: [...], inProcessMs: [...] } for repeated, or { error, code } when opening
  * failed (exit 0 either way: the step decides).
  *
  * usage: node open-probe.cjs PACKAGE first helper|in-process
@@ -20,9 +20,17 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-/** This process's children that run gpugate-nvml-helper: the proof that a mode used (or did not use) the helper. */
+/**
+ * This process's children that run gpugate-nvml-helper: the proof that a mode used (or did not use)
+ * the helper; null where the kernel does not list children (no /proc/PID/task/TID/children).
+ */
 function helperChildren() {
-  const pids = fs.readdirSync('/proc/self/task').flatMap((tid) => fs.readFileSync(`/proc/self/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+  let pids;
+  try {
+    pids = fs.readdirSync('/proc/self/task').flatMap((tid) => fs.readFileSync(`/proc/self/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+  } catch {
+    return null;
+  }
   return pids.filter((pid) => {
     try {
       return path.basename(fs.readlinkSync(`/proc/${pid}/exe`)) === 'gpugate-nvml-helper';
