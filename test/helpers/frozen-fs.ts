@@ -32,8 +32,14 @@ export interface FrozenFs {
 const TOOLS = ['truncate', 'mkfs.ext4', 'mount', 'umount', 'losetup', 'fsfreeze'];
 const IMAGE_SIZE = '16M';
 
+/** Runs a tool; a failure's message says what it printed on stderr (a cleanup failure reports only its first line). */
 function run(program: string, args: readonly string[]): string {
-  return execFileSync(program, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
+  try {
+    return execFileSync(program, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
+  } catch (error) {
+    const said = String((error as { stderr?: unknown }).stderr ?? '').trim().split('\n')[0] ?? '';
+    throw new Error(`${program} ${args.join(' ')} failed${said === '' ? '' : `: ${said}`}`, { cause: error });
+  }
 }
 
 function onPath(program: string): boolean {
@@ -69,6 +75,28 @@ export function loopDevicesOf(image: string): string[] {
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '');
+}
+
+/** How long a loop device that failed to detach gets to let go of its image by itself. */
+const AUTOCLEAR_WAIT_MS = 2000;
+
+/**
+ * Detaches `device` from `image`. A `mount -o loop` device clears itself once its filesystem is
+ * unmounted, and the kernel may do that just after `losetup --associated` still listed it: the
+ * explicit detach then fails (the device is no longer bound), which is the outcome wanted. So a
+ * failed detach counts only while the device stays associated with `image`.
+ */
+function detachLoopDevice(device: string, image: string): void {
+  try {
+    run('losetup', ['--detach', device]);
+  } catch (error) {
+    const deadline = Date.now() + AUTOCLEAR_WAIT_MS;
+    while (Date.now() < deadline) {
+      if (!loopDevicesOf(image).includes(device)) return;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    }
+    throw error;
+  }
 }
 
 /** Creates, formats and loop-mounts a fresh ext4 image (not frozen). */
@@ -109,7 +137,7 @@ export function makeFrozenFs(): FrozenFs {
       });
     }
     attempt('losetup --detach', () => {
-      for (const device of loopDevicesOf(image)) run('losetup', ['--detach', device]);
+      for (const device of loopDevicesOf(image)) detachLoopDevice(device, image);
     });
     // Never recurse into a directory that is still a mount: that would delete (or block on) its files.
     if (isMountPoint(mountPoint)) failures.push(`${mountPoint} is still mounted; left ${dir} in place`);
