@@ -60,9 +60,7 @@ bool DirectChannel::Send(const std::string& request, Done done) {
   // A frame of at most PIPE_BUF bytes goes into the pipe whole or not at all (POSIX), so a call
   // is never left half sent; a larger request goes by the worker.
   if (kFrameHeaderBytes + request.size() > kFirstReadBytes) return false;
-  const uint32_t length = static_cast<uint32_t>(request.size());
-  std::string frame(reinterpret_cast<const char*>(&length), sizeof length);
-  frame.append(request);
+  const std::string frame = EncodeFrame(request);
   const long long startedNs = MonotonicNs();
   long sent;
   do sent = WriteQuietly(helper_->RequestEnd(), frame.data(), frame.size(), helper_->QuietPipe());

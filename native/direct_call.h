@@ -7,8 +7,9 @@
 // thread only. It is transport alone: one request frame out (non-blocking, into the request pipe
 // whole: at most PIPE_BUF bytes), one reply frame in from the reply pipe (non-blocking,
 // reassembled across callbacks), then `Done` runs inside a handle scope and a callback scope (so
-// the promise it settles runs its reactions). session_api.cc decides when a call may go this way, decodes the
-// reply with the worker path's decoders and names a helper's death the way the worker does.
+// the promise it settles runs its reactions). session_api.cc decides when a call may go this
+// way, decodes the reply with the worker path's decoders and names a helper's death the way the
+// worker does.
 //
 // Ordering: at most one call in flight; what the session is asked meanwhile is held here
 // (Defer) and handed to the worker thread, in order, once the call has settled. Never two

@@ -100,10 +100,15 @@ long WriteQuietly(int fd, const char* data, size_t size, bool quietPipe) {
   return sent;
 }
 
-FrameResult WriteFrame(int fd, const std::string& payload, const FrameWait& wait) {
+std::string EncodeFrame(const std::string& payload) {
   const uint32_t length = static_cast<uint32_t>(payload.size());
   std::string frame(reinterpret_cast<const char*>(&length), sizeof length);
   frame.append(payload);
+  return frame;
+}
+
+FrameResult WriteFrame(int fd, const std::string& payload, const FrameWait& wait) {
+  const std::string frame = EncodeFrame(payload);
   size_t done = 0;
   while (done < frame.size()) {
     const long sent = WriteQuietly(fd, frame.data() + done, frame.size() - done, wait.quietPipe);

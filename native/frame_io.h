@@ -29,6 +29,8 @@ struct FrameWait {
   bool quietPipe = false;
 };
 
+// `payload` with its frame header in front: what goes on the channel.
+std::string EncodeFrame(const std::string& payload);
 // Writes one frame whole (retrying short writes and EINTR). kFailed: the reader is gone (EPIPE)
 // or writing failed; kClosed: hung up.
 FrameResult WriteFrame(int fd, const std::string& payload, const FrameWait& wait = FrameWait());
