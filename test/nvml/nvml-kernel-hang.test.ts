@@ -86,11 +86,10 @@ function cleanUpProcesses(scenario: string): void {
 }
 
 /**
- * Three GPUs whose memory read on GPU 1 (both versions) writes to a file on a fresh frozen-able
- * filesystem. Cleanup (registered here): thaw, kill the processes left using the scenario, then
- * unmount, detach and remove.
+ * Three GPUs whose call `fn` on GPU 1 (by default the memory read, both versions) writes to a file
+ * on a fresh frozen-able filesystem. Cleanup (registered here): thaw, kill the processes left
+ * using the scenario, then unmount, detach and remove.
  */
-/** `fn`: the NVML call that blocks, on TARGET_DEVICE (a memory read unless a test says otherwise). */
 function stuckHost(fn = 'nvmlDeviceGetMemoryInfo*'): StuckHost {
   const mounted = makeFrozenFs();
   const blockFile = path.join(mounted.path, 'nvml-call');
